@@ -1,0 +1,182 @@
+//! The command line (contract §1): argument parsing with clap, and the thin commands that
+//! call the pipeline's stages and print what they return. Only this module prints.
+
+mod output;
+
+use crate::Error;
+use crate::plan::{self, Rates, Shard};
+use crate::spec::{self, Stage};
+use clap::{Parser, Subcommand, ValueEnum};
+use output::Out;
+
+/// Benchmark LLM serving engines from a checked-in spec.
+#[derive(Debug, Parser)]
+#[command(name = "benchspec", version, about, long_about = None)]
+pub struct Cli {
+    /// Print only problems and results, no progress or summaries.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// When to color the output (`NO_COLOR` is honoured under `auto`).
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// When to use color.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check specs: every problem of every file, each as FILE:LINE:COL: message (at /pointer).
+    Validate {
+        /// The spec files (.yaml, .yml or .toml).
+        #[arg(required = true, value_name = "SPEC")]
+        specs: Vec<String>,
+        /// How problems are printed: `auto` adds the source line and a caret on a terminal.
+        #[arg(long, value_enum, default_value_t = DiagFormat::Auto)]
+        format: DiagFormat,
+    },
+    /// Print the JSON Schema (draft 2020-12) of spec v1.
+    Schema {
+        /// Write the schema to FILE instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<String>,
+    },
+    /// Expand a spec into cells: run order, skip reasons, estimated wall time.
+    Plan {
+        /// The spec file.
+        #[arg(value_name = "SPEC")]
+        spec: String,
+        /// `table` for people, `json` for tools (the plan.json of a run).
+        #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
+        format: PlanFormat,
+        /// Only shard K of N: a deterministic, complete partition of the runnable cells.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+    },
+}
+
+/// How diagnostics are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiagFormat {
+    /// `full` on a terminal, `short` elsewhere.
+    Auto,
+    /// One line per problem.
+    Short,
+    /// One line per problem, then the source line with a caret.
+    Full,
+    /// A JSON array of problems on standard output.
+    Json,
+}
+
+/// How a plan is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// A table for people.
+    Table,
+    /// JSON.
+    Json,
+}
+
+/// Run the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let out = Out::new(cli.color, cli.quiet);
+    let result = match cli.command {
+        Command::Validate { specs, format } => return validate(&specs, format, &out),
+        Command::Schema { out: file } => schema(file.as_deref(), &out),
+        Command::Plan {
+            spec,
+            format,
+            shard,
+        } => plan_cmd(&spec, format, shard.as_deref(), &out),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            out.error(&e, DiagFormat::Auto);
+            e.exit_code()
+        }
+    }
+}
+
+fn validate(specs: &[String], format: DiagFormat, out: &Out) -> i32 {
+    let mut all = Vec::new();
+    let mut invalid = 0;
+    for path in specs {
+        match spec::load(path, Stage::Validate) {
+            Ok(loaded) => {
+                out.info(&format!("{path}: ok"));
+                all.extend(loaded.warnings);
+            }
+            Err(e) => {
+                invalid += 1;
+                if e.diagnostics().is_empty() {
+                    out.error(&Error::Spec(e), format);
+                } else {
+                    all.extend(e.diagnostics().iter().cloned());
+                }
+            }
+        }
+    }
+    out.diagnostics(&all, format);
+    let errors = all
+        .iter()
+        .filter(|d| d.severity == spec::Severity::Error)
+        .count();
+    let warnings = all.len() - errors;
+    if specs.len() > 1 || invalid > 0 {
+        out.info(&format!(
+            "{} spec(s): {} valid, {invalid} invalid; {errors} error(s), {warnings} warning(s)",
+            specs.len(),
+            specs.len() - invalid
+        ));
+    }
+    if invalid > 0 { 2 } else { 0 }
+}
+
+fn schema(file: Option<&str>, out: &Out) -> Result<i32, Error> {
+    let text = spec::schema::spec_schema_text();
+    match file {
+        Some(path) => std::fs::write(path, text).map_err(|source| Error::Write {
+            path: path.to_string(),
+            source,
+        })?,
+        None => out.print(&text),
+    }
+    Ok(0)
+}
+
+fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> Result<i32, Error> {
+    let shard = shard.map(Shard::parse).transpose()?;
+    let loaded = spec::load(path, Stage::Validate)?;
+    out.diagnostics(&loaded.warnings, DiagFormat::Auto);
+    let mut plan = plan::expand(&loaded.spec, &Rates::default());
+    if let Some(s) = shard {
+        plan = plan.shard(s);
+    }
+    match format {
+        PlanFormat::Table => out.print(&plan::render_table(&plan, path)),
+        PlanFormat::Json => {
+            out.print(&(serde_json::to_string_pretty(&plan).unwrap_or_default() + "\n"))
+        }
+    }
+    Ok(0)
+}

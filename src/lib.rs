@@ -1,0 +1,38 @@
+//! benchspec: benchmark LLM serving engines from a checked-in spec.
+//!
+//! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks
+//! a spec; [`plan`] expands it into cells. Each stage has its own error type; [`Error`] joins
+//! them and maps each to the exit code of contract §1.
+
+pub mod cli;
+pub mod plan;
+pub mod spec;
+
+/// Any error that ends a command.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A spec could not be read or is invalid.
+    #[error(transparent)]
+    Spec(#[from] spec::SpecError),
+    /// The plan could not be made (a bad `--shard`, say).
+    #[error(transparent)]
+    Plan(#[from] plan::PlanError),
+    /// Writing output failed.
+    #[error("cannot write `{path}`: {source}")]
+    Write {
+        /// What was being written.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The process exit code (contract §1): `2` for bad input, nothing run.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Spec(_) | Error::Plan(_) => 2,
+            Error::Write { .. } => 1,
+        }
+    }
+}

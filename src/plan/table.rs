@@ -1,0 +1,94 @@
+//! The plan as a table for people: cells in run order, then the skipped cells with their
+//! reasons, then the estimate and what it assumes.
+
+use super::estimate::human_duration;
+use super::{Cell, Mode, Phase, Plan};
+use std::fmt::Write as _;
+
+/// Render `plan` (of the spec at `path`) as text.
+pub fn render_table(plan: &Plan, path: &str) -> String {
+    let mut out = String::new();
+    let run: Vec<&Cell> = plan.runnable().collect();
+    let prefill = run.iter().filter(|c| c.phase == Phase::Prefill).count();
+    let decode = run.len() - prefill;
+    let shard = plan
+        .shard
+        .map(|s| format!(", shard {s}"))
+        .unwrap_or_default();
+    let _ = writeln!(out, "plan of `{}` ({path}{shard})", plan.name);
+    let max_len = plan.max_model_len.map_or_else(
+        || "read from the server at run time".to_string(),
+        |m| m.to_string(),
+    );
+    let _ = writeln!(
+        out,
+        "max_model_len {max_len}, max output {} tokens",
+        plan.max_output_tokens
+    );
+    let _ = writeln!(
+        out,
+        "{} cells to run: {prefill} prefill, {decode} decode\n",
+        run.len()
+    );
+    let _ = writeln!(
+        out,
+        "{:>4}  {:<18} {:>7} {:>5}  {:<28} {:>9}",
+        "#", "cell", "prompt", "conc", "how", "estimate"
+    );
+    for (i, c) in run.iter().enumerate() {
+        let prompt = if c.clamped {
+            format!("{}*", c.prompt_tokens)
+        } else {
+            c.prompt_tokens.to_string()
+        };
+        let est = if c.estimate_s > 0.0 {
+            human_duration(c.estimate_s)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<18} {:>7} {:>5}  {:<28} {:>9}",
+            i + 1,
+            c.id,
+            prompt,
+            c.concurrency,
+            how(c),
+            est
+        );
+    }
+    if run.iter().any(|c| c.clamped) {
+        let _ = writeln!(out, "\n* clamped to max_model_len - 1");
+    }
+    let skipped: Vec<&Cell> = plan.skipped().collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "\n{} skipped:", skipped.len());
+        for c in skipped {
+            let _ = writeln!(
+                out,
+                "  {} skipped: {}",
+                c.id,
+                c.skip.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nestimated wall time: {} ({})",
+        human_duration(plan.estimate_s),
+        plan.rates.source
+    );
+    out
+}
+
+fn how(c: &Cell) -> String {
+    match c.mode {
+        Mode::DecodeWarmup => "during decode warm-up".to_string(),
+        Mode::Standalone => match c.repeats {
+            Some(1) | None => "standalone, 1 cold request".to_string(),
+            Some(r) => format!("standalone, median of {r}"),
+        },
+        Mode::FixedDuration => format!("{} s window", c.duration_s.unwrap_or_default()),
+        Mode::RequestCount => format!("{} requests", c.requests.unwrap_or_default()),
+    }
+}

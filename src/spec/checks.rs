@@ -1,0 +1,325 @@
+//! Meaning checks (contract §2): what the schema cannot say. They read the document's JSON
+//! one field at a time, so they run beside the schema layer even when other parts of the
+//! spec are broken; a field the schema already rejected is simply not looked at again.
+
+use super::command::{env_refs, flag_value, parse_url, port_arg};
+use super::diag::{Problem, Severity};
+use super::model::{Command, EngineKind};
+use super::units::{Span, Tokens};
+use super::workload::{DecodeMode, PrefillMode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Where the spec is being checked: `validate` only warns about what the run machine may
+/// still provide (environment variables); `run` needs it now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// `benchspec validate` and `plan`.
+    Validate,
+    /// `benchspec run`.
+    Run,
+}
+
+/// A spec document and the environment it is checked against.
+struct Ctx<'a> {
+    json: &'a Value,
+    stage: Stage,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Ctx<'_> {
+    /// The field at `ptr` when present and well-formed; `Err(())` when present but broken
+    /// (the schema layer reports it), `Ok(None)` when absent.
+    fn field<T: DeserializeOwned>(&self, ptr: &str) -> Result<Option<T>, ()> {
+        match self.json.pointer(ptr) {
+            None => Ok(None),
+            Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| ()),
+        }
+    }
+
+    /// The field, or `default` when absent; `None` when broken.
+    fn or<T: DeserializeOwned>(&self, ptr: &str, default: T) -> Option<T> {
+        self.field(ptr).ok().map(|v| v.unwrap_or(default))
+    }
+
+    fn unset(&self, name: &str) -> Option<Severity> {
+        let severity = match self.stage {
+            Stage::Validate => Severity::Warning,
+            Stage::Run => Severity::Error,
+        };
+        (self.env)(name).is_none().then_some(severity)
+    }
+}
+
+/// All meaning problems of the document `json`; `env` looks variables up (the process
+/// environment in the CLI, a table in tests).
+pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
+    let cx = Ctx { json, stage, env };
+    let mut out = Vec::new();
+    axes(&cx, &mut out);
+    phases(&cx, &mut out);
+    engine(&cx, &mut out);
+    report(&cx, &mut out);
+    out
+}
+
+fn axes(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+    let contexts: Option<Vec<Tokens>> = cx.field("/matrix/contexts").ok().flatten();
+    let concurrency: Option<Vec<u32>> = cx.field("/matrix/concurrency").ok().flatten();
+    if let Some(c) = &contexts {
+        ascending(c, "/matrix/contexts", out);
+    }
+    if let Some(c) = &concurrency {
+        ascending(c, "/matrix/concurrency", out);
+        for (i, v) in c.iter().enumerate().filter(|(_, v)| **v == 0) {
+            out.push(Problem::error(
+                &format!("/matrix/concurrency/{i}"),
+                format!("concurrency {v} sends nothing; use 1 or more"),
+            ));
+        }
+    }
+    for phase in ["prefill", "decode"] {
+        let ptr = format!("/phases/{phase}/contexts");
+        if let Ok(Some(list)) = cx.field::<Vec<Tokens>>(&ptr) {
+            subset(&list, contexts.as_deref(), &ptr, "matrix.contexts", out);
+        }
+    }
+    let ptr = "/phases/decode/concurrency";
+    if let Ok(Some(list)) = cx.field::<Vec<u32>>(ptr) {
+        subset(
+            &list,
+            concurrency.as_deref(),
+            ptr,
+            "matrix.concurrency",
+            out,
+        );
+    }
+}
+
+/// A phase's own axis: not empty, ascending, and drawn from the matrix.
+fn subset<T: PartialOrd + std::fmt::Display>(
+    list: &[T],
+    matrix: Option<&[T]>,
+    ptr: &str,
+    axis: &str,
+    out: &mut Vec<Problem>,
+) {
+    if list.is_empty() {
+        out.push(Problem::error(
+            ptr,
+            format!(
+                "an empty list measures nothing; remove it to use `{axis}`, or set `enabled: false`"
+            ),
+        ));
+    }
+    ascending(list, ptr, out);
+    let Some(matrix) = matrix else { return };
+    for (i, v) in list.iter().enumerate().filter(|(_, v)| !matrix.contains(v)) {
+        out.push(Problem::error(
+            &format!("{ptr}/{i}"),
+            format!("{v} is not in `{axis}`; add it there or remove it here"),
+        ));
+    }
+}
+
+/// Each value must be greater than the one before it: no duplicates, ascending order.
+fn ascending<T: PartialOrd + std::fmt::Display>(values: &[T], ptr: &str, out: &mut Vec<Problem>) {
+    for (i, pair) in values.windows(2).enumerate() {
+        let (a, b) = (&pair[0], &pair[1]);
+        let at = format!("{ptr}/{}", i + 1);
+        if a == b {
+            out.push(Problem::error(&at, format!("{b} is listed twice")));
+        } else if b < a {
+            out.push(Problem::error(
+                &at,
+                format!("{b} comes after {a}; list values in ascending order"),
+            ));
+        }
+    }
+}
+
+fn phases(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+    let prefill_on = cx.or("/phases/prefill/enabled", true);
+    let decode_on = cx.or("/phases/decode/enabled", true);
+    if prefill_on == Some(false) && decode_on == Some(false) {
+        out.push(Problem::error(
+            "/phases",
+            "both phases are disabled, so nothing would be measured",
+        ));
+    }
+    let max_len: Option<Tokens> = cx.field("/model/max_model_len").ok().flatten();
+    let out_tokens = cx.or("/workload/max_output_tokens", Tokens(4096));
+    if let (Some(max), Some(n)) = (max_len, out_tokens) {
+        if n.0 >= max.0 {
+            out.push(Problem::error(
+                "/workload/max_output_tokens",
+                format!(
+                    "{} output tokens leave no room for a prompt in max_model_len {}",
+                    n.0, max.0
+                ),
+            ));
+        } else if let Ok(Some(list)) = cx.field::<Vec<Tokens>>("/phases/decode/contexts") {
+            for (i, c) in list.iter().enumerate().filter(|(_, c)| c.0 + n.0 > max.0) {
+                out.push(Problem::error(
+                    &format!("/phases/decode/contexts/{i}"),
+                    format!("{} + {} output tokens > max_model_len {}; remove this context or lower `workload.max_output_tokens`", c.0, n.0, max.0),
+                ));
+            }
+        }
+    }
+    let mode = cx.or("/phases/decode/mode", DecodeMode::FixedDuration);
+    if decode_on == Some(true)
+        && mode == Some(DecodeMode::RequestCount)
+        && cx.or("/phases/decode/requests", 0u32) == Some(0)
+    {
+        out.push(Problem::error(
+            "/phases/decode/requests",
+            "`request-count` mode needs `requests` of at least 1",
+        ));
+    }
+    if decode_on == Some(true) && mode == Some(DecodeMode::FixedDuration) {
+        if let Ok(Some(d)) = cx.field::<Span>("/phases/decode/duration") {
+            if d.0.is_zero() {
+                out.push(Problem::error(
+                    "/phases/decode/duration",
+                    "a fixed-duration window must be longer than 0s",
+                ));
+            }
+        }
+    }
+    let prefill_mode = cx.or("/phases/prefill/mode", PrefillMode::DecodeWarmup);
+    if prefill_mode == Some(PrefillMode::DecodeWarmup)
+        && cx
+            .or("/phases/prefill/repeats", 1u32)
+            .is_some_and(|r| r > 1)
+    {
+        out.push(Problem::warning("/phases/prefill/repeats", "`repeats` applies to `standalone` prefill only; decode-warmup measures one request per context"));
+    }
+}
+
+fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+    let kind: Option<EngineKind> = cx.field("/engine/kind").ok().flatten();
+    let key_env: Option<String> = cx.field("/engine/api_key_env").ok().flatten();
+    if let Some(name) = &key_env {
+        if let Some(severity) = cx.unset(name) {
+            out.push(Problem {
+                severity,
+                ..Problem::error(
+                    "/engine/api_key_env",
+                    format!(
+                        "environment variable `{name}` is not set; export it before `benchspec run`"
+                    ),
+                )
+            });
+        }
+    }
+    if let (Some(k), Some(_)) = (kind, cx.json.pointer("/engine/sim")) {
+        if k != EngineKind::Sim {
+            out.push(Problem::error(
+                "/engine/sim",
+                format!(
+                    "`engine.sim` applies to `kind: sim` only, not `{}`",
+                    k.as_str()
+                ),
+            ));
+        }
+    }
+    let base_url = cx.or("/engine/base_url", "http://127.0.0.1:8000".to_string());
+    let url = base_url.as_deref().map(parse_url);
+    if let Some(Err(msg)) = &url {
+        out.push(Problem::error("/engine/base_url", msg.clone()));
+    }
+    if cx.json.pointer("/engine/launch").is_none() {
+        return;
+    }
+    if kind == Some(EngineKind::Sim) {
+        return out.push(Problem::error(
+            "/engine/launch",
+            "a `sim` engine runs inside benchspec; remove `launch`",
+        ));
+    }
+    let Ok(Some(command)) = cx.field::<Command>("/engine/launch/command") else {
+        return;
+    };
+    let args = match command.args() {
+        Ok(a) => a,
+        Err(msg) => return out.push(Problem::error("/engine/launch/command", msg)),
+    };
+    let env: BTreeMap<String, String> = cx
+        .field("/engine/launch/env")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let mut seen: Vec<String> = key_env.into_iter().collect();
+    for name in args.iter().chain(env.values()).flat_map(|t| env_refs(t)) {
+        if seen.contains(&name) {
+            continue;
+        }
+        if let Some(severity) = cx.unset(&name) {
+            out.push(Problem {
+                severity,
+                ..Problem::error(
+                    "/engine/launch/command",
+                    format!("`${{{name}}}` names an environment variable that is not set"),
+                )
+            });
+        }
+        seen.push(name);
+    }
+    if flag_value(&args, "--api-key").is_some_and(|key| env_refs(key).is_empty()) {
+        out.push(Problem::error("/engine/launch/command", "the command carries a literal API key; write `--api-key ${VLLM_API_KEY}` and set `api_key_env`"));
+    }
+    if let (Some(Ok(url)), Some(kind)) = (url, kind) {
+        launch_port(
+            kind,
+            &args,
+            url.port,
+            base_url.as_deref().unwrap_or_default(),
+            out,
+        );
+    }
+}
+
+fn launch_port(
+    kind: EngineKind,
+    args: &[String],
+    url_port: u16,
+    base_url: &str,
+    out: &mut Vec<Problem>,
+) {
+    let (port, how) = match port_arg(args) {
+        Some(p) => match p.parse::<u16>() {
+            Ok(p) => (p, "listens on"),
+            Err(_) => return,
+        },
+        None => match kind {
+            EngineKind::Vllm => (8000, "listens by default on"),
+            EngineKind::Sglang => (30000, "listens by default on"),
+            EngineKind::LlamaCpp => (8080, "listens by default on"),
+            _ => return,
+        },
+    };
+    if port != url_port {
+        out.push(Problem::error(
+            "/engine/launch/command",
+            format!("the launched engine {how} port {port} but `base_url` {base_url} uses port {url_port}; make them agree"),
+        ));
+    }
+}
+
+fn report(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+    let Ok(Some(templates)) = cx.field::<Vec<String>>("/report/templates") else {
+        return;
+    };
+    for (i, t) in templates
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.ends_with(".j2"))
+    {
+        out.push(Problem::error(
+            &format!("/report/templates/{i}"),
+            format!("`{t}` is not a template; templates end in `.j2`"),
+        ));
+    }
+}

@@ -1,0 +1,237 @@
+//! Launch commands and URLs as the spec writes them: shell-like splitting (no shell is ever
+//! run), `${VAR}` references, and the port a command or a base URL names.
+
+use super::model::Command;
+
+impl Command {
+    /// The command's arguments, the program first. A string is split like a POSIX shell
+    /// splits words: blanks separate, `'…'` is literal, `"…"` honours `\"`, `\\`, `\$`, and a
+    /// backslash outside quotes escapes the next character. Nothing is expanded here.
+    pub fn args(&self) -> Result<Vec<String>, String> {
+        match self {
+            Command::Args(args) => Ok(args.clone()),
+            Command::Line(line) => split(line),
+        }
+    }
+}
+
+/// Split a command line into words.
+pub fn split(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' | '\r' => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(ch) => word.push(ch),
+                        None => return Err("unterminated `'` quote in the command".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(ch @ ('"' | '\\' | '$' | '`')) => word.push(ch),
+                            Some(ch) => {
+                                word.push('\\');
+                                word.push(ch);
+                            }
+                            None => return Err("unterminated `\"` quote in the command".into()),
+                        },
+                        Some(ch) => word.push(ch),
+                        None => return Err("unterminated `\"` quote in the command".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(ch) => word.push(ch),
+                    None => return Err("the command ends with a lone `\\`".into()),
+                }
+            }
+            ch => {
+                in_word = true;
+                word.push(ch);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    if words.is_empty() {
+        return Err("the command is empty".into());
+    }
+    Ok(words)
+}
+
+/// The names of the `${VAR}` references in `text`, in order.
+pub fn env_refs(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => {
+                names.push(after[..end].to_string());
+                rest = &after[end + 1..];
+            }
+            None => break,
+        }
+    }
+    names
+}
+
+/// The value of `--port N` or `--port=N` in the arguments, if written.
+pub fn port_arg(args: &[String]) -> Option<&str> {
+    let mut iter = args.iter();
+    while let Some(a) = iter.next() {
+        if a == "--port" {
+            return iter.next().map(String::as_str);
+        }
+        if let Some(v) = a.strip_prefix("--port=") {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The value of the argument after `flag` (`--api-key KEY` or `--api-key=KEY`).
+pub fn flag_value<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    let mut iter = args.iter();
+    while let Some(a) = iter.next() {
+        if a == flag {
+            return iter.next().map(String::as_str);
+        }
+        if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// The parts of an `http(s)://host[:port][/path]` URL that matter here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// The host, brackets kept for IPv6.
+    pub host: String,
+    /// The port, explicit or the scheme's default.
+    pub port: u16,
+}
+
+/// Parse a base URL.
+pub fn parse_url(url: &str) -> Result<Url, String> {
+    let bad = || format!("`{url}` is not an http(s) URL such as `http://127.0.0.1:8000`");
+    let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
+    let default_port = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return Err(bad()),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, tail) = v6.split_once(']').ok_or_else(bad)?;
+        (format!("[{h}]"), tail.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() || host == "[]" {
+        return Err(bad());
+    }
+    let port = match port {
+        Some(p) => p.parse().map_err(|_| bad())?,
+        None => default_port,
+    };
+    Ok(Url {
+        scheme: scheme.to_string(),
+        host,
+        port,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &[&str]) -> Vec<String> {
+        s.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn splitting_table() {
+        let cases: &[(&str, Result<Vec<String>, ()>)] = &[
+            (
+                "vllm serve m --port 8000",
+                Ok(words(&["vllm", "serve", "m", "--port", "8000"])),
+            ),
+            ("a  'b c'  \"d \\\" e\"", Ok(words(&["a", "b c", "d \" e"]))),
+            (
+                r#"x --limit '{"image":4}'"#,
+                Ok(words(&["x", "--limit", r#"{"image":4}"#])),
+            ),
+            (r"a\ b", Ok(words(&["a b"]))),
+            (
+                "\"$HOME/bin/vllm\" serve",
+                Ok(words(&["$HOME/bin/vllm", "serve"])),
+            ),
+            ("''", Ok(words(&[""]))),
+            ("a 'b", Err(())),
+            ("a \"b", Err(())),
+            ("a \\", Err(())),
+            ("   ", Err(())),
+        ];
+        for (line, want) in cases {
+            assert_eq!(split(line).map_err(|_| ()), *want, "{line}");
+        }
+    }
+
+    #[test]
+    fn env_references() {
+        assert_eq!(
+            env_refs("--api-key ${VLLM_API_KEY} ${X}y"),
+            vec!["VLLM_API_KEY", "X"]
+        );
+        assert!(env_refs("$HOME and ${unterminated").is_empty());
+    }
+
+    #[test]
+    fn ports() {
+        assert_eq!(port_arg(&words(&["--port", "8000"])), Some("8000"));
+        assert_eq!(port_arg(&words(&["--port=9"])), Some("9"));
+        assert_eq!(port_arg(&words(&["--portx", "1"])), None);
+        assert_eq!(flag_value(&words(&["--api-key=k"]), "--api-key"), Some("k"));
+    }
+
+    #[test]
+    fn urls() {
+        let u = parse_url("http://127.0.0.1:8000").map(|u| u.port);
+        assert_eq!(u, Ok(8000));
+        assert_eq!(parse_url("https://h/v1").map(|u| u.port), Ok(443));
+        assert_eq!(
+            parse_url("http://[::1]:30000/x").map(|u| (u.host, u.port)),
+            Ok(("[::1]".into(), 30000))
+        );
+        assert!(parse_url("ftp://h").is_err());
+        assert!(parse_url("http://:80").is_err());
+        assert!(parse_url("http://h:99999").is_err());
+    }
+}

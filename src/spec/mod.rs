@@ -1,0 +1,208 @@
+//! The spec stage: read a YAML or TOML spec into a located tree, check it against the JSON
+//! Schema and the meaning rules of contract §2, and hand back the typed [`Spec`] — or every
+//! problem, each located at `FILE:LINE:COL`. Nothing here touches the network or an engine.
+
+pub mod checks;
+pub mod command;
+pub mod diag;
+pub mod doc;
+pub mod model;
+pub mod schema;
+pub mod units;
+pub mod workload;
+
+pub use checks::Stage;
+pub use diag::{Diagnostic, Problem, Severity};
+pub use model::{
+    Command, Engine, EngineKind, Hardware, HardwareType, Launch, Model, SimEngine, Spec,
+};
+pub use units::{Size, Span, Tokens};
+pub use workload::{
+    Api, Decode, DecodeMode, Format, Matrix, Phases, Prefill, PrefillMode, PromptCache, Report,
+    Validity, Workload,
+};
+
+use std::path::Path;
+
+/// Specs larger than this are refused before parsing: a spec is a page of settings.
+pub const MAX_SPEC_BYTES: usize = 1 << 20;
+
+/// Why a spec could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The file could not be read.
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        /// The spec path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The spec has problems; every one is listed.
+    #[error("{} has {} error(s)", .path, .diagnostics.iter().filter(|d| d.severity == Severity::Error).count())]
+    Invalid {
+        /// The spec path.
+        path: String,
+        /// Errors and warnings, in source order.
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+impl SpecError {
+    /// The diagnostics to print (a read error has none).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            SpecError::Invalid { diagnostics, .. } => diagnostics,
+            SpecError::Read { .. } => &[],
+        }
+    }
+}
+
+/// The source syntax of a spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// `.yaml` / `.yml`.
+    Yaml,
+    /// `.toml`.
+    Toml,
+}
+
+impl Syntax {
+    /// The syntax a file name implies.
+    pub fn of(path: &str) -> Option<Syntax> {
+        let ext = Path::new(path).extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "yaml" | "yml" => Some(Syntax::Yaml),
+            "toml" => Some(Syntax::Toml),
+            _ => None,
+        }
+    }
+}
+
+/// A spec that passed every check.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The path as given.
+    pub path: String,
+    /// The file's bytes as text, byte for byte (copied into the run directory).
+    pub source: String,
+    /// The typed spec.
+    pub spec: Spec,
+    /// Warnings that do not stop a run.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Read and check the spec at `path` against the process environment.
+pub fn load(path: &str, stage: Stage) -> Result<Loaded, SpecError> {
+    let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
+        path: path.to_string(),
+        source,
+    })?;
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let offset = e.utf8_error().valid_up_to();
+            let valid = String::from_utf8_lossy(&e.as_bytes()[..offset]).into_owned();
+            let pos = doc::LineIndex::new(&valid).pos(&valid, offset);
+            let d = Diagnostic::new(
+                path,
+                &valid,
+                pos,
+                1,
+                Severity::Error,
+                "the file is not UTF-8 text".into(),
+                String::new(),
+            );
+            return Err(SpecError::Invalid {
+                path: path.to_string(),
+                diagnostics: vec![d],
+            });
+        }
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    parse(path, &text, stage, &env)
+}
+
+/// Check spec text named `path` (its extension picks the syntax); pure apart from `env`.
+pub fn parse(
+    path: &str,
+    text: &str,
+    stage: Stage,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Loaded, SpecError> {
+    let invalid = |diagnostics: Vec<Diagnostic>| SpecError::Invalid {
+        path: path.to_string(),
+        diagnostics,
+    };
+    let at_start = |message: String| {
+        Diagnostic::new(
+            path,
+            text,
+            doc::Pos { line: 1, col: 1 },
+            1,
+            Severity::Error,
+            message,
+            String::new(),
+        )
+    };
+    if text.len() > MAX_SPEC_BYTES {
+        return Err(invalid(vec![at_start(format!(
+            "the spec is {} bytes; a spec may be at most {MAX_SPEC_BYTES}",
+            text.len()
+        ))]));
+    }
+    let Some(syntax) = Syntax::of(path) else {
+        return Err(invalid(vec![at_start(
+            "cannot tell the spec's syntax; name it `.yaml`, `.yml` or `.toml`".into(),
+        )]));
+    };
+    let parsed = match syntax {
+        Syntax::Yaml => doc::parse_yaml(text),
+        Syntax::Toml => doc::parse_toml(text),
+    };
+    let root = parsed.map_err(|e| {
+        let what = match syntax {
+            Syntax::Yaml => "invalid YAML",
+            Syntax::Toml => "invalid TOML",
+        };
+        invalid(vec![Diagnostic::new(
+            path,
+            text,
+            e.pos,
+            1,
+            Severity::Error,
+            format!("{what}: {}", e.message),
+            String::new(),
+        )])
+    })?;
+    let json = root.to_json();
+    let mut problems = schema::check(&root, &json);
+    problems.extend(checks::check(&json, stage, env));
+    let clean = problems.iter().all(|p| p.severity == Severity::Warning);
+    let spec = match serde_json::from_value::<Spec>(json) {
+        Ok(spec) => Some(spec),
+        Err(e) if clean => {
+            problems.push(Problem::error(
+                "",
+                format!("the spec does not fit the model: {e}"),
+            ));
+            None
+        }
+        Err(_) => None,
+    };
+    let mut diagnostics: Vec<Diagnostic> = problems
+        .into_iter()
+        .map(|p| p.locate(path, text, Some(&root)))
+        .collect();
+    diagnostics.sort_by(|a, b| (a.line, a.column, &a.message).cmp(&(b.line, b.column, &b.message)));
+    diagnostics.dedup();
+    match spec {
+        Some(spec) if diagnostics.iter().all(|d| d.severity == Severity::Warning) => Ok(Loaded {
+            path: path.to_string(),
+            source: text.to_string(),
+            spec,
+            warnings: diagnostics,
+        }),
+        _ => Err(invalid(diagnostics)),
+    }
+}

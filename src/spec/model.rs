@@ -1,0 +1,229 @@
+//! Spec v1, the checked-in description of one benchmark (contract §2). These types are the
+//! single source of the JSON Schema (`benchspec schema`); every field's `///` becomes its
+//! description there, so editors show it while a spec is written.
+
+use super::units::{Size, Span, Tokens};
+use super::workload::{Matrix, Phases, Report, Validity, Workload};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A benchspec spec, version 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "benchspec spec v1")]
+pub struct Spec {
+    /// The spec format version; `1` is the only version today.
+    #[schemars(range(min = 1, max = 1))]
+    pub version: u32,
+    /// The benchmark's name, shown as the report's subtitle.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Free text about the benchmark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Labels copied into every result record (e.g. `team: inference`).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// What the engine runs on: recorded and shown in reports.
+    #[serde(default)]
+    pub hardware: Hardware,
+    /// The serving engine, how to reach it and, optionally, how to launch it.
+    pub engine: Engine,
+    /// The model the engine serves.
+    pub model: Model,
+    /// How requests are shaped.
+    #[serde(default)]
+    pub workload: Workload,
+    /// The axes of the benchmark: context lengths and concurrency levels.
+    pub matrix: Matrix,
+    /// Which phases run, and on which part of the matrix.
+    #[serde(default)]
+    pub phases: Phases,
+    /// When a measured cell counts as valid.
+    #[serde(default)]
+    pub validity: Validity,
+    /// The reports rendered at the end of a run.
+    #[serde(default)]
+    pub report: Report,
+}
+
+/// The machine the engine runs on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Hardware {
+    /// The kind of accelerator.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<HardwareType>,
+    /// The GPU model, e.g. `H200 NVL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    /// How many GPUs the engine uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub gpu_count: Option<u32>,
+    /// Memory of one GPU, e.g. `141GB`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vram: Option<Size>,
+    /// The operating system, e.g. `linux`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+}
+
+/// The kind of accelerator the engine runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HardwareType {
+    /// A GPU on its own card (H100, H200, RTX 4090, …).
+    DiscreteGpu,
+    /// A GPU sharing memory with the CPU (Apple silicon, GB10, …).
+    IntegratedGpu,
+    /// CPU only.
+    Cpu,
+    /// Another accelerator (TPU, Gaudi, Trainium, …).
+    Accelerator,
+}
+
+/// The serving engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Engine {
+    /// Which engine serves the API; it decides the tokenize and usage dialect.
+    pub kind: EngineKind,
+    /// The engine version; recorded, and compared with what the server reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The weights' precision or quantization, e.g. `BF16`, `FP8`, `Q4_K_M`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<String>,
+    /// The compute backend, e.g. `cuda`, `rocm`, `metal`, `cpu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Where the engine's source lives, e.g. `github.com/vllm-project/vllm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The build flavour, e.g. `cuda-13.2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+    /// The source commit the engine was built from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Where the OpenAI-compatible API is; `run --base-url` overrides it.
+    #[serde(default = "default_base_url")]
+    #[schemars(regex(pattern = r"^https?://[^\s/]+(/.*)?$"))]
+    pub base_url: String,
+    /// The NAME of the environment variable holding the API key. A key never appears in a spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub api_key_env: Option<String>,
+    /// The embedded simulated engine's settings (kind `sim` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim: Option<SimEngine>,
+    /// How to start the engine; without it benchspec attaches to a running server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
+}
+
+fn default_base_url() -> String {
+    "http://127.0.0.1:8000".to_string()
+}
+
+/// Which engine serves the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineKind {
+    /// vLLM (`vllm serve`).
+    Vllm,
+    /// SGLang.
+    Sglang,
+    /// llama.cpp's `llama-server`.
+    LlamaCpp,
+    /// Any other OpenAI-compatible server.
+    Openai,
+    /// benchspec's embedded simulated engine, run in-process.
+    Sim,
+}
+
+impl EngineKind {
+    /// The name as written in a spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Vllm => "vllm",
+            EngineKind::Sglang => "sglang",
+            EngineKind::LlamaCpp => "llama-cpp",
+            EngineKind::Openai => "openai",
+            EngineKind::Sim => "sim",
+        }
+    }
+}
+
+/// Settings of the embedded simulated engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimEngine {
+    /// A built-in performance profile (`benchspec sim --list`).
+    #[serde(default = "default_sim_profile")]
+    pub profile: String,
+}
+
+fn default_sim_profile() -> String {
+    "h200-gemma-4-e2b".to_string()
+}
+
+/// How benchspec launches and stops the engine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    /// The command: a string split like a shell does (no shell is run) or a list of
+    /// arguments. `${VAR}` is replaced from the environment.
+    pub command: Command,
+    /// Extra environment variables for the engine.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// How long the engine may take to become ready.
+    #[serde(default = "default_ready_timeout")]
+    pub ready_timeout: Span,
+    /// How long the engine may take to stop after SIGTERM before it is killed.
+    #[serde(default = "default_stop_timeout")]
+    pub stop_timeout: Span,
+    /// Relaunch the engine when it crashes mid-run and go on with the next cell.
+    #[serde(default)]
+    pub restart_on_crash: bool,
+}
+
+fn default_ready_timeout() -> Span {
+    Span(Duration::from_secs(20 * 60))
+}
+
+fn default_stop_timeout() -> Span {
+    Span(Duration::from_secs(30))
+}
+
+/// A launch command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Command {
+    /// One string, split into arguments like a shell would (quotes, backslashes).
+    Line(#[schemars(length(min = 1))] String),
+    /// The arguments, the program first.
+    Args(#[schemars(length(min = 1))] Vec<String>),
+}
+
+/// The served model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// The `model` field of every request, as the server lists it in `/v1/models`.
+    #[schemars(length(min = 1))]
+    pub served_name: String,
+    /// Where the weights come from, e.g. `RedHatAI/gemma-4-E2B-it`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The weights' revision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// The longest prompt + output the engine accepts; read from the server when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<Tokens>,
+}

@@ -1,0 +1,287 @@
+//! The measuring half of spec v1: request shape, matrix axes, phases, validity thresholds and
+//! report formats (contract §2).
+
+use super::units::{Span, Tokens};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How requests are shaped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Which endpoint is measured: `/v1/completions` or `/v1/chat/completions`.
+    #[serde(default)]
+    pub api: Api,
+    /// The `max_tokens` of every decode request.
+    #[serde(default = "default_max_output")]
+    pub max_output_tokens: Tokens,
+    /// Ask the engine to decode to `max_output_tokens` whatever the model says.
+    #[serde(default = "yes")]
+    pub ignore_eos: bool,
+    /// `warm`: each request slot reuses one prompt, sent once before the window opens;
+    /// `cold`: every request gets a prompt never sent before.
+    #[serde(default)]
+    pub prompt_cache: PromptCache,
+    /// `server` (the engine's `/tokenize`) or a path to a `tokenizer.json`.
+    #[serde(default = "default_tokenizer")]
+    #[schemars(length(min = 1))]
+    pub tokenizer: String,
+    /// A stream silent this long is a failed request.
+    #[serde(default = "default_stall_timeout")]
+    pub stall_timeout: Span,
+    /// Seed of prompt synthesis; the same seed gives the same prompts.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            api: Api::default(),
+            max_output_tokens: default_max_output(),
+            ignore_eos: true,
+            prompt_cache: PromptCache::default(),
+            tokenizer: default_tokenizer(),
+            stall_timeout: default_stall_timeout(),
+            seed: default_seed(),
+        }
+    }
+}
+
+fn default_max_output() -> Tokens {
+    Tokens(4096)
+}
+fn yes() -> bool {
+    true
+}
+fn default_tokenizer() -> String {
+    "server".to_string()
+}
+fn default_stall_timeout() -> Span {
+    Span(Duration::from_secs(60))
+}
+fn default_seed() -> u64 {
+    1
+}
+
+/// The measured endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Api {
+    /// `/v1/completions`.
+    #[default]
+    Completions,
+    /// `/v1/chat/completions`; reasoning tokens count as tokens.
+    Chat,
+}
+
+/// Whether a request's prompt may be in the server's prefix cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptCache {
+    /// Each slot's prompt is sent once before the window and reused.
+    #[default]
+    Warm,
+    /// Every request's prompt is new.
+    Cold,
+}
+
+/// The axes of the benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    /// Prompt lengths in tokens, ascending (`8K`, `16K`, …).
+    #[schemars(length(min = 1))]
+    pub contexts: Vec<Tokens>,
+    /// Numbers of simultaneous requests, ascending.
+    #[schemars(length(min = 1))]
+    pub concurrency: Vec<Concurrency>,
+}
+
+/// A number of simultaneous requests.
+pub type Concurrency = u32;
+
+/// The phases of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Phases {
+    /// Prompt processing speed by context, at concurrency 1.
+    #[serde(default)]
+    pub prefill: Prefill,
+    /// Sustained generation speed for each context × concurrency.
+    #[serde(default)]
+    pub decode: Decode,
+}
+
+/// The prefill phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Prefill {
+    /// Whether prefill is measured.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The contexts measured; default: `matrix.contexts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Vec<Tokens>>,
+    /// `decode-warmup`: taken from the first warm-up request of each decode context;
+    /// `standalone`: `repeats` cold requests with max_tokens 1, median reported.
+    #[serde(default)]
+    pub mode: PrefillMode,
+    /// Cold requests per context in `standalone` mode.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1))]
+    pub repeats: u32,
+}
+
+impl Default for Prefill {
+    fn default() -> Self {
+        Prefill {
+            enabled: true,
+            contexts: None,
+            mode: PrefillMode::default(),
+            repeats: 1,
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// How prefill is measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrefillMode {
+    /// From the first warm-up request of each decode context.
+    #[default]
+    DecodeWarmup,
+    /// Separate cold requests with max_tokens 1.
+    Standalone,
+}
+
+/// The decode phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decode {
+    /// Whether decode is measured.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// `fixed-duration`: C streams for `duration`; `request-count`: `requests` per cell.
+    #[serde(default)]
+    pub mode: DecodeMode,
+    /// The measured window of a fixed-duration cell.
+    #[serde(default = "default_duration")]
+    pub duration: Span,
+    /// Measured requests per cell in `request-count` mode.
+    #[serde(default)]
+    pub requests: u32,
+    /// The contexts measured; default: `matrix.contexts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<Vec<Tokens>>,
+    /// The concurrency levels measured; default: `matrix.concurrency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<Vec<Concurrency>>,
+}
+
+impl Default for Decode {
+    fn default() -> Self {
+        Decode {
+            enabled: true,
+            mode: DecodeMode::default(),
+            duration: default_duration(),
+            requests: 0,
+            contexts: None,
+            concurrency: None,
+        }
+    }
+}
+
+fn default_duration() -> Span {
+    Span(Duration::from_secs(30))
+}
+
+/// How a decode cell is bounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecodeMode {
+    /// A window of `duration` with C streams always in flight.
+    #[default]
+    FixedDuration,
+    /// Each slot issues requests until `requests` have finished.
+    RequestCount,
+}
+
+/// When a cell counts as valid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Validity {
+    /// Average active requests must be at least this × concurrency.
+    #[serde(default = "default_min_active")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub min_active_fraction: f64,
+    /// Failed requests / requests started in the window may be at most this.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub max_error_rate: f64,
+}
+
+impl Default for Validity {
+    fn default() -> Self {
+        Validity {
+            min_active_fraction: default_min_active(),
+            max_error_rate: 0.0,
+        }
+    }
+}
+
+fn default_min_active() -> f64 {
+    0.9
+}
+
+/// The reports rendered at the end of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// The report's title.
+    #[serde(default = "default_title")]
+    pub title: String,
+    /// Which built-in reports are written.
+    #[serde(default = "default_formats")]
+    pub formats: Vec<Format>,
+    /// Extra user templates (`.j2`), relative to the spec, rendered beside the built-ins.
+    #[serde(default)]
+    pub templates: Vec<String>,
+}
+
+impl Default for Report {
+    fn default() -> Self {
+        Report {
+            title: default_title(),
+            formats: default_formats(),
+            templates: Vec::new(),
+        }
+    }
+}
+
+fn default_title() -> String {
+    "Speed test matrix".to_string()
+}
+
+fn default_formats() -> Vec<Format> {
+    vec![Format::Markdown, Format::Html, Format::Csv, Format::Json]
+}
+
+/// A built-in report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// `report.md`.
+    Markdown,
+    /// `report.html`, self-contained, with inline SVG charts.
+    Html,
+    /// `results.csv`, one row per cell.
+    Csv,
+    /// `results.json`.
+    Json,
+}
