@@ -118,36 +118,43 @@ pub fn main() -> i32 {
 }
 
 fn validate(specs: &[String], format: DiagFormat, out: &Out) -> i32 {
-    let mut all = Vec::new();
-    let mut invalid = 0;
+    let (mut invalid, mut errors, mut warnings) = (0, 0, 0);
+    let mut json = Vec::new();
     for path in specs {
-        match spec::load(path, Stage::Validate) {
-            Ok(loaded) => {
-                out.info(&format!("{path}: ok"));
-                all.extend(loaded.warnings);
+        let diagnostics = match spec::load(path, Stage::Validate) {
+            Ok(loaded) => loaded.warnings,
+            Err(e) if e.diagnostics().is_empty() => {
+                invalid += 1;
+                errors += 1;
+                out.error(&Error::Spec(e), format);
+                continue;
             }
             Err(e) => {
                 invalid += 1;
-                if e.diagnostics().is_empty() {
-                    out.error(&Error::Spec(e), format);
-                } else {
-                    all.extend(e.diagnostics().iter().cloned());
-                }
+                e.diagnostics().to_vec()
+            }
+        };
+        let e = diagnostics
+            .iter()
+            .filter(|d| d.severity == spec::Severity::Error)
+            .count();
+        errors += e;
+        warnings += diagnostics.len() - e;
+        if format == DiagFormat::Json {
+            json.extend(diagnostics);
+        } else {
+            out.diagnostics(&diagnostics, format);
+            if e == 0 {
+                out.info(&format!("{path}: ok"));
             }
         }
     }
-    out.diagnostics(&all, format);
-    let errors = all
-        .iter()
-        .filter(|d| d.severity == spec::Severity::Error)
-        .count();
-    let warnings = all.len() - errors;
+    if format == DiagFormat::Json {
+        out.diagnostics(&json, format);
+    }
     if specs.len() > 1 || invalid > 0 {
-        out.info(&format!(
-            "{} spec(s): {} valid, {invalid} invalid; {errors} error(s), {warnings} warning(s)",
-            specs.len(),
-            specs.len() - invalid
-        ));
+        let valid = specs.len() - invalid;
+        out.info(&format!("{} spec(s): {valid} valid, {invalid} invalid; {errors} error(s), {warnings} warning(s)", specs.len()));
     }
     if invalid > 0 { 2 } else { 0 }
 }

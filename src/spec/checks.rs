@@ -125,15 +125,15 @@ fn subset<T: PartialOrd + std::fmt::Display>(
 
 /// Each value must be greater than the one before it: no duplicates, ascending order.
 fn ascending<T: PartialOrd + std::fmt::Display>(values: &[T], ptr: &str, out: &mut Vec<Problem>) {
-    for (i, pair) in values.windows(2).enumerate() {
-        let (a, b) = (&pair[0], &pair[1]);
-        let at = format!("{ptr}/{}", i + 1);
-        if a == b {
-            out.push(Problem::error(&at, format!("{b} is listed twice")));
-        } else if b < a {
+    for (i, v) in values.iter().enumerate().skip(1) {
+        let at = format!("{ptr}/{i}");
+        if values[..i].contains(v) {
+            out.push(Problem::error(&at, format!("{v} is listed twice")));
+        } else if *v < values[i - 1] {
+            let before = &values[i - 1];
             out.push(Problem::error(
                 &at,
-                format!("{b} comes after {a}; list values in ascending order"),
+                format!("{v} comes after {before}; list values in ascending order"),
             ));
         }
     }
@@ -152,8 +152,13 @@ fn phases(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     let out_tokens = cx.or("/workload/max_output_tokens", Tokens(4096));
     if let (Some(max), Some(n)) = (max_len, out_tokens) {
         if n.0 >= max.0 {
+            // When the output length is the default, point at the limit the spec did write.
+            let at = match cx.json.pointer("/workload/max_output_tokens") {
+                Some(_) => "/workload/max_output_tokens",
+                None => "/model/max_model_len",
+            };
             out.push(Problem::error(
-                "/workload/max_output_tokens",
+                at,
                 format!(
                     "{} output tokens leave no room for a prompt in max_model_len {}",
                     n.0, max.0
@@ -178,15 +183,15 @@ fn phases(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             "`request-count` mode needs `requests` of at least 1",
         ));
     }
-    if decode_on == Some(true) && mode == Some(DecodeMode::FixedDuration) {
-        if let Ok(Some(d)) = cx.field::<Span>("/phases/decode/duration") {
-            if d.0.is_zero() {
-                out.push(Problem::error(
-                    "/phases/decode/duration",
-                    "a fixed-duration window must be longer than 0s",
-                ));
-            }
-        }
+    if decode_on == Some(true)
+        && mode == Some(DecodeMode::FixedDuration)
+        && let Ok(Some(d)) = cx.field::<Span>("/phases/decode/duration")
+        && d.0.is_zero()
+    {
+        out.push(Problem::error(
+            "/phases/decode/duration",
+            "a fixed-duration window must be longer than 0s",
+        ));
     }
     let prefill_mode = cx.or("/phases/prefill/mode", PrefillMode::DecodeWarmup);
     if prefill_mode == Some(PrefillMode::DecodeWarmup)
@@ -201,29 +206,29 @@ fn phases(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     let kind: Option<EngineKind> = cx.field("/engine/kind").ok().flatten();
     let key_env: Option<String> = cx.field("/engine/api_key_env").ok().flatten();
-    if let Some(name) = &key_env {
-        if let Some(severity) = cx.unset(name) {
-            out.push(Problem {
-                severity,
-                ..Problem::error(
-                    "/engine/api_key_env",
-                    format!(
-                        "environment variable `{name}` is not set; export it before `benchspec run`"
-                    ),
-                )
-            });
-        }
-    }
-    if let (Some(k), Some(_)) = (kind, cx.json.pointer("/engine/sim")) {
-        if k != EngineKind::Sim {
-            out.push(Problem::error(
-                "/engine/sim",
+    if let Some(name) = &key_env
+        && let Some(severity) = cx.unset(name)
+    {
+        out.push(Problem {
+            severity,
+            ..Problem::error(
+                "/engine/api_key_env",
                 format!(
-                    "`engine.sim` applies to `kind: sim` only, not `{}`",
-                    k.as_str()
+                    "environment variable `{name}` is not set; export it before `benchspec run`"
                 ),
-            ));
-        }
+            )
+        });
+    }
+    if let (Some(k), Some(_)) = (kind, cx.json.pointer("/engine/sim"))
+        && k != EngineKind::Sim
+    {
+        out.push(Problem::error(
+            "/engine/sim",
+            format!(
+                "`engine.sim` applies to `kind: sim` only, not `{}`",
+                k.as_str()
+            ),
+        ));
     }
     let base_url = cx.or("/engine/base_url", "http://127.0.0.1:8000".to_string());
     let url = base_url.as_deref().map(parse_url);

@@ -152,6 +152,12 @@ impl Diagnostic {
             pos
         };
         let source_line = source.lines().nth(pos.line - 1).map(str::to_string);
+        // A quoted scalar's position is its opening quote: underline the quotes too.
+        let quoted = source_line
+            .as_deref()
+            .and_then(|l| l.chars().nth(pos.col.saturating_sub(1)))
+            .is_some_and(|c| c == '"' || c == '\'');
+        let width = if quoted { width + 2 } else { width };
         Diagnostic {
             severity,
             file: file.to_string(),

@@ -50,12 +50,12 @@ fn drop_null_branches(v: &mut Value) {
             }
             if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
                 branches.retain(|b| b.get("type") != Some(&Value::String("null".into())));
-                if branches.len() == 1 {
-                    if let Some(Value::Object(inner)) = branches.pop() {
-                        map.remove("anyOf");
-                        for (k, val) in inner {
-                            map.entry(k).or_insert(val);
-                        }
+                if branches.len() == 1
+                    && let Some(Value::Object(inner)) = branches.pop()
+                {
+                    map.remove("anyOf");
+                    for (k, val) in inner {
+                        map.entry(k).or_insert(val);
                     }
                 }
             }

@@ -40,7 +40,7 @@ impl Tokens {
 impl fmt::Display for Tokens {
     /// `8K` when a multiple of 1024, else the plain number.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 >= 1024 && self.0 % 1024 == 0 {
+        if self.0 >= 1024 && self.0.is_multiple_of(1024) {
             write!(f, "{}K", self.0 / 1024)
         } else {
             write!(f, "{}", self.0)
@@ -130,11 +130,11 @@ impl fmt::Display for Span {
     /// The largest unit that divides the duration exactly.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0.as_millis();
-        if ms == 0 || ms % 1000 != 0 {
+        if ms == 0 || !ms.is_multiple_of(1000) {
             write!(f, "{ms}ms")
-        } else if ms % 3_600_000 == 0 {
+        } else if ms.is_multiple_of(3_600_000) {
             write!(f, "{}h", ms / 3_600_000)
-        } else if ms % 60_000 == 0 {
+        } else if ms.is_multiple_of(60_000) {
             write!(f, "{}m", ms / 60_000)
         } else {
             write!(f, "{}s", ms / 1000)

@@ -1,0 +1,281 @@
+//! A small fluent builder around the `benchspec` binary, and the tests of its commands.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+/// One invocation of `benchspec`.
+pub struct Bench {
+    cmd: Command,
+    dir: Option<tempdir::Dir>,
+}
+
+/// The finished invocation.
+pub struct Done {
+    /// Exit code.
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Bench {
+    /// `benchspec ARGS…`, run in the repository root, with no color and no API key set.
+    pub fn new(args: &[&str]) -> Bench {
+        let mut cmd = Command::cargo_bin("benchspec").unwrap_or_else(|e| panic!("binary: {e}"));
+        cmd.current_dir(super::root())
+            .args(args)
+            .env_remove("VLLM_API_KEY")
+            .env("NO_COLOR", "1");
+        Bench { cmd, dir: None }
+    }
+
+    /// Write `text` as `name` in a scratch folder and append its path to the arguments.
+    pub fn spec(mut self, name: &str, text: &str) -> Bench {
+        let dir = self.dir.get_or_insert_with(tempdir::Dir::new);
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        self.cmd.arg(&path);
+        self
+    }
+
+    /// Set an environment variable.
+    pub fn env(mut self, key: &str, value: &str) -> Bench {
+        self.cmd.env(key, value);
+        self
+    }
+
+    /// Run to completion.
+    pub fn run(mut self) -> Done {
+        let out = self.cmd.output().unwrap_or_else(|e| panic!("run: {e}"));
+        let _keep = self.dir;
+        Done {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Done {
+    /// Replace the scratch folder's path so output can be snapshotted.
+    pub fn stderr_in(&self, dir_marker: &str) -> String {
+        self.stderr
+            .lines()
+            .map(|l| match l.find(dir_marker) {
+                Some(i) => {
+                    let start = l[..i]
+                        .rfind(|c: char| c.is_whitespace())
+                        .map_or(0, |s| s + 1);
+                    format!("{}{}", &l[..start], &l[i..])
+                }
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A scratch folder removed on drop (no extra crate needed for so little).
+pub mod tempdir {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The folder.
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        /// A new empty folder under the system temp dir.
+        pub fn new() -> Dir {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let path =
+                std::env::temp_dir().join(format!("benchspec-test-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("mkdir: {e}"));
+            Dir(path)
+        }
+        /// Its path.
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+const BROKEN: &str = "\
+version: 1
+name: broken in many ways
+engine:
+  kind: vlm
+  base_url: http://127.0.0.1:8000
+model:
+  served_name: gemma
+  max_model_len: 32K
+workload:
+  stall_timeout: 60
+matrix:
+  contexts: [8K, 4K, 8K]
+  concurency: [1, 2]
+phases:
+  decode:
+    contexts: [8K, 32K]
+";
+
+#[test]
+fn validate_accepts_the_seed_specs() {
+    let done = Bench::new(&[
+        "validate",
+        "specs/h200-nvl-gemma-4-e2b.yaml",
+        "specs/h200-nvl-gemma-4-e2b.toml",
+        "examples/minimal.yaml",
+    ])
+    .env("VLLM_API_KEY", "set")
+    .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("3 spec(s): 3 valid, 0 invalid; 0 error(s), 0 warning(s)"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn validate_warns_about_an_unset_key_but_passes() {
+    let done = Bench::new(&["validate", "specs/h200-nvl-gemma-4-e2b.yaml"]).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr.contains("specs/h200-nvl-gemma-4-e2b.yaml:23:16: warning: environment variable `VLLM_API_KEY` is not set"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn validate_reports_every_problem_located_short() {
+    let done = Bench::new(&["validate", "--format", "short"])
+        .spec("broken.yaml", BROKEN)
+        .run();
+    assert_eq!(done.code, 2);
+    insta::assert_snapshot!(done.stderr_in("broken.yaml"));
+}
+
+#[test]
+fn validate_full_form_has_source_and_caret() {
+    let done = Bench::new(&["validate", "--format", "full"])
+        .spec("broken.yaml", BROKEN)
+        .run();
+    assert_eq!(done.code, 2);
+    insta::assert_snapshot!(done.stderr_in("broken.yaml"));
+}
+
+#[test]
+fn validate_json_lists_problems_on_stdout() {
+    let done = Bench::new(&["validate", "--format", "json"])
+        .spec("broken.yaml", BROKEN)
+        .run();
+    assert_eq!(done.code, 2);
+    let v: serde_json::Value =
+        serde_json::from_str(&done.stdout).unwrap_or_else(|e| panic!("{e}: {}", done.stdout));
+    let items = v.as_array().map(Vec::len).unwrap_or_default();
+    assert_eq!(items, 8, "{}", done.stdout);
+    assert_eq!(v[0]["line"], 4);
+    assert_eq!(v[0]["pointer"], "/engine/kind");
+}
+
+#[test]
+fn validate_goes_on_past_a_missing_file() {
+    let done = Bench::new(&["validate", "no/such.yaml", "examples/minimal.yaml"]).run();
+    assert_eq!(done.code, 2);
+    assert!(
+        done.stderr.contains("error: cannot read `no/such.yaml`"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains("examples/minimal.yaml: ok"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn validate_reports_syntax_errors_located() {
+    let done = Bench::new(&["validate"])
+        .spec("bad.yaml", "version: 1\nname: [unclosed\n")
+        .spec("bad.toml", "version = 1\nname = \"x\n")
+        .run();
+    assert_eq!(done.code, 2);
+    let err = done.stderr_in("bad.");
+    assert!(
+        err.contains("bad.yaml:") && err.contains("error: invalid YAML"),
+        "{err}"
+    );
+    assert!(
+        err.contains("bad.toml:2:") && err.contains("error: invalid TOML"),
+        "{err}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(Bench::new(&["validate"]).run().code, 2);
+    assert_eq!(Bench::new(&["frobnicate"]).run().code, 2);
+    assert_eq!(
+        Bench::new(&["plan", "examples/minimal.yaml", "--shard", "3/2"])
+            .run()
+            .code,
+        2
+    );
+    assert_eq!(Bench::new(&["--help"]).run().code, 0);
+}
+
+#[test]
+fn plan_of_the_seed_spec() {
+    let done = Bench::new(&["plan", "specs/h200-nvl-gemma-4-e2b.yaml"])
+        .env("VLLM_API_KEY", "set")
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stdout
+            .contains("46 cells to run: 6 prefill, 40 decode"),
+        "{}",
+        done.stdout
+    );
+    for c in [1, 2, 4, 8, 16, 32, 64, 128] {
+        let line =
+            format!("decode/128K/c{c} skipped: 131072 + 4096 output tokens > max_model_len 131072");
+        assert!(done.stdout.contains(&line), "missing `{line}`");
+    }
+    insta::assert_snapshot!(done.stdout);
+}
+
+#[test]
+fn plan_of_an_invalid_spec_exits_2_and_says_why() {
+    let done = Bench::new(&["plan"]).spec("broken.yaml", BROKEN).run();
+    assert_eq!(done.code, 2);
+    assert!(done.stdout.is_empty());
+    assert!(
+        done.stderr
+            .contains("broken.yaml:13:3: error: unknown field `concurency`"),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn schema_command_prints_the_committed_schema() {
+    let done = Bench::new(&["schema"]).run();
+    assert_eq!(done.code, 0);
+    let committed = std::fs::read_to_string(Path::new(&super::repo_path(
+        "schemas/benchspec-v1.schema.json",
+    )))
+    .unwrap_or_default();
+    assert_eq!(done.stdout, committed);
+}

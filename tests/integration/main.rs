@@ -1,0 +1,23 @@
+//! The one integration-test binary: the CLI driven as a user drives it, and the spec and
+//! plan stages driven through the library.
+
+// A failed test should say so loudly; these lints guard the library's input paths.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod checks;
+mod cli;
+mod plan;
+mod props;
+mod schema;
+
+use std::path::PathBuf;
+
+/// The repository root (where `specs/` and `schemas/` are).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A path under the repository root, as a string.
+pub fn repo_path(rel: &str) -> String {
+    root().join(rel).to_string_lossy().into_owned()
+}
