@@ -6,10 +6,19 @@ use std::time::Instant;
 
 fn main() {
     let set = |_: &str| Some("x".to_string());
-    let specs: Vec<(String, String)> = ["specs/h200-nvl-gemma-4-e2b.yaml", "specs/h200-nvl-gemma-4-e2b.toml", "examples/minimal.yaml"]
-        .iter()
-        .map(|p| (p.to_string(), std::fs::read_to_string(p).unwrap_or_default()))
-        .collect();
+    let specs: Vec<(String, String)> = [
+        "specs/h200-nvl-gemma-4-e2b.yaml",
+        "specs/h200-nvl-gemma-4-e2b.toml",
+        "examples/minimal.yaml",
+    ]
+    .iter()
+    .map(|p| {
+        (
+            p.to_string(),
+            std::fs::read_to_string(p).unwrap_or_default(),
+        )
+    })
+    .collect();
     for (path, text) in &specs {
         // The first call compiles the schema validator once per process.
         let first = Instant::now();

@@ -82,24 +82,8 @@ fn position(root: &Node, pointer: &str, on_key: bool) -> (Pos, usize) {
             return (root.key_pos(&parent, last), last.chars().count().max(1));
         }
     }
-    let pos = root.pos_of(pointer);
-    let width = node_at(root, pointer).map_or(1, scalar_width);
-    (pos, width)
-}
-
-fn node_at<'a>(root: &'a Node, pointer: &str) -> Option<&'a Node> {
-    let mut node = root;
-    for token in pointer_tokens(pointer) {
-        node = match &node.kind {
-            Kind::Map(entries) => entries
-                .iter()
-                .find(|(k, _)| k.name == token)
-                .map(|(_, v)| v)?,
-            Kind::Seq(items) => items.get(token.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(node)
+    let (node, resolved) = root.walk(pointer);
+    (node.pos, if resolved { scalar_width(node) } else { 1 })
 }
 
 fn scalar_width(node: &Node) -> usize {

@@ -90,12 +90,9 @@ impl Node {
         }
     }
 
-    /// The position a JSON pointer (`/engine/launch/command`) designates: the value when the
-    /// pointer resolves, a key when the pointer ends in `#key` form (see [`key_pos`]), else the
-    /// deepest node on the way.
-    ///
-    /// [`key_pos`]: Node::key_pos
-    pub fn pos_of(&self, pointer: &str) -> Pos {
+    /// Follow a JSON pointer as far as it resolves: the deepest node reached, and whether
+    /// the whole pointer resolved.
+    pub fn walk(&self, pointer: &str) -> (&Node, bool) {
         let mut node = self;
         for token in pointer_tokens(pointer) {
             let next = match &node.kind {
@@ -105,26 +102,21 @@ impl Node {
             };
             match next {
                 Some(n) => node = n,
-                None => break,
+                None => return (node, false),
             }
         }
-        node.pos
+        (node, true)
+    }
+
+    /// The position a JSON pointer designates, or of the deepest node on its way (a field
+    /// left out points at the mapping that should hold it).
+    pub fn pos_of(&self, pointer: &str) -> Pos {
+        self.walk(pointer).0.pos
     }
 
     /// The position of the key `key` inside the mapping at `pointer`, or of the mapping itself.
     pub fn key_pos(&self, pointer: &str, key: &str) -> Pos {
-        let mut node = self;
-        for token in pointer_tokens(pointer) {
-            let next = match &node.kind {
-                Kind::Map(entries) => entries.iter().find(|(k, _)| k.name == token).map(|e| &e.1),
-                Kind::Seq(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
-                _ => None,
-            };
-            match next {
-                Some(n) => node = n,
-                None => return node.pos,
-            }
-        }
+        let (node, _) = self.walk(pointer);
         match &node.kind {
             Kind::Map(entries) => entries
                 .iter()
