@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod plan;
+pub mod sim;
 pub mod spec;
 
 /// Any error that ends a command.

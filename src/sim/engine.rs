@@ -1,0 +1,427 @@
+//! The simulated engine's scheduler: continuous batching on a virtual clock, as vLLM's V1
+//! scheduler does it. Each step decodes one token for every running request, spends the rest
+//! of the token budget on (chunked) prefills, and admits waiting requests first come, first
+//! served while the KV cache has room; a request that cannot grow is preempted and
+//! recomputed later. The step's duration comes from the [`Profile`]. Nothing here sleeps or
+//! does I/O: the server drives it in real time, the calibration in virtual time.
+
+use super::kv::{BLOCK_TOKENS, Kv, block_hashes};
+use super::profile::Profile;
+use std::collections::{HashMap, VecDeque};
+
+/// A request's id inside the engine.
+pub type ReqId = u64;
+
+/// A request as submitted.
+#[derive(Debug, Clone)]
+pub struct NewRequest {
+    /// Prompt token ids.
+    pub tokens: Vec<u32>,
+    /// Tokens to generate before the request ends (max_tokens, or fewer when the model
+    /// "stops" on its own).
+    pub target: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Prefill { done: usize },
+    Decode,
+}
+
+#[derive(Debug)]
+struct Req {
+    prompt_len: usize,
+    hashes: Vec<u64>,
+    target: usize,
+    generated: usize,
+    state: State,
+    /// Leading prompt blocks referenced in the prefix cache.
+    referenced: usize,
+    /// Blocks owned privately.
+    private: usize,
+    /// Blocks found in the prefix cache at admission.
+    hit: usize,
+}
+
+impl Req {
+    /// Tokens to (re)compute on admission: the prompt and, after a preemption, the output.
+    fn context(&self) -> usize {
+        self.prompt_len + self.generated
+    }
+}
+
+/// What one step did.
+#[derive(Debug, Default)]
+pub struct StepOut {
+    /// Engine time of the step, seconds.
+    pub duration: f64,
+    /// Requests that got a token in this step (one each).
+    pub emitted: Vec<ReqId>,
+    /// Requests that reached their target in this step.
+    pub finished: Vec<ReqId>,
+}
+
+/// The scheduler.
+#[derive(Debug)]
+pub struct Engine {
+    profile: Profile,
+    reqs: HashMap<ReqId, Req>,
+    waiting: VecDeque<ReqId>,
+    running: Vec<ReqId>,
+    kv: Kv,
+    next_id: ReqId,
+    /// Virtual time, seconds.
+    pub now: f64,
+    /// Prompt and generated tokens so far (for `/metrics`).
+    pub prompt_tokens: u64,
+    /// Generated tokens so far.
+    pub generation_tokens: u64,
+    /// Preemptions so far.
+    pub preemptions: u64,
+}
+
+impl Engine {
+    /// An idle engine.
+    pub fn new(profile: Profile) -> Engine {
+        let kv = Kv::new(profile.kv_tokens);
+        Engine {
+            profile,
+            reqs: HashMap::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            kv,
+            next_id: 1,
+            now: 0.0,
+            prompt_tokens: 0,
+            generation_tokens: 0,
+            preemptions: 0,
+        }
+    }
+
+    /// The engine's profile.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Queue a request.
+    pub fn add(&mut self, r: NewRequest) -> ReqId {
+        let id = self.next_id;
+        self.next_id += 1;
+        let req = Req {
+            prompt_len: r.tokens.len(),
+            hashes: block_hashes(&r.tokens),
+            target: r.target.max(1),
+            generated: 0,
+            state: State::Waiting,
+            referenced: 0,
+            private: 0,
+            hit: 0,
+        };
+        self.prompt_tokens += req.prompt_len as u64;
+        self.reqs.insert(id, req);
+        self.waiting.push_back(id);
+        id
+    }
+
+    /// Drop a request wherever it is (a cancelled stream).
+    pub fn cancel(&mut self, id: ReqId) {
+        if let Some(req) = self.reqs.remove(&id) {
+            self.kv.finish(&req.hashes[..req.referenced], req.private);
+            self.waiting.retain(|w| *w != id);
+            self.running.retain(|r| *r != id);
+        }
+    }
+
+    /// Whether a step would do anything.
+    pub fn has_work(&self) -> bool {
+        !self.running.is_empty() || !self.waiting.is_empty()
+    }
+
+    /// Requests being computed.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Requests queued.
+    pub fn waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// KV-cache usage, 0 to 1.
+    pub fn kv_usage(&self) -> f64 {
+        self.kv.usage()
+    }
+
+    /// Prefix-cache queries and hits, in prompt tokens.
+    pub fn prefix_cache(&self) -> (u64, u64) {
+        (self.kv.queries, self.kv.hits)
+    }
+
+    /// Run one scheduler step and advance the clock by its duration.
+    pub fn step(&mut self) -> StepOut {
+        let mut out = StepOut::default();
+        let mut budget = self.profile.max_batched_tokens;
+        let mut cost = 0.0;
+        let (seqs, kv_tokens) = self.decode(&mut out, &mut budget);
+        if seqs > 0 {
+            cost += self.profile.decode_s(seqs, kv_tokens);
+        }
+        let prefilling: Vec<ReqId> = self
+            .running
+            .iter()
+            .copied()
+            .filter(|id| {
+                matches!(
+                    self.reqs.get(id).map(|r| r.state),
+                    Some(State::Prefill { .. })
+                )
+            })
+            .collect();
+        for id in prefilling {
+            cost += self.prefill_chunk(id, &mut budget, &mut out);
+        }
+        cost += self.admit(&mut budget, &mut out);
+        if cost > 0.0 || !out.emitted.is_empty() {
+            cost += self.profile.step_s;
+        }
+        for id in &out.finished {
+            self.cancel(*id);
+        }
+        self.generation_tokens += out.emitted.len() as u64;
+        out.duration = cost;
+        self.now += cost;
+        out
+    }
+
+    /// One token for each decoding request; returns (requests, KV tokens read).
+    fn decode(&mut self, out: &mut StepOut, budget: &mut usize) -> (usize, u64) {
+        let (mut seqs, mut kv_tokens) = (0, 0u64);
+        let mut i = 0;
+        while i < self.running.len() {
+            let id = self.running[i];
+            let Some(req) = self.reqs.get(&id) else {
+                i += 1;
+                continue;
+            };
+            if req.state != State::Decode {
+                i += 1;
+                continue;
+            }
+            let needed = (req.context() + 1).div_ceil(BLOCK_TOKENS);
+            if needed > req.referenced + req.private && !self.kv.grow() {
+                // No block for the next token: preempt the newest request and retry.
+                let victim = self.running.last().copied().unwrap_or(id);
+                self.preempt(victim);
+                continue;
+            }
+            let Some(req) = self.reqs.get_mut(&id) else {
+                continue;
+            };
+            if needed > req.referenced + req.private {
+                req.private += 1;
+            }
+            kv_tokens += req.context() as u64;
+            seqs += 1;
+            req.generated += 1;
+            *budget = budget.saturating_sub(1);
+            out.emitted.push(id);
+            if req.generated >= req.target {
+                out.finished.push(id);
+            }
+            i += 1;
+        }
+        (seqs, kv_tokens)
+    }
+
+    fn preempt(&mut self, id: ReqId) {
+        if let Some(req) = self.reqs.get_mut(&id) {
+            self.kv.finish(&req.hashes[..req.referenced], req.private);
+            req.referenced = 0;
+            req.private = 0;
+            req.state = State::Waiting;
+            self.running.retain(|r| *r != id);
+            self.waiting.push_front(id);
+            self.preemptions += 1;
+        }
+    }
+
+    /// Compute the next chunk of a prefilling request; returns its cost.
+    fn prefill_chunk(&mut self, id: ReqId, budget: &mut usize, out: &mut StepOut) -> f64 {
+        let Some(req) = self.reqs.get_mut(&id) else {
+            return 0.0;
+        };
+        let State::Prefill { done } = req.state else {
+            return 0.0;
+        };
+        let chunk = (req.context() - done).min(*budget);
+        if chunk == 0 {
+            return 0.0;
+        }
+        *budget -= chunk;
+        let cost = self.profile.prefill_s(done, done + chunk);
+        let done = done + chunk;
+        if done < req.context() {
+            req.state = State::Prefill { done };
+            return cost;
+        }
+        // The prompt is computed: its full blocks join the prefix cache; the step that ends a
+        // prefill also samples the first token.
+        let full = req.hashes.len();
+        let from = req.referenced;
+        req.referenced = full;
+        req.private = req.private.saturating_sub(full - from);
+        req.state = State::Decode;
+        req.generated += 1;
+        let finished = req.generated >= req.target;
+        let hashes = req.hashes.clone();
+        self.kv.publish(&hashes, from);
+        out.emitted.push(id);
+        if finished {
+            out.finished.push(id);
+        }
+        cost
+    }
+
+    /// Admit waiting requests while budget, batch slots and KV blocks allow.
+    fn admit(&mut self, budget: &mut usize, out: &mut StepOut) -> f64 {
+        let mut cost = 0.0;
+        while *budget > 0 && self.running.len() < self.profile.max_num_seqs {
+            let Some(&id) = self.waiting.front() else {
+                break;
+            };
+            let Some(req) = self.reqs.get(&id) else {
+                self.waiting.pop_front();
+                continue;
+            };
+            let mut hit = self.kv.hit_blocks(&req.hashes);
+            if hit * BLOCK_TOKENS >= req.context() {
+                hit = (req.context() - 1) / BLOCK_TOKENS;
+            }
+            let blocks = (req.context() + 1).div_ceil(BLOCK_TOKENS) - hit;
+            let hashes = req.hashes.clone();
+            if !self.kv.admit(&hashes, hit, blocks) {
+                break;
+            }
+            self.kv
+                .record_query(req.prompt_len, (hit * BLOCK_TOKENS).min(req.prompt_len));
+            self.waiting.pop_front();
+            self.running.push(id);
+            if let Some(req) = self.reqs.get_mut(&id) {
+                req.referenced = hit;
+                req.private = blocks;
+                req.hit = hit;
+                req.state = State::Prefill {
+                    done: hit * BLOCK_TOKENS,
+                };
+            }
+            cost += self.profile.cached_token_s * (hit * BLOCK_TOKENS) as f64;
+            cost += self.prefill_chunk(id, budget, out);
+        }
+        cost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::profile::profile;
+
+    fn tiny() -> Profile {
+        profile("tiny").unwrap_or_else(|| unreachable!())
+    }
+
+    fn prompt(seed: u32, n: usize) -> Vec<u32> {
+        (0..n as u32)
+            .map(|i| seed.wrapping_mul(7919).wrapping_add(i))
+            .collect()
+    }
+
+    #[test]
+    fn one_request_prefills_then_decodes_to_its_target() {
+        let mut e = Engine::new(tiny());
+        let id = e.add(NewRequest {
+            tokens: prompt(1, 1000),
+            target: 5,
+        });
+        let mut tokens = 0;
+        while e.has_work() {
+            let out = e.step();
+            tokens += out.emitted.iter().filter(|r| **r == id).count();
+        }
+        assert_eq!(tokens, 5);
+        assert_eq!(e.generation_tokens, 5);
+    }
+
+    #[test]
+    fn prefix_cache_makes_the_second_prefill_cheap() {
+        let mut e = Engine::new(tiny());
+        let ttft = |e: &mut Engine| {
+            let start = e.now;
+            e.add(NewRequest {
+                tokens: prompt(2, 4000),
+                target: 1,
+            });
+            while e.has_work() {
+                e.step();
+            }
+            e.now - start
+        };
+        let cold = ttft(&mut e);
+        let warm = ttft(&mut e);
+        assert!(warm < cold / 3.0, "cold {cold} warm {warm}");
+        let (queries, hits) = e.prefix_cache();
+        assert_eq!(queries, 8000);
+        assert_eq!(hits, 3984, "all but the last (partial) block");
+    }
+
+    #[test]
+    fn decode_step_grows_with_batch_and_context() {
+        let p = tiny();
+        assert!(p.decode_s(8, 8 * 1000) > p.decode_s(1, 1000));
+        assert!(p.decode_s(1, 8000) > p.decode_s(1, 1000));
+        assert!(
+            p.prefill_s(7000, 8000) > p.prefill_s(0, 1000),
+            "later positions cost more"
+        );
+    }
+
+    #[test]
+    fn requests_wait_when_the_kv_cache_is_full() {
+        let mut e = Engine::new(tiny());
+        // 16 prompts of 6000 tokens need 96K KV tokens; tiny holds 64K.
+        for s in 0..16 {
+            e.add(NewRequest {
+                tokens: prompt(10 + s, 6000),
+                target: 200,
+            });
+        }
+        let mut max_running = 0;
+        let mut saw_waiting = false;
+        let mut done = 0;
+        while e.has_work() {
+            let out = e.step();
+            done += out.finished.len();
+            max_running = max_running.max(e.running());
+            saw_waiting |= e.waiting() > 0 && e.running() > 0;
+        }
+        assert_eq!(done, 16);
+        assert!(max_running < 16 && saw_waiting, "max running {max_running}");
+        assert!(e.kv_usage() < 1e-9);
+    }
+
+    #[test]
+    fn cancel_frees_everything() {
+        let mut e = Engine::new(tiny());
+        let a = e.add(NewRequest {
+            tokens: prompt(3, 3000),
+            target: 1000,
+        });
+        e.step();
+        e.step();
+        assert!(e.kv_usage() > 0.0);
+        e.cancel(a);
+        assert!(!e.has_work());
+        assert!(e.kv_usage() < 1e-9);
+    }
+}

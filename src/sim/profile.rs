@@ -1,0 +1,112 @@
+//! Performance profiles of the simulated engine: the cost of a scheduler step as a function
+//! of what it computes, and the limits of the engine. `h200-gemma-4-e2b` is fitted to the
+//! seed page (gemma-4-E2B-it, BF16, one H200 NVL, vLLM); `tiny` is fast, for tests.
+
+use serde::Serialize;
+
+/// What an engine costs and holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    /// The name used in specs and `benchspec sim --profile`.
+    pub name: &'static str,
+    /// One line about it.
+    pub about: &'static str,
+    /// The model name served by default.
+    pub served_name: &'static str,
+    /// The version `/version` reports.
+    pub version: &'static str,
+    /// Longest prompt + output.
+    pub max_model_len: u64,
+    /// KV-cache capacity in tokens.
+    pub kv_tokens: u64,
+    /// Most requests scheduled at once (vLLM `--max-num-seqs`).
+    pub max_num_seqs: usize,
+    /// Token budget of one step (vLLM `--max-num-batched-tokens`); prefills are chunked to it.
+    pub max_batched_tokens: usize,
+    /// Fixed cost of every step, seconds.
+    pub step_s: f64,
+    /// Decode cost per running request per step, seconds.
+    pub per_seq_s: f64,
+    /// Decode cost per KV token read per step (attention over context), seconds.
+    pub per_kv_token_s: f64,
+    /// Prefill cost per prompt token, seconds.
+    pub prefill_token_s: f64,
+    /// Prefill attention cost: a token at position p costs `p × this` more, seconds.
+    pub prefill_quadratic_s: f64,
+    /// Cost per prompt token found in the prefix cache, seconds.
+    pub cached_token_s: f64,
+    /// API-server time before a request reaches the engine (tokenizing), fixed part, seconds.
+    pub api_s: f64,
+    /// API-server time per prompt token, seconds.
+    pub api_token_s: f64,
+}
+
+impl Profile {
+    /// Engine time of a prefill chunk covering prompt positions `start..end`.
+    pub fn prefill_s(&self, start: usize, end: usize) -> f64 {
+        let (s, e) = (start as f64, end as f64);
+        self.prefill_token_s * (e - s) + self.prefill_quadratic_s * (e * e - s * s) / 2.0
+    }
+
+    /// Engine time of decoding one token for each of `seqs` requests holding `kv` tokens.
+    pub fn decode_s(&self, seqs: usize, kv: u64) -> f64 {
+        self.per_seq_s * seqs as f64 + self.per_kv_token_s * kv as f64
+    }
+
+    /// API-server time for a prompt of `tokens`.
+    pub fn api_delay_s(&self, tokens: usize) -> f64 {
+        self.api_s + self.api_token_s * tokens as f64
+    }
+}
+
+/// The built-in profiles.
+pub fn profiles() -> [Profile; 2] {
+    [
+        Profile {
+            name: "h200-gemma-4-e2b",
+            about: "gemma-4-E2B-it BF16 on one H200 NVL under vLLM, fitted to the seed page",
+            served_name: "gemma",
+            version: "0.27.2rc1.dev113+g5cecfc013",
+            max_model_len: 131_072,
+            kv_tokens: 24_000_000,
+            max_num_seqs: 256,
+            max_batched_tokens: 8192,
+            step_s: 3.75e-3,
+            per_seq_s: 0.018e-3,
+            per_kv_token_s: 3.3e-9,
+            prefill_token_s: 12e-6,
+            prefill_quadratic_s: 3.6e-10,
+            cached_token_s: 2.5e-6,
+            api_s: 0.02,
+            api_token_s: 0.4e-6,
+        },
+        Profile {
+            name: "tiny",
+            about: "a small fast engine for tests: 8K context, 64K KV tokens, ~1,500 tok/s per stream",
+            served_name: "tiny",
+            version: "0.0.0+sim.tiny",
+            max_model_len: 8192,
+            kv_tokens: 65_536,
+            max_num_seqs: 32,
+            max_batched_tokens: 2048,
+            step_s: 0.6e-3,
+            per_seq_s: 0.02e-3,
+            per_kv_token_s: 2e-9,
+            prefill_token_s: 2e-6,
+            prefill_quadratic_s: 1e-10,
+            cached_token_s: 0.2e-6,
+            api_s: 0.001,
+            api_token_s: 0.05e-6,
+        },
+    ]
+}
+
+/// The profile called `name`.
+pub fn profile(name: &str) -> Option<Profile> {
+    profiles().into_iter().find(|p| p.name == name)
+}
+
+/// The names of the profiles, for messages.
+pub fn names() -> Vec<&'static str> {
+    profiles().iter().map(|p| p.name).collect()
+}
