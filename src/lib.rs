@@ -1,7 +1,7 @@
 //! benchspec: benchmark LLM serving engines from a checked-in spec.
 //!
 //! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks
-//! a spec; [`plan`] expands it into cells. Each stage has its own error type; [`Error`] joins
+//! a spec; [`plan`] expands it into cells; [`sim`] is the embedded simulated engine. Each stage has its own error type; [`Error`] joins
 //! them and maps each to the exit code of contract §1.
 
 pub mod cli;
@@ -18,6 +18,9 @@ pub enum Error {
     /// The plan could not be made (a bad `--shard`, say).
     #[error(transparent)]
     Plan(#[from] plan::PlanError),
+    /// The simulator could not start.
+    #[error(transparent)]
+    Sim(#[from] sim::SimError),
     /// Writing output failed.
     #[error("cannot write `{path}`: {source}")]
     Write {
@@ -33,6 +36,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Spec(_) | Error::Plan(_) => 2,
+            Error::Sim(e) => e.exit_code(),
             Error::Write { .. } => 1,
         }
     }

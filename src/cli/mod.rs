@@ -2,6 +2,7 @@
 //! call the pipeline's stages and print what they return. Only this module prints.
 
 mod output;
+mod sim;
 
 use crate::Error;
 use crate::plan::{self, Rates, Shard};
@@ -65,6 +66,8 @@ pub enum Command {
         #[arg(long, value_name = "K/N")]
         shard: Option<String>,
     },
+    /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
+    Sim(sim::SimArgs),
 }
 
 /// How diagnostics are printed.
@@ -107,6 +110,7 @@ pub fn main() -> i32 {
             format,
             shard,
         } => plan_cmd(&spec, format, shard.as_deref(), &out),
+        Command::Sim(args) => sim::run(&args, &out),
     };
     match result {
         Ok(code) => code,

@@ -3,8 +3,53 @@
 //! a GPU. It is the quickstart's default engine, the test double of the integration tests
 //! and a what-if tool for capacity planning.
 
+pub mod api;
 pub mod calibrate;
+pub mod driver;
 pub mod engine;
 pub mod kv;
 pub mod profile;
+pub mod server;
+pub mod stream;
 pub mod tokenizer;
+
+pub use server::{Faults, Options, Sim, start};
+
+/// Why the simulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// No built-in profile has this name.
+    #[error("unknown simulator profile `{name}`; the profiles are {}", .known.join(", "))]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// The built-in names.
+        known: Vec<&'static str>,
+    },
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl SimError {
+    /// The exit code: 2 for a bad name, 3 when the engine cannot be started.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SimError::UnknownProfile { .. } => 2,
+            SimError::Bind { .. } => 3,
+        }
+    }
+}
+
+/// The profile called `name`, or an error listing the known ones.
+pub fn find_profile(name: &str) -> Result<profile::Profile, SimError> {
+    profile::profile(name).ok_or_else(|| SimError::UnknownProfile {
+        name: name.to_string(),
+        known: profile::names(),
+    })
+}

@@ -1,0 +1,104 @@
+//! `benchspec sim`: serve the simulated engine on 127.0.0.1 until Ctrl-C.
+
+use super::output::Out;
+use crate::Error;
+use crate::sim::{self, Faults, Options, profile};
+use crate::spec::Span;
+use clap::Args;
+
+/// Options of `benchspec sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// The port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// The performance profile.
+    #[arg(long, default_value = "h200-gemma-4-e2b")]
+    pub profile: String,
+    /// List the profiles and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// The model name to serve (default: the profile's).
+    #[arg(long, value_name = "NAME")]
+    pub served_name: Option<String>,
+    /// Chat: send the first N generated tokens as `reasoning_content`.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub reasoning_tokens: usize,
+    /// Tokens per streamed chunk, as speculative decoding sends them.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub tokens_per_chunk: usize,
+    /// Fault: fraction of requests answered with HTTP 500.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub failure_rate: f64,
+    /// Fault: fraction of streams cut mid-way.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub disconnect_rate: f64,
+    /// Fault: fraction of streams that go silent mid-way.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub stall_rate: f64,
+    /// Fault: stop serving after this long (e.g. `30s`).
+    #[arg(long, value_name = "DURATION", value_parser = |s: &str| Span::parse(s))]
+    pub die_after: Option<Span>,
+}
+
+/// Run `benchspec sim`.
+pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
+    if args.list {
+        let mut text = String::new();
+        for p in profile::profiles() {
+            text.push_str(&format!("{:<18} {}\n", p.name, p.about));
+        }
+        out.print(&text);
+        return Ok(0);
+    }
+    let profile = sim::find_profile(&args.profile)?;
+    let mut opts = Options::new(profile);
+    if let Some(name) = &args.served_name {
+        opts.served_name.clone_from(name);
+    }
+    opts.reasoning_tokens = args.reasoning_tokens;
+    opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
+    opts.faults = Faults {
+        failure_rate: args.failure_rate,
+        disconnect_rate: args.disconnect_rate,
+        stall_rate: args.stall_rate,
+        die_after: args.die_after.map(|d| d.0),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| sim::SimError::Bind {
+            addr: "runtime".into(),
+            source,
+        })?;
+    runtime.block_on(serve(args.port, opts, out))
+}
+
+async fn serve(port: u16, opts: Options, out: &Out) -> Result<i32, Error> {
+    let addr = format!("127.0.0.1:{port}");
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|source| sim::SimError::Bind {
+            addr: addr.clone(),
+            source,
+        })?;
+    let (profile, served) = (opts.profile.name, opts.served_name.clone());
+    let mut server =
+        sim::start(listener, opts).map_err(|source| sim::SimError::Bind { addr, source })?;
+    // The address line is printed even with --quiet: it is how a caller learns the port.
+    eprintln!(
+        "benchspec sim: profile `{profile}` serving `{served}` at {} (Ctrl-C stops)",
+        server.base_url()
+    );
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {
+            out.info("benchspec sim: stopping");
+            server.stop().await;
+            Ok(0)
+        }
+        () = server.wait() => {
+            out.info("benchspec sim: stopped by the `die_after` fault option");
+            Ok(3)
+        }
+    }
+}

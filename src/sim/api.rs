@@ -1,0 +1,252 @@
+//! vLLM's request and response shapes, as the simulator reads and writes them: completions
+//! and chat requests, the streamed chunks (with `continuous_usage_stats` and the separate
+//! final `choices: []` usage chunk), `/tokenize`, `/v1/models` and vLLM's error body.
+
+use super::tokenizer;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// A prompt: text or token ids.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    /// Text.
+    Text(String),
+    /// Token ids.
+    Ids(Vec<u32>),
+    /// A batch of one text (OpenAI allows a list).
+    Batch(Vec<String>),
+}
+
+/// One chat message.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Message {
+    /// `system`, `user`, `assistant`, …
+    pub role: String,
+    /// Text content (content parts are joined).
+    #[serde(default)]
+    pub content: Content,
+}
+
+/// Message content: a string or OpenAI content parts.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// No content.
+    #[default]
+    None,
+    /// Plain text.
+    Text(String),
+    /// Parts; only `text` parts count.
+    Parts(Vec<Value>),
+}
+
+impl Content {
+    fn text(&self) -> String {
+        match self {
+            Content::None => String::new(),
+            Content::Text(t) => t.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// `stream_options`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct StreamOptions {
+    /// Send a final chunk with usage.
+    #[serde(default)]
+    pub include_usage: bool,
+    /// Put usage in every chunk.
+    #[serde(default)]
+    pub continuous_usage_stats: bool,
+}
+
+/// The fields of a completions or chat request the simulator uses; others are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GenRequest {
+    /// The served model name.
+    pub model: Option<String>,
+    /// Completions prompt.
+    pub prompt: Option<Prompt>,
+    /// Chat messages.
+    pub messages: Option<Vec<Message>>,
+    /// Output limit (`max_completion_tokens` for chat also accepted).
+    pub max_tokens: Option<usize>,
+    /// The chat name of the output limit.
+    pub max_completion_tokens: Option<usize>,
+    /// Generate at least this many tokens.
+    #[serde(default)]
+    pub min_tokens: usize,
+    /// Ignore the end of sequence: decode to the limit.
+    #[serde(default)]
+    pub ignore_eos: bool,
+    /// Stream the answer as server-sent events.
+    #[serde(default)]
+    pub stream: bool,
+    /// Streaming options.
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// The chat template: each message as `<|role|> content <|end|>`, then the assistant's turn.
+pub fn chat_prompt(messages: &[Message], add_generation_prompt: bool) -> String {
+    let mut text = String::new();
+    for m in messages {
+        text.push_str(&format!("<|{}|>\n{}\n<|end|>\n", m.role, m.content.text()));
+    }
+    if add_generation_prompt {
+        text.push_str("<|assistant|>\n");
+    }
+    text
+}
+
+impl GenRequest {
+    /// The prompt's token ids (chat through the template).
+    pub fn prompt_ids(&self) -> Result<Vec<u32>, String> {
+        if let Some(messages) = &self.messages {
+            return Ok(tokenizer::encode(&chat_prompt(messages, true)));
+        }
+        match &self.prompt {
+            Some(Prompt::Text(t)) => Ok(tokenizer::encode(t)),
+            Some(Prompt::Ids(ids)) => Ok(ids.clone()),
+            Some(Prompt::Batch(b)) if b.len() == 1 => Ok(tokenizer::encode(&b[0])),
+            Some(Prompt::Batch(_)) => Err("the simulator serves one prompt per request".into()),
+            None => Err("either `prompt` or `messages` must be given".into()),
+        }
+    }
+
+    /// The output limit, vLLM's default when absent (the rest of the context).
+    pub fn limit(&self, prompt_len: usize, max_model_len: usize) -> usize {
+        self.max_completion_tokens
+            .or(self.max_tokens)
+            .unwrap_or(max_model_len.saturating_sub(prompt_len))
+    }
+}
+
+/// The request body of `/tokenize`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenizeRequest {
+    /// Text to tokenize.
+    pub prompt: Option<String>,
+    /// Chat messages to tokenize through the template.
+    pub messages: Option<Vec<Message>>,
+    /// Add the assistant's turn (chat).
+    #[serde(default = "yes")]
+    pub add_generation_prompt: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// vLLM's error body.
+pub fn error_body(kind: &str, message: &str, code: u16, param: Option<&str>) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+}
+
+/// vLLM's message for a prompt that does not fit.
+pub fn too_long(prompt_len: usize, max_tokens: usize, max_model_len: usize) -> String {
+    if prompt_len >= max_model_len {
+        format!(
+            "This model's maximum context length is {max_model_len} tokens. However, your request has {prompt_len} input tokens. Please reduce the length of the input messages."
+        )
+    } else {
+        format!(
+            "'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's maximum context length is {max_model_len} tokens and your request has {prompt_len} input tokens ({max_tokens} > {max_model_len} - {prompt_len})."
+        )
+    }
+}
+
+/// Usage as vLLM writes it.
+pub fn usage(prompt: usize, completion: usize) -> Value {
+    json!({"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion, "prompt_tokens_details": null})
+}
+
+/// Which endpoint a stream belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `/v1/completions`.
+    Completion,
+    /// `/v1/chat/completions`.
+    Chat,
+}
+
+/// The fixed parts of every chunk of one response.
+#[derive(Debug, Clone)]
+pub struct Head {
+    /// `cmpl-…` or `chatcmpl-…`.
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// Served model name.
+    pub model: String,
+    /// Endpoint.
+    pub kind: Kind,
+}
+
+impl Head {
+    fn object(&self, stream: bool) -> &'static str {
+        match (self.kind, stream) {
+            (Kind::Completion, _) => "text_completion",
+            (Kind::Chat, true) => "chat.completion.chunk",
+            (Kind::Chat, false) => "chat.completion",
+        }
+    }
+
+    /// The chat stream's first chunk: the role, no content.
+    pub fn role_chunk(&self) -> Value {
+        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model,
+               "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]})
+    }
+
+    /// A chunk carrying `text`; `reasoning` puts it in `reasoning_content` (chat).
+    pub fn token_chunk(
+        &self,
+        text: &str,
+        reasoning: bool,
+        finish: Option<&str>,
+        usage: Option<Value>,
+    ) -> Value {
+        let choice = match self.kind {
+            Kind::Completion => {
+                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish, "stop_reason": null})
+            }
+            Kind::Chat => {
+                let delta = if reasoning {
+                    json!({"reasoning_content": text})
+                } else {
+                    json!({"content": text})
+                };
+                json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish, "stop_reason": null})
+            }
+        };
+        let mut chunk = json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model, "choices": [choice]});
+        if let Some(u) = usage {
+            chunk["usage"] = u;
+        }
+        chunk
+    }
+
+    /// vLLM's separate final usage chunk.
+    pub fn usage_chunk(&self, usage: Value) -> Value {
+        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model, "choices": [], "usage": usage})
+    }
+
+    /// A whole non-streamed response.
+    pub fn full(&self, reasoning: &str, content: &str, finish: &str, usage: Value) -> Value {
+        let choice = match self.kind {
+            Kind::Completion => {
+                json!({"index": 0, "text": content, "logprobs": null, "finish_reason": finish, "stop_reason": null, "prompt_logprobs": null})
+            }
+            Kind::Chat => {
+                json!({"index": 0, "message": {"role": "assistant", "content": content, "reasoning_content": if reasoning.is_empty() { Value::Null } else { Value::from(reasoning) }, "tool_calls": []}, "logprobs": null, "finish_reason": finish, "stop_reason": null})
+            }
+        };
+        json!({"id": self.id, "object": self.object(false), "created": self.created, "model": self.model, "choices": [choice], "usage": usage})
+    }
+}

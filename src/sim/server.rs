@@ -1,0 +1,399 @@
+//! The simulator's HTTP surface (vLLM's): `/health`, `/version`, `/v1/models`, `/tokenize`,
+//! `/v1/completions`, `/v1/chat/completions` and `/metrics`, with the fault options tests use.
+//! [`start`] serves on a listener given by the caller (127.0.0.1, port 0 in tests).
+
+use super::api::{self, GenRequest, Head, Kind, TokenizeRequest};
+use super::driver::{self, Msg, Snapshot};
+use super::engine::{Engine, NewRequest};
+use super::profile::Profile;
+use super::stream::{self, Plan};
+use super::tokenizer;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Faults to inject, for tests of everything that must survive them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// Fraction of requests answered with HTTP 500.
+    pub failure_rate: f64,
+    /// Fraction of streams cut mid-way (the connection drops).
+    pub disconnect_rate: f64,
+    /// Fraction of streams that go silent mid-way and stay open.
+    pub stall_rate: f64,
+    /// Stop serving this long after start.
+    pub die_after: Option<Duration>,
+}
+
+/// How the simulator is set up.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Performance profile.
+    pub profile: Profile,
+    /// The model name served; the profile's by default.
+    pub served_name: String,
+    /// Chat: the first this many generated tokens are `reasoning_content`.
+    pub reasoning_tokens: usize,
+    /// Tokens per streamed chunk (several, as speculative decoding sends them).
+    pub tokens_per_chunk: usize,
+    /// Faults.
+    pub faults: Faults,
+    /// Seed of the fault draws and of generated text.
+    pub seed: u64,
+}
+
+impl Options {
+    /// Plain options for a profile.
+    pub fn new(profile: Profile) -> Options {
+        Options {
+            served_name: profile.served_name.to_string(),
+            profile,
+            reasoning_tokens: 0,
+            tokens_per_chunk: 1,
+            faults: Faults::default(),
+            seed: 1,
+        }
+    }
+}
+
+pub(super) struct Shared {
+    pub opts: Options,
+    pub tx: mpsc::UnboundedSender<Msg>,
+    pub metrics: Arc<Mutex<Snapshot>>,
+    pub next_key: AtomicU64,
+}
+
+/// A running simulator.
+pub struct Sim {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Sim {
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stop serving and wait until the server is gone.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.task.abort();
+        let _ = (&mut self.task).await;
+    }
+
+    /// Wait until the server stops by itself (`die_after`).
+    pub async fn wait(&mut self) {
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Serve the simulator on `listener` until stopped (or `die_after`).
+pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Result<Sim> {
+    let addr = listener.local_addr()?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let metrics = Arc::new(Mutex::new(Snapshot::default()));
+    let driver = tokio::spawn(driver::run(
+        Engine::new(opts.profile.clone()),
+        rx,
+        metrics.clone(),
+    ));
+    let die_after = opts.faults.die_after;
+    let shared = Arc::new(Shared {
+        opts,
+        tx,
+        metrics,
+        next_key: AtomicU64::new(1),
+    });
+    let app = Router::new()
+        .route("/health", get(|| async { StatusCode::OK }))
+        .route("/version", get(version))
+        .route("/v1/models", get(models))
+        .route("/tokenize", post(tokenize))
+        .route(
+            "/v1/completions",
+            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Completion)),
+        )
+        .route(
+            "/v1/chat/completions",
+            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Chat)),
+        )
+        .route("/metrics", get(metrics_text))
+        .with_state(shared);
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+            let _ = stop_rx.await;
+        });
+        match die_after {
+            Some(d) => {
+                let _ = tokio::time::timeout(d, serve).await;
+            }
+            None => {
+                let _ = serve.await;
+            }
+        }
+        driver.abort();
+    });
+    Ok(Sim {
+        addr,
+        stop: Some(stop_tx),
+        task,
+    })
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn error(status: StatusCode, kind: &str, message: &str, param: Option<&str>) -> Response {
+    json_response(
+        status,
+        &api::error_body(kind, message, status.as_u16(), param),
+    )
+}
+
+async fn version(State(s): State<Arc<Shared>>) -> Response {
+    json_response(StatusCode::OK, &json!({"version": s.opts.profile.version}))
+}
+
+async fn models(State(s): State<Arc<Shared>>) -> Response {
+    let p = &s.opts.profile;
+    let model = json!({"id": s.opts.served_name, "object": "model", "created": unix_now(), "owned_by": "vllm",
+        "root": s.opts.served_name, "parent": null, "max_model_len": p.max_model_len, "permission": []});
+    json_response(StatusCode::OK, &json!({"object": "list", "data": [model]}))
+}
+
+async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+    let req: TokenizeRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                &format!("invalid request body: {e}"),
+                None,
+            );
+        }
+    };
+    let ids = match (&req.messages, &req.prompt) {
+        (Some(m), _) => tokenizer::encode(&api::chat_prompt(m, req.add_generation_prompt)),
+        (None, Some(p)) => tokenizer::encode(p),
+        (None, None) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                "either `prompt` or `messages` must be given",
+                None,
+            );
+        }
+    };
+    json_response(
+        StatusCode::OK,
+        &json!({"count": ids.len(), "max_model_len": s.opts.profile.max_model_len, "tokens": ids, "token_strs": null}),
+    )
+}
+
+async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
+    let m = s.metrics.lock().map(|m| m.clone()).unwrap_or_default();
+    let labels = format!("{{engine=\"0\",model_name=\"{}\"}}", s.opts.served_name);
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, value: String| {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        let sample = if kind == "counter" {
+            format!("{name}_total")
+        } else {
+            name.to_string()
+        };
+        out.push_str(&format!("{sample}{labels} {value}\n"));
+    };
+    metric(
+        "vllm:num_requests_running",
+        "gauge",
+        "Number of requests in model execution batches.",
+        format!("{:.1}", m.running as f64),
+    );
+    metric(
+        "vllm:num_requests_waiting",
+        "gauge",
+        "Number of requests waiting to be processed.",
+        format!("{:.1}", m.waiting as f64),
+    );
+    metric(
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "KV-cache usage. 1 means 100 percent usage.",
+        format!("{}", m.kv_usage),
+    );
+    metric(
+        "vllm:prefix_cache_queries",
+        "counter",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        format!("{:.1}", m.prefix_queries as f64),
+    );
+    metric(
+        "vllm:prefix_cache_hits",
+        "counter",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        format!("{:.1}", m.prefix_hits as f64),
+    );
+    metric(
+        "vllm:prompt_tokens",
+        "counter",
+        "Number of prefill tokens processed.",
+        format!("{:.1}", m.prompt_tokens as f64),
+    );
+    metric(
+        "vllm:generation_tokens",
+        "counter",
+        "Number of generation tokens processed.",
+        format!("{:.1}", m.generation_tokens as f64),
+    );
+    metric(
+        "vllm:num_preemptions",
+        "counter",
+        "Cumulative number of preemption from the engine.",
+        format!("{:.1}", m.preemptions as f64),
+    );
+    metric(
+        "vllm:request_success",
+        "counter",
+        "Count of successfully processed requests.",
+        format!("{:.1}", m.finished as f64),
+    );
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        out,
+    )
+        .into_response()
+}
+
+async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Response {
+    let req: GenRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                &format!("invalid request body: {e}"),
+                None,
+            );
+        }
+    };
+    let opts = &s.opts;
+    if let Some(model) = req.model.as_deref().filter(|m| *m != opts.served_name) {
+        return error(
+            StatusCode::NOT_FOUND,
+            "NotFoundError",
+            &format!("The model `{model}` does not exist."),
+            Some("model"),
+        );
+    }
+    let ids = match req.prompt_ids() {
+        Ok(ids) => ids,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "BadRequestError", &e, None),
+    };
+    let max_len = usize::try_from(opts.profile.max_model_len).unwrap_or(usize::MAX);
+    let limit = req.limit(ids.len(), max_len);
+    if ids.len() >= max_len || ids.len() + limit > max_len {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            &api::too_long(ids.len(), limit, max_len),
+            None,
+        );
+    }
+    let key = s.next_key.fetch_add(1, Ordering::Relaxed);
+    let draw = |salt: u64| stream::unit(opts.seed, key, salt);
+    if draw(1) < opts.faults.failure_rate {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "simulated engine failure (fault option `failure_rate`)",
+            None,
+        );
+    }
+    tokio::time::sleep(Duration::from_secs_f64(opts.profile.api_delay_s(ids.len()))).await;
+    let target = stream::target(&req, limit, &ids, opts.seed);
+    let prompt_len = ids.len();
+    let (tx, rx) = mpsc::unbounded_channel();
+    if s.tx
+        .send(Msg::Submit {
+            key,
+            req: NewRequest {
+                tokens: ids,
+                target,
+            },
+            tx,
+        })
+        .is_err()
+    {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailableError",
+            "the engine is shutting down",
+            None,
+        );
+    }
+    let head = Head {
+        id: format!(
+            "{}-{key:032x}",
+            if kind == Kind::Chat {
+                "chatcmpl"
+            } else {
+                "cmpl"
+            }
+        ),
+        created: unix_now(),
+        model: opts.served_name.clone(),
+        kind,
+    };
+    let plan = Plan::new(&req, opts, key, prompt_len, target, head);
+    let guard = stream::CancelOnDrop {
+        key,
+        tx: s.tx.clone(),
+    };
+    if !req.stream {
+        return match stream::collect(rx, plan, guard).await {
+            Some(body) => json_response(StatusCode::OK, &body),
+            None => error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalServerError",
+                "the engine stopped",
+                None,
+            ),
+        };
+    }
+    let events = stream::sse(rx, plan, guard);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(events))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

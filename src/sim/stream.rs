@@ -1,0 +1,238 @@
+//! One response's stream: tokens from the driver become vLLM-shaped SSE chunks (several
+//! tokens per chunk when asked, reasoning first in chat, usage in every chunk or in a final
+//! `choices: []` chunk), or one JSON body when not streaming. Fault options cut or stall a
+//! stream here. Dropping the stream (the client went away) cancels the request.
+
+use super::api::{self, GenRequest, Head, Kind};
+use super::driver::{Ev, Msg};
+use super::server::Options;
+use super::tokenizer::output_piece;
+use axum::body::Bytes;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// A deterministic draw in [0, 1) for request `key` (splitmix64).
+pub fn unit(seed: u64, key: u64, salt: u64) -> f64 {
+    let mut z =
+        seed ^ key.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ salt.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Tokens to generate: the limit with `ignore_eos`, else where the "model" stops by itself
+/// (a length drawn from the prompt, at least `min_tokens`).
+pub fn target(req: &GenRequest, limit: usize, ids: &[u32], seed: u64) -> usize {
+    if req.ignore_eos {
+        return limit.max(1);
+    }
+    let h = ids
+        .iter()
+        .fold(seed, |h, &t| h.rotate_left(5) ^ u64::from(t));
+    let natural = 16 + (unit(h, 0, 7) * 240.0) as usize;
+    natural.max(req.min_tokens).min(limit).max(1)
+}
+
+/// What the stream of one request will look like.
+pub struct Plan {
+    head: Head,
+    prompt_len: usize,
+    target: usize,
+    finish: &'static str,
+    per_chunk: usize,
+    reasoning: usize,
+    include_usage: bool,
+    continuous: bool,
+    cut_at: Option<usize>,
+    stall_at: Option<usize>,
+    text_seed: u64,
+}
+
+impl Plan {
+    /// Plan the stream of request `key`.
+    pub fn new(
+        req: &GenRequest,
+        opts: &Options,
+        key: u64,
+        prompt_len: usize,
+        target: usize,
+        head: Head,
+    ) -> Plan {
+        let limit_hit = req.ignore_eos
+            || target
+                == req
+                    .max_completion_tokens
+                    .or(req.max_tokens)
+                    .unwrap_or(usize::MAX);
+        let point = |rate: f64, a: u64, b: u64| {
+            (unit(opts.seed, key, a) < rate)
+                .then(|| 1 + (unit(opts.seed, key, b) * target as f64) as usize % target.max(1))
+        };
+        let so = req.stream_options.unwrap_or_default();
+        Plan {
+            reasoning: if head.kind == Kind::Chat {
+                opts.reasoning_tokens
+            } else {
+                0
+            },
+            head,
+            prompt_len,
+            target,
+            finish: if limit_hit { "length" } else { "stop" },
+            per_chunk: opts.tokens_per_chunk.max(1),
+            include_usage: so.include_usage,
+            continuous: so.continuous_usage_stats,
+            cut_at: point(opts.faults.disconnect_rate, 2, 3),
+            stall_at: point(opts.faults.stall_rate, 4, 5),
+            text_seed: opts.seed ^ key,
+        }
+    }
+
+    fn text(&self, from: usize, to: usize) -> String {
+        (from..to)
+            .map(|i| format!(" {}", output_piece(self.text_seed, i)))
+            .collect()
+    }
+}
+
+/// Cancels the request in the engine when the response is dropped.
+pub struct CancelOnDrop {
+    /// The request's key.
+    pub key: u64,
+    /// The driver.
+    pub tx: mpsc::UnboundedSender<Msg>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Cancel { key: self.key });
+    }
+}
+
+struct State {
+    rx: mpsc::UnboundedReceiver<Ev>,
+    plan: Plan,
+    _guard: CancelOnDrop,
+    started: bool,
+    generated: usize,
+    sent: usize,
+    over: bool,
+}
+
+fn event(v: &Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+/// The SSE body.
+pub fn sse(
+    rx: mpsc::UnboundedReceiver<Ev>,
+    plan: Plan,
+    guard: CancelOnDrop,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+    let state = State {
+        rx,
+        plan,
+        _guard: guard,
+        started: false,
+        generated: 0,
+        sent: 0,
+        over: false,
+    };
+    futures_util::stream::unfold(state, |mut st| async move {
+        if st.over {
+            return None;
+        }
+        let mut out = String::new();
+        if !st.started {
+            st.started = true;
+            if st.plan.head.kind == Kind::Chat {
+                out.push_str(&event(&st.plan.head.role_chunk()));
+            }
+        }
+        loop {
+            match st.rx.recv().await {
+                Some(Ev::Token) => {
+                    st.generated += 1;
+                    if st.plan.stall_at == Some(st.generated) {
+                        // A stalled stream: the connection stays open, nothing more comes.
+                        std::future::pending::<()>().await;
+                    }
+                    if st.plan.cut_at == Some(st.generated) {
+                        st.over = true;
+                        return Some((
+                            Err(std::io::Error::other(
+                                "simulated disconnect (fault option `disconnect_rate`)",
+                            )),
+                            st,
+                        ));
+                    }
+                    let pending = st.generated - st.sent;
+                    let boundary = st.generated == st.plan.reasoning;
+                    if pending >= st.plan.per_chunk || boundary || st.generated == st.plan.target {
+                        out.push_str(&flush(&mut st));
+                        return Some((Ok(Bytes::from(out)), st));
+                    }
+                }
+                Some(Ev::Done) => {
+                    out.push_str(&flush(&mut st));
+                    if st.plan.include_usage {
+                        out.push_str(&event(
+                            &st.plan
+                                .head
+                                .usage_chunk(api::usage(st.plan.prompt_len, st.generated)),
+                        ));
+                    }
+                    out.push_str("data: [DONE]\n\n");
+                    st.over = true;
+                    return Some((Ok(Bytes::from(out)), st));
+                }
+                None => {
+                    st.over = true;
+                    return Some((Err(std::io::Error::other("the engine stopped")), st));
+                }
+            }
+        }
+    })
+}
+
+/// The chunk(s) for the tokens generated since the last one.
+fn flush(st: &mut State) -> String {
+    let (from, to) = (st.sent, st.generated);
+    if from == to {
+        return String::new();
+    }
+    st.sent = to;
+    let p = &st.plan;
+    let finish = (to >= p.target).then_some(p.finish);
+    let usage = p.continuous.then(|| api::usage(p.prompt_len, to));
+    let reasoning = to <= p.reasoning;
+    event(
+        &p.head
+            .token_chunk(&p.text(from, to), reasoning, finish, usage),
+    )
+}
+
+/// The whole answer of a non-streamed request; `None` when the engine stopped first.
+pub async fn collect(
+    mut rx: mpsc::UnboundedReceiver<Ev>,
+    plan: Plan,
+    _guard: CancelOnDrop,
+) -> Option<Value> {
+    let mut generated = 0;
+    loop {
+        match rx.recv().await? {
+            Ev::Token => generated += 1,
+            Ev::Done => break,
+        }
+    }
+    let split = plan.reasoning.min(generated);
+    let reasoning = plan.text(0, split);
+    let content = plan.text(split, generated);
+    Some(plan.head.full(
+        reasoning.trim_start(),
+        &content,
+        plan.finish,
+        api::usage(plan.prompt_len, generated),
+    ))
+}
