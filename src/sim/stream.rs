@@ -220,11 +220,18 @@ pub async fn collect(
     _guard: CancelOnDrop,
 ) -> Option<Value> {
     let mut generated = 0;
-    loop {
-        match rx.recv().await? {
+    let mut done = false;
+    while let Some(ev) = rx.recv().await {
+        match ev {
             Ev::Token => generated += 1,
-            Ev::Done => break,
+            Ev::Done => {
+                done = true;
+                break;
+            }
         }
+    }
+    if !done {
+        return None;
     }
     let split = plan.reasoning.min(generated);
     let reasoning = plan.text(0, split);
