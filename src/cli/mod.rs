@@ -179,7 +179,7 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
     let shard = shard.map(Shard::parse).transpose()?;
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
-    let mut plan = plan::expand(&loaded.spec, &Rates::default());
+    let mut plan = plan::expand(&loaded.spec, &Rates::for_spec(&loaded.spec));
     if let Some(s) = shard {
         plan = plan.shard(s);
     }

@@ -26,6 +26,40 @@ impl Default for Rates {
     }
 }
 
+impl Rates {
+    /// The rates a spec implies: a `sim` engine's profile knows its own speed; otherwise the
+    /// stated assumption.
+    pub fn for_spec(spec: &Spec) -> Rates {
+        let profile = match (spec.engine.kind, &spec.engine.sim) {
+            (crate::spec::EngineKind::Sim, Some(sim)) => crate::sim::profile::profile(&sim.profile),
+            (crate::spec::EngineKind::Sim, None) => {
+                crate::sim::profile::profile("h200-gemma-4-e2b")
+            }
+            _ => None,
+        };
+        let Some(p) = profile else {
+            return Rates::default();
+        };
+        let ctx = spec
+            .matrix
+            .contexts
+            .first()
+            .map_or(8192, |c| c.0 as usize)
+            .min(p.max_model_len as usize - 1);
+        let prefill = crate::sim::calibrate::prefill_tok_s(&p, ctx).max(1.0);
+        let step = p.step_s + p.decode_s(1, ctx as u64);
+        let decode = if step > 0.0 { 1.0 / step } else { 1e9 };
+        Rates {
+            prefill_tok_s: prefill,
+            decode_tok_s: decode,
+            source: format!(
+                "from the `{}` simulator profile: prefill {:.0} tok/s, decode {:.0} tok/s per request",
+                p.name, prefill, decode
+            ),
+        }
+    }
+}
+
 /// Fixed cost of one request (connection, scheduling, first step), in seconds.
 const REQUEST_OVERHEAD_S: f64 = 0.05;
 

@@ -89,6 +89,9 @@ pub async fn run(
         let due = base + Duration::from_secs_f64(engine.now);
         if due > Instant::now() + Duration::from_micros(500) {
             tokio::time::sleep_until(due).await;
+        } else {
+            // Behind or free-running (the `instant` profile): let the handlers run.
+            tokio::task::yield_now().await;
         }
         for id in &out.emitted {
             let gone = streams

@@ -53,3 +53,26 @@ pub fn find_profile(name: &str) -> Result<profile::Profile, SimError> {
         known: profile::names(),
     })
 }
+
+/// The simulator options a spec asks for (`engine.kind: sim`): its profile and faults, serving
+/// `model.served_name`.
+pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
+    let sim = spec.engine.sim.clone().unwrap_or(crate::spec::SimEngine {
+        profile: "h200-gemma-4-e2b".into(),
+        reasoning_tokens: 0,
+        tokens_per_chunk: 1,
+        faults: crate::spec::SimFaults::default(),
+    });
+    let mut opts = Options::new(find_profile(&sim.profile)?);
+    opts.served_name.clone_from(&spec.model.served_name);
+    opts.reasoning_tokens = sim.reasoning_tokens as usize;
+    opts.tokens_per_chunk = sim.tokens_per_chunk.max(1) as usize;
+    opts.seed = spec.workload.seed;
+    opts.faults = Faults {
+        failure_rate: sim.faults.failure_rate,
+        disconnect_rate: sim.faults.disconnect_rate,
+        stall_rate: sim.faults.stall_rate,
+        die_after: sim.faults.die_after.map(|d| d.0),
+    };
+    Ok(opts)
+}

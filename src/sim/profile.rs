@@ -60,7 +60,7 @@ impl Profile {
 }
 
 /// The built-in profiles.
-pub fn profiles() -> [Profile; 2] {
+pub fn profiles() -> [Profile; 3] {
     [
         Profile {
             name: "h200-gemma-4-e2b",
@@ -97,6 +97,24 @@ pub fn profiles() -> [Profile; 2] {
             cached_token_s: 0.2e-6,
             api_s: 0.001,
             api_token_s: 0.05e-6,
+        },
+        Profile {
+            name: "instant",
+            about: "no modelled time at all: as fast as the simulator goes, for client benchmarks",
+            served_name: "instant",
+            version: "0.0.0+sim.instant",
+            max_model_len: 131_072,
+            kv_tokens: 1 << 34,
+            max_num_seqs: 1024,
+            max_batched_tokens: 1 << 24,
+            step_s: 0.0,
+            per_seq_s: 0.0,
+            per_kv_token_s: 0.0,
+            prefill_token_s: 0.0,
+            prefill_quadratic_s: 0.0,
+            cached_token_s: 0.0,
+            api_s: 0.0,
+            api_token_s: 0.0,
         },
     ]
 }

@@ -230,6 +230,9 @@ fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             ),
         ));
     }
+    if kind == Some(EngineKind::Sim) {
+        sim_profile(cx, out);
+    }
     let base_url = cx.or("/engine/base_url", "http://127.0.0.1:8000".to_string());
     let url = base_url.as_deref().map(parse_url);
     if let Some(Err(msg)) = &url {
@@ -326,5 +329,31 @@ fn report(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             &format!("/report/templates/{i}"),
             format!("`{t}` is not a template; templates end in `.j2`"),
         ));
+    }
+}
+
+/// A `sim` engine's profile must exist, and hold the spec's `max_model_len`.
+fn sim_profile(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+    let Some(name) = cx.or("/engine/sim/profile", "h200-gemma-4-e2b".to_string()) else {
+        return;
+    };
+    let Some(profile) = crate::sim::profile::profile(&name) else {
+        let known = crate::sim::profile::names();
+        let hint = super::diag::suggest(&name, &known).map_or_else(
+            || format!("the profiles are {}", known.join(", ")),
+            |s| format!("did you mean `{s}`?"),
+        );
+        return out.push(Problem::error(
+            "/engine/sim/profile",
+            format!("unknown simulator profile `{name}`; {hint}"),
+        ));
+    };
+    if let Ok(Some(max)) = cx.field::<Tokens>("/model/max_model_len")
+        && max.0 > profile.max_model_len
+    {
+        out.push(Problem::error(
+                "/model/max_model_len",
+                format!("the `{name}` profile serves at most {} tokens; lower `max_model_len` or leave it out", profile.max_model_len),
+            ));
     }
 }

@@ -158,13 +158,48 @@ impl EngineKind {
     }
 }
 
-/// Settings of the embedded simulated engine.
+/// Settings of the embedded simulated engine. It serves `model.served_name`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimEngine {
     /// A built-in performance profile (`benchspec sim --list`).
     #[serde(default = "default_sim_profile")]
     pub profile: String,
+    /// Chat: the first this many generated tokens stream as `reasoning_content`.
+    #[serde(default)]
+    pub reasoning_tokens: u32,
+    /// Tokens per streamed chunk (more than 1 as speculative decoding sends them).
+    #[serde(default = "one_token")]
+    #[schemars(range(min = 1))]
+    pub tokens_per_chunk: u32,
+    /// Faults to inject, for testing how a run copes with them.
+    #[serde(default)]
+    pub faults: SimFaults,
+}
+
+fn one_token() -> u32 {
+    1
+}
+
+/// Faults the simulated engine injects.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimFaults {
+    /// Fraction of requests answered with HTTP 500.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub failure_rate: f64,
+    /// Fraction of streams cut mid-way (the connection drops).
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub disconnect_rate: f64,
+    /// Fraction of streams that go silent mid-way and stay open.
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub stall_rate: f64,
+    /// The engine dies this long after it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub die_after: Option<Span>,
 }
 
 fn default_sim_profile() -> String {

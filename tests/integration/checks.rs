@@ -230,6 +230,28 @@ fn cases() -> Vec<Case> {
             want: vec![(E, "/engine/launch", 5, 11, "remove `launch`")],
         },
         Case {
+            name: "unknown sim profile",
+            text: spec_with("  kind: sim\n  sim: {profile: tiyn}", MODEL, MATRIX, ""),
+            want: vec![(
+                E,
+                "/engine/sim/profile",
+                5,
+                18,
+                "unknown simulator profile `tiyn`; did you mean `tiny`?",
+            )],
+        },
+        Case {
+            name: "max_model_len beyond the sim profile",
+            text: spec_with("  kind: sim\n  sim: {profile: tiny}", MODEL, MATRIX, ""),
+            want: vec![(
+                E,
+                "/model/max_model_len",
+                8,
+                18,
+                "the `tiny` profile serves at most 8192 tokens",
+            )],
+        },
+        Case {
             name: "request-count without requests",
             text: spec_with(
                 ENGINE,

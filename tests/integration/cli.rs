@@ -279,3 +279,62 @@ fn schema_command_prints_the_committed_schema() {
     .unwrap_or_default();
     assert_eq!(done.stdout, committed);
 }
+
+#[test]
+fn sim_lists_its_profiles() {
+    let done = Bench::new(&["sim", "--list"]).run();
+    assert_eq!(done.code, 0);
+    for name in ["h200-gemma-4-e2b", "tiny", "instant"] {
+        assert!(
+            done.stdout.lines().any(|l| l.starts_with(name)),
+            "{}",
+            done.stdout
+        );
+    }
+    let done = Bench::new(&["sim", "--profile", "h100"]).run();
+    assert_eq!(done.code, 2);
+    assert!(
+        done.stderr.contains(
+            "unknown simulator profile `h100`; the profiles are h200-gemma-4-e2b, tiny, instant"
+        ),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn sim_serves_on_a_free_port_until_killed() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let bin = assert_cmd::cargo::cargo_bin("benchspec");
+    let mut child = std::process::Command::new(bin)
+        .args(["sim", "--port", "0", "--profile", "tiny"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn benchspec sim");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("stderr"))
+        .read_line(&mut line)
+        .expect("read the address line");
+    let addr = line
+        .split("at http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .map(str::to_string);
+    let response = addr.as_deref().map(|addr| {
+        let mut s = std::net::TcpStream::connect(addr).expect("connect");
+        s.write_all(b"GET /v1/models HTTP/1.1\r\nHost: sim\r\nConnection: close\r\n\r\n")
+            .expect("write");
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        line.starts_with("benchspec sim: profile `tiny` serving `tiny` at http://127.0.0.1:"),
+        "{line}"
+    );
+    let response = response.unwrap_or_default();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"max_model_len\":8192"), "{response}");
+}

@@ -9,6 +9,7 @@ mod cli;
 mod plan;
 mod props;
 mod schema;
+mod sim;
 
 use std::path::PathBuf;
 
