@@ -1,11 +1,14 @@
 //! benchspec: benchmark LLM serving engines from a checked-in spec.
 //!
 //! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks
-//! a spec; [`plan`] expands it into cells; [`sim`] is the embedded simulated engine. Each stage has its own error type; [`Error`] joins
+//! a spec; [`plan`] expands it into cells; [`run`] measures them and [`results`] keeps the
+//! records; [`sim`] is the embedded simulated engine. Each stage has its own error type; [`Error`] joins
 //! them and maps each to the exit code of contract §1.
 
 pub mod cli;
 pub mod plan;
+pub mod results;
+pub mod run;
 pub mod sim;
 pub mod spec;
 
@@ -18,6 +21,9 @@ pub enum Error {
     /// The plan could not be made (a bad `--shard`, say).
     #[error(transparent)]
     Plan(#[from] plan::PlanError),
+    /// A run could not go on.
+    #[error(transparent)]
+    Run(#[from] run::RunError),
     /// The simulator could not start.
     #[error(transparent)]
     Sim(#[from] sim::SimError),
@@ -37,6 +43,7 @@ impl Error {
         match self {
             Error::Spec(_) | Error::Plan(_) => 2,
             Error::Sim(e) => e.exit_code(),
+            Error::Run(e) => e.exit_code(),
             Error::Write { .. } => 1,
         }
     }

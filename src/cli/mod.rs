@@ -2,6 +2,7 @@
 //! call the pipeline's stages and print what they return. Only this module prints.
 
 mod output;
+mod run;
 mod sim;
 
 use crate::Error;
@@ -66,6 +67,8 @@ pub enum Command {
         #[arg(long, value_name = "K/N")]
         shard: Option<String>,
     },
+    /// Execute the plan: measure every cell, write the run directory.
+    Run(run::RunArgs),
     /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
     Sim(sim::SimArgs),
 }
@@ -111,6 +114,7 @@ pub fn main() -> i32 {
             shard,
         } => plan_cmd(&spec, format, shard.as_deref(), &out),
         Command::Sim(args) => sim::run(&args, &out),
+        Command::Run(args) => run::run(&args, &out),
     };
     match result {
         Ok(code) => code,

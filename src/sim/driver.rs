@@ -1,14 +1,16 @@
-//! The real-time driver: one task owns the [`Engine`], takes submissions and cancellations
-//! from the HTTP handlers over a channel, runs scheduler steps and sleeps so that each step
-//! ends when the engine's virtual clock says, then hands every emitted token to the stream
-//! of its request. Deadlines are absolute, so timer jitter does not accumulate.
+//! The real-time driver: one OS thread owns the [`Engine`], takes submissions and
+//! cancellations from the HTTP handlers over a channel, runs scheduler steps and sleeps so
+//! that each step ends when the engine's virtual clock says, then hands every emitted token
+//! to the stream of its request. It is a thread, not a task, because a thread sleeps with
+//! microsecond precision where the async timer rounds to milliseconds; deadlines are
+//! absolute, so jitter does not accumulate.
 
 use super::engine::{Engine, NewRequest, ReqId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use std::time::Instant;
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 /// What a request's stream receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +62,8 @@ pub struct Snapshot {
     pub preemptions: u64,
 }
 
-/// Run the engine until every sender is gone.
-pub async fn run(
+/// Run the engine until every sender is gone (call on a thread of its own).
+pub fn run(
     mut engine: Engine,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     metrics: Arc<Mutex<Snapshot>>,
@@ -77,7 +79,7 @@ pub async fn run(
         }
         if !engine.has_work() {
             publish(&engine, finished, &metrics);
-            match rx.recv().await {
+            match rx.blocking_recv() {
                 Some(msg) => apply(msg, &mut engine, &mut streams, &mut ids),
                 None => return,
             }
@@ -87,12 +89,17 @@ pub async fn run(
         }
         let out = engine.step();
         let due = base + Duration::from_secs_f64(engine.now);
-        if due > Instant::now() + Duration::from_micros(500) {
-            tokio::time::sleep_until(due).await;
-        } else {
-            // Behind or free-running (the `instant` profile): let the handlers run.
-            tokio::task::yield_now().await;
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
         }
+        // Publish first, so that a client that sees its request end also sees it counted.
+        finished += out
+            .finished
+            .iter()
+            .filter(|id| streams.contains_key(id))
+            .count() as u64;
+        publish(&engine, finished, &metrics);
         for id in &out.emitted {
             let gone = streams
                 .get(id)
@@ -105,10 +112,8 @@ pub async fn run(
             if let Some((key, tx)) = streams.remove(id) {
                 let _ = tx.send(Ev::Done);
                 ids.remove(&key);
-                finished += 1;
             }
         }
-        publish(&engine, finished, &metrics);
     }
 }
 

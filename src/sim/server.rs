@@ -106,11 +106,11 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
     let addr = listener.local_addr()?;
     let (tx, rx) = mpsc::unbounded_channel();
     let metrics = Arc::new(Mutex::new(Snapshot::default()));
-    let driver = tokio::spawn(driver::run(
-        Engine::new(opts.profile.clone()),
-        rx,
-        metrics.clone(),
-    ));
+    let engine = Engine::new(opts.profile.clone());
+    let driver_metrics = metrics.clone();
+    std::thread::Builder::new()
+        .name("sim-engine".into())
+        .spawn(move || driver::run(engine, rx, driver_metrics))?;
     let die_after = opts.faults.die_after;
     let shared = Arc::new(Shared {
         opts,
@@ -135,6 +135,10 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
         .with_state(shared);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
+        // Without TCP_NODELAY small SSE writes wait for delayed ACKs (40 ms on Linux).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
             let _ = stop_rx.await;
         });
@@ -146,7 +150,6 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
                 let _ = serve.await;
             }
         }
-        driver.abort();
     });
     Ok(Sim {
         addr,

@@ -1,0 +1,105 @@
+//! `benchspec run`: check the spec for running, execute the plan, and print progress as the
+//! core reports it: one line per cell (the same on a terminal and off it for now).
+
+use super::output::Out;
+use crate::Error;
+use crate::plan::Shard;
+use crate::results::Status;
+use crate::run::{self, Event, RunOptions};
+use crate::spec::{self, Stage};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Options of `benchspec run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The spec file.
+    #[arg(value_name = "SPEC")]
+    pub spec: String,
+    /// The run directory (default: `runs/<spec>-<date>-<time>`); must not hold files.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Use this server instead of `engine.base_url`.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Only the cells whose id matches (`decode/8K/*`).
+    #[arg(long, value_name = "GLOB")]
+    pub only: Option<String>,
+    /// Only shard K of N of the runnable cells.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+}
+
+/// Run `benchspec run`.
+pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    let loaded = spec::load(&args.spec, Stage::Run)?;
+    out.diagnostics(&loaded.warnings, super::DiagFormat::Auto);
+    let opts = RunOptions {
+        out: args.out.clone(),
+        base_url: args.base_url.clone(),
+        only: args.only.clone(),
+        shard,
+    };
+    let on = |ev: Event| out.info(&line(&ev));
+    let summary = run::run(&loaded, &opts, &on)?;
+    out.info(&format!(
+        "done: {} valid, {} invalid, {} failed, {} skipped; results in {}",
+        summary.valid,
+        summary.invalid,
+        summary.failed,
+        summary.skipped,
+        summary.out.join("results.jsonl").display()
+    ));
+    Ok(summary.exit_code())
+}
+
+fn line(ev: &Event) -> String {
+    match ev {
+        Event::Started {
+            out,
+            base_url,
+            cells,
+        } => format!(
+            "run: {cells} cells against {base_url}; writing {}",
+            out.display()
+        ),
+        Event::Note(n) => format!("note: {n}"),
+        Event::Cell { index, total, id } => format!("[{index:>3}/{total}] {id} ..."),
+        Event::Done {
+            index,
+            total,
+            record: r,
+        } => {
+            let status = match r.status {
+                Status::Valid => "valid",
+                Status::Invalid => "INVALID",
+                Status::Failed => "FAILED",
+                Status::Skipped => "skipped",
+            };
+            let mut s = format!("[{index:>3}/{total}] {} {status}", r.cell);
+            if let Some(p) = r.prefill_tok_s {
+                s.push_str(&format!("  prefill {p:.0} tok/s"));
+            }
+            if let Some(t) = r.total_tok_s {
+                s.push_str(&format!(
+                    "  {t:.1} tok/s  {:.1}/req",
+                    r.per_request_tok_s.unwrap_or_default()
+                ));
+            }
+            if let Some(t) = r.ttft_ms {
+                s.push_str(&format!("  TTFT p50 {:.0} ms", t.p50));
+            }
+            if let Some(t) = r.tbt_ms {
+                s.push_str(&format!("  TBT p50 {:.1} ms", t.p50));
+            }
+            if r.errors > 0 {
+                s.push_str(&format!("  {} errors", r.errors));
+            }
+            if !r.reasons.is_empty() {
+                s.push_str(&format!("  ({})", r.reasons.join("; ")));
+            }
+            s
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The result record (contract §6): one JSON object per cell in `results.jsonl`.
+
+use super::stats::Summary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The record's schema tag.
+pub const RESULT_SCHEMA: &str = "benchspec.result.v1";
+
+/// A cell's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Measured and within the validity thresholds.
+    Valid,
+    /// Measured, but a threshold was missed (see `reasons`).
+    Invalid,
+    /// Could not be measured.
+    Failed,
+    /// In the plan, never sent.
+    Skipped,
+}
+
+/// Where output token counts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenSource {
+    /// The server's cumulative usage in every chunk.
+    Usage,
+    /// One per token-bearing chunk, reconciled with the final usage.
+    Chunks,
+}
+
+/// One cell's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Always [`RESULT_SCHEMA`].
+    pub schema: String,
+    /// `prefill/8K` or `decode/8K/c4`.
+    pub cell: String,
+    /// `prefill` or `decode`.
+    pub phase: String,
+    /// The context length in tokens.
+    pub context: u64,
+    /// Simultaneous requests.
+    pub concurrency: u32,
+    /// The verdict.
+    pub status: Status,
+    /// Why the cell is invalid or failed.
+    pub reasons: Vec<String>,
+    /// When the cell started (UTC, RFC 3339).
+    pub started_at: String,
+    /// The measured window (decode) or the request time (prefill), seconds.
+    pub measured_s: Option<f64>,
+    /// The exact prompt length sent.
+    pub prompt_tokens: u64,
+    /// Output tokens inside the window.
+    pub output_tokens: Option<u64>,
+    /// Where token counts come from.
+    pub token_source: Option<TokenSource>,
+    /// Output tokens in the window / window length.
+    pub total_tok_s: Option<f64>,
+    /// Median over requests of their in-window tokens / in-window generation time.
+    pub per_request_tok_s: Option<f64>,
+    /// Time-weighted mean of requests in flight during the window.
+    pub avg_active: Option<f64>,
+    /// Requests in flight at some time during the window.
+    pub requests_started: u64,
+    /// Requests whose last token arrived inside the window.
+    pub completed: u64,
+    /// Failed requests.
+    pub errors: u64,
+    /// Failed requests by kind.
+    pub error_kinds: BTreeMap<String, u64>,
+    /// Time to first token.
+    pub ttft_ms: Option<Summary>,
+    /// Time between tokens.
+    pub tbt_ms: Option<Summary>,
+    /// Prompt tokens / TTFT of a cold request (prefill cells).
+    pub prefill_tok_s: Option<f64>,
+    /// The spec's labels.
+    pub labels: BTreeMap<String, String>,
+    /// `usage.prompt_tokens` as the server reported it.
+    pub server_prompt_tokens: Option<u64>,
+}
+
+impl Record {
+    /// An empty record for `cell`, to be filled in.
+    pub fn new(
+        cell: &crate::plan::Cell,
+        started_at: String,
+        labels: &BTreeMap<String, String>,
+    ) -> Record {
+        Record {
+            schema: RESULT_SCHEMA.to_string(),
+            cell: cell.id.clone(),
+            phase: match cell.phase {
+                crate::plan::Phase::Prefill => "prefill".into(),
+                crate::plan::Phase::Decode => "decode".into(),
+            },
+            context: cell.context,
+            concurrency: cell.concurrency,
+            status: Status::Failed,
+            reasons: Vec::new(),
+            started_at,
+            measured_s: None,
+            prompt_tokens: cell.prompt_tokens,
+            output_tokens: None,
+            token_source: None,
+            total_tok_s: None,
+            per_request_tok_s: None,
+            avg_active: None,
+            requests_started: 0,
+            completed: 0,
+            errors: 0,
+            error_kinds: BTreeMap::new(),
+            ttft_ms: None,
+            tbt_ms: None,
+            prefill_tok_s: None,
+            labels: labels.clone(),
+            server_prompt_tokens: None,
+        }
+    }
+}
+
+/// Now as `2026-12-02T10:00:00Z`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Unix seconds as RFC 3339 UTC (civil-from-days, proleptic Gregorian).
+pub fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_796_205_600), "2026-12-02T10:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    }
+}

@@ -1,0 +1,130 @@
+//! Latency statistics with bounded memory: an HDR histogram of microseconds (3 significant
+//! digits) summarised as mean, min, p50, p90, p99 and max in milliseconds.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// A latency summary in milliseconds (contract §6 `ttft_ms`, `tbt_ms`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Mean.
+    pub mean: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// A latency histogram.
+#[derive(Debug, Clone)]
+pub struct Latencies {
+    hist: Option<Histogram<u64>>,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies {
+            hist: Histogram::new(3).ok(),
+        }
+    }
+}
+
+impl Latencies {
+    /// Record one latency in seconds.
+    pub fn record_s(&mut self, secs: f64) {
+        if let Some(h) = &mut self.hist {
+            let us = (secs * 1e6).round().max(0.0) as u64;
+            let _ = h.record(us.max(1));
+        }
+    }
+
+    /// Add another histogram's values, each multiplied by `scale` (chunk-counted gaps
+    /// reconciled with the server's token count).
+    pub fn merge_scaled(&mut self, other: &Latencies, scale: f64) {
+        let (Some(h), Some(o)) = (&mut self.hist, &other.hist) else {
+            return;
+        };
+        if (scale - 1.0).abs() < 1e-12 {
+            let _ = h.add(o);
+            return;
+        }
+        for v in o.iter_recorded() {
+            let value = ((v.value_iterated_to() as f64) * scale).round().max(1.0) as u64;
+            let _ = h.record_n(value, v.count_at_value());
+        }
+    }
+
+    /// How many were recorded.
+    pub fn len(&self) -> u64 {
+        self.hist.as_ref().map_or(0, Histogram::len)
+    }
+
+    /// Whether none were recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The summary in milliseconds; `None` when empty.
+    pub fn summary(&self) -> Option<Summary> {
+        let h = self.hist.as_ref().filter(|h| !h.is_empty())?;
+        let ms = |us: u64| round3(us as f64 / 1000.0);
+        Some(Summary {
+            mean: round3(h.mean() / 1000.0),
+            min: ms(h.min()),
+            p50: ms(h.value_at_quantile(0.5)),
+            p90: ms(h.value_at_quantile(0.9)),
+            p99: ms(h.value_at_quantile(0.99)),
+            max: ms(h.max()),
+        })
+    }
+}
+
+/// Round to 3 decimals, enough for milliseconds from microseconds.
+pub fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// The median of a few values (per-request rates of one cell).
+pub fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_in_milliseconds() {
+        let mut l = Latencies::default();
+        for i in 1..=100 {
+            l.record_s(f64::from(i) / 1000.0);
+        }
+        let s = l.summary().unwrap_or_default();
+        assert_eq!((s.min, s.p50, s.max), (1.0, 50.0, 100.0));
+        assert!((s.mean - 50.5).abs() < 0.05);
+        assert!((s.p99 - 99.0).abs() < 0.1);
+        assert!(Latencies::default().summary().is_none());
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+}

@@ -1,0 +1,351 @@
+//! Running one cell: prompts and warm-up, C closed-loop slots reporting to the [`Window`],
+//! the window closing on time with in-flight requests cancelled, and the record with its
+//! verdict (contract §5). Prefill cells are single cold requests.
+
+use super::client::{Client, Outcome};
+use super::prompt::Synth;
+use super::window::{SlotEvent, Window};
+use crate::plan::{Cell, Mode};
+use crate::results::stats::{Latencies, median};
+use crate::results::{Record, Status, TokenSource};
+use crate::spec::{PromptCache, Spec};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::{Mutex, mpsc, watch};
+use tokio::time::Instant;
+
+/// What every cell of a run shares.
+pub struct Ctx {
+    /// The client.
+    pub client: Client,
+    /// The spec.
+    pub spec: Spec,
+    /// The prompt synthesizer.
+    pub synth: Mutex<Synth>,
+}
+
+impl Ctx {
+    /// The warm prompt of `slot` at `context`: the same for every cell of the context.
+    async fn slot_prompt(&self, context: u64, tokens: u64, slot: usize) -> Result<String, String> {
+        self.synth
+            .lock()
+            .await
+            .exact(&self.client, tokens, &format!("slot{slot}x{context}"))
+            .await
+    }
+
+    /// A prompt never sent before.
+    async fn fresh_prompt(&self, tokens: u64, tag: &str) -> Result<String, String> {
+        self.synth
+            .lock()
+            .await
+            .exact(&self.client, tokens, tag)
+            .await
+    }
+}
+
+/// Measure a prefill cell: `repeats` cold requests (one in decode-warmup mode: the first,
+/// still cold, request of the context's warm-up), median of prompt tokens / TTFT.
+pub async fn prefill(cx: &Ctx, cell: &Cell, mut rec: Record) -> Record {
+    let repeats = if cell.mode == Mode::DecodeWarmup {
+        1
+    } else {
+        cell.repeats.unwrap_or(1).max(1)
+    };
+    let mut rates = Vec::new();
+    let mut ttft = Latencies::default();
+    for r in 0..repeats {
+        let prompt = if cell.mode == Mode::DecodeWarmup {
+            cx.slot_prompt(cell.context, cell.prompt_tokens, 0).await
+        } else {
+            cx.fresh_prompt(
+                cell.prompt_tokens,
+                &format!("prefill{}r{r}n{}", cell.context, rand_tag()),
+            )
+            .await
+        };
+        let prompt = match prompt {
+            Ok(p) => p,
+            Err(e) => return failed(rec, &e),
+        };
+        rec.requests_started += 1;
+        let mut first = None;
+        let out = cx
+            .client
+            .generate(&prompt, 1, |c| first = first.or(Some(c.at)))
+            .await;
+        if let Some(f) = &out.failure {
+            rec.errors += 1;
+            *rec.error_kinds.entry(f.kind()).or_default() += 1;
+            continue;
+        }
+        check_prompt(&mut rec, &out, cell.prompt_tokens);
+        if let Some(first) = first {
+            let secs = (first - out.sent).as_secs_f64();
+            ttft.record_s(secs);
+            rates.push(cell.prompt_tokens as f64 / secs);
+            rec.completed += 1;
+        }
+    }
+    rec.ttft_ms = ttft.summary();
+    rec.prefill_tok_s = median(&mut rates).map(|v| (v * 10.0).round() / 10.0);
+    rec.measured_s = rec.ttft_ms.map(|t| t.p50 / 1000.0);
+    let errors = rec.errors;
+    verdict(rec, errors, repeats as u64, &[])
+}
+
+fn check_prompt(rec: &mut Record, out: &Outcome, expected: u64) {
+    if let Some(p) = out.usage_prompt {
+        rec.server_prompt_tokens = Some(p);
+        if p != expected && !rec.reasons.iter().any(|r| r.starts_with("prompt length")) {
+            rec.reasons.push(format!(
+                "prompt length mismatch: sent {expected} tokens, the server counted {p}"
+            ));
+        }
+    }
+}
+
+fn rand_tag() -> u64 {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    t ^ N
+        .fetch_add(1, Ordering::Relaxed)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+fn failed(mut rec: Record, why: &str) -> Record {
+    rec.status = Status::Failed;
+    rec.reasons.push(why.to_string());
+    rec
+}
+
+/// Measure a decode cell.
+pub async fn decode(cx: Arc<Ctx>, cell: &Cell, mut rec: Record) -> Record {
+    let c = cell.concurrency as usize;
+    let warm = cx.spec.workload.prompt_cache == PromptCache::Warm;
+    let mut prompts = Vec::new();
+    if warm {
+        for slot in 0..c {
+            match cx.slot_prompt(cell.context, cell.prompt_tokens, slot).await {
+                Ok(p) => prompts.push(Arc::new(p)),
+                Err(e) => return failed(rec, &e),
+            }
+        }
+        // The warm-up: each slot's prompt once, together, before the window.
+        let warmups = prompts.iter().map(|p| {
+            let cx = cx.clone();
+            let p = p.clone();
+            async move { cx.client.generate(&p, 1, |_| {}).await }
+        });
+        let outs = futures_util::future::join_all(warmups).await;
+        if let Some(f) = outs.iter().find_map(|o| o.failure.clone())
+            && outs.iter().all(|o| o.failure.is_some())
+        {
+            return failed(rec, &format!("every warm-up request failed ({})", f.kind()));
+        }
+    }
+    let fixed = cell.mode == Mode::FixedDuration;
+    let duration = cell.duration_s.filter(|_| fixed);
+    let tickets = Arc::new(AtomicU64::new(u64::from(cell.requests.unwrap_or(0))));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    for slot in 0..c {
+        let slot_cx = SlotCx {
+            cx: cx.clone(),
+            prompt: prompts.get(slot).cloned(),
+            cell: cell.clone(),
+            tickets: (!fixed).then(|| tickets.clone()),
+        };
+        tasks.push(tokio::spawn(slot_loop(
+            slot_cx,
+            slot,
+            tx.clone(),
+            stop_rx.clone(),
+        )));
+    }
+    drop(tx);
+    let mut w = Window::new(c, cell.prompt_tokens);
+    if !fixed {
+        w.open_at(Instant::now(), None);
+    }
+    let stall = cx.spec.workload.stall_timeout.0;
+    let give_up = 3 * c as u64 + 3;
+    loop {
+        let close = w.close;
+        let next = async {
+            match close {
+                Some(at) if fixed => tokio::time::timeout_at(at, rx.recv()).await.ok(),
+                _ => tokio::time::timeout(stall, rx.recv()).await.ok(),
+            }
+        };
+        match next.await {
+            Some(Some(ev)) => w.event(ev, duration),
+            Some(None) => break,
+            None if close.is_some_and(|at| Instant::now() >= at) => break,
+            None => {
+                let _ = stop_tx.send(true);
+                return failed(
+                    rec,
+                    &format!(
+                        "no stream produced a token for {}",
+                        cx.spec.workload.stall_timeout
+                    ),
+                );
+            }
+        }
+        if w.open.is_none() && w.early_failures >= give_up {
+            let _ = stop_tx.send(true);
+            rec.errors = w.errors;
+            rec.error_kinds = w.error_kinds.clone();
+            return failed(rec, "every request failed before the window opened");
+        }
+    }
+    let _ = stop_tx.send(true);
+    for t in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    }
+    w.finish(Instant::now());
+    fill(rec, &mut w, cell, &cx.spec)
+}
+
+struct SlotCx {
+    cx: Arc<Ctx>,
+    prompt: Option<Arc<String>>,
+    cell: Cell,
+    tickets: Option<Arc<AtomicU64>>,
+}
+
+/// One slot: a request, then the next as soon as it ends, until stopped (closed loop).
+async fn slot_loop(
+    s: SlotCx,
+    slot: usize,
+    tx: mpsc::UnboundedSender<SlotEvent>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let max_tokens = s.cx.spec.workload.max_output_tokens.0;
+    for n in 0.. {
+        if *stop.borrow() {
+            return;
+        }
+        if let Some(t) = &s.tickets
+            && t.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
+                .is_err()
+        {
+            return;
+        }
+        let prompt = match &s.prompt {
+            Some(p) => p.clone(),
+            None => match s
+                .cx
+                .fresh_prompt(
+                    s.cell.prompt_tokens,
+                    &format!(
+                        "cold{}c{}s{slot}r{n}n{}",
+                        s.cell.context,
+                        s.cell.concurrency,
+                        rand_tag()
+                    ),
+                )
+                .await
+            {
+                Ok(p) => Arc::new(p),
+                Err(_) => return,
+            },
+        };
+        let key = (slot, n);
+        let _ = tx.send(SlotEvent::Start(key, Instant::now()));
+        let chunk_tx = tx.clone();
+        let request = s.cx.client.generate(&prompt, max_tokens, move |c| {
+            let _ = chunk_tx.send(SlotEvent::Chunk(key, c));
+        });
+        tokio::select! {
+            out = request => {
+                let _ = tx.send(SlotEvent::End(key, Box::new(out), Instant::now()));
+            }
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// The record of a measured window, with its verdict.
+fn fill(mut rec: Record, w: &mut Window, cell: &Cell, spec: &Spec) -> Record {
+    let len = w.length_s();
+    rec.measured_s = Some(round(len, 3));
+    rec.output_tokens = Some(w.tokens.round() as u64);
+    rec.token_source = Some(if w.all_usage {
+        TokenSource::Usage
+    } else {
+        TokenSource::Chunks
+    });
+    rec.total_tok_s = (len > 0.0).then(|| round(w.tokens / len, 1));
+    rec.per_request_tok_s = w.per_request().map(|v| round(v, 1));
+    rec.avg_active = Some(round(w.avg_active(), 2));
+    rec.requests_started = w.started;
+    rec.completed = w.completed;
+    rec.errors = w.errors;
+    rec.error_kinds = w.error_kinds.clone();
+    rec.ttft_ms = w.ttft.summary();
+    rec.tbt_ms = w.tbt.summary();
+    rec.server_prompt_tokens = w.server_prompt_tokens;
+    let mut reasons = Vec::new();
+    if w.prompt_mismatches > 0 {
+        reasons.push(format!(
+            "prompt length mismatch: sent {} tokens, the server counted {} ({} requests)",
+            cell.prompt_tokens,
+            w.server_prompt_tokens.unwrap_or_default(),
+            w.prompt_mismatches
+        ));
+    }
+    let c = f64::from(cell.concurrency);
+    if w.avg_active() < spec.validity.min_active_fraction * c {
+        reasons.push(format!(
+            "average active requests {:.2} < {} x {}",
+            w.avg_active(),
+            spec.validity.min_active_fraction,
+            cell.concurrency
+        ));
+    }
+    if let Some(d) = cell.duration_s.filter(|_| cell.mode == Mode::FixedDuration)
+        && len + 1e-3 < d
+    {
+        reasons.push(format!("window {len:.3} s shorter than {d} s"));
+    }
+    if w.tokens <= 0.0 {
+        reasons.push("no tokens inside the window".into());
+    }
+    let started = w.started.max(1);
+    let rate = w.errors as f64 / started as f64;
+    if rate > spec.validity.max_error_rate {
+        reasons.push(format!(
+            "error rate {rate:.3} > {}",
+            spec.validity.max_error_rate
+        ));
+    }
+    verdict(rec, w.errors, started, &reasons)
+}
+
+fn verdict(mut rec: Record, errors: u64, attempts: u64, reasons: &[String]) -> Record {
+    rec.reasons.extend(reasons.iter().cloned());
+    rec.status = if errors >= attempts
+        && attempts > 0
+        && rec.completed == 0
+        && rec.output_tokens.unwrap_or(0) == 0
+    {
+        rec.reasons.push("every request failed".into());
+        Status::Failed
+    } else if rec.reasons.is_empty() {
+        Status::Valid
+    } else {
+        Status::Invalid
+    };
+    rec
+}
+
+fn round(v: f64, digits: i32) -> f64 {
+    let m = 10f64.powi(digits);
+    (v * m).round() / m
+}

@@ -1,0 +1,484 @@
+//! The OpenAI-compatible client: one keep-alive pool sized to the concurrency, streamed
+//! completions and chat requests read through the SSE parser, and the engine dialects that
+//! differ (the tokenize endpoint; usage in a separate chunk or inside the last one). A
+//! request's stream is reported chunk by chunk to a callback with its arrival time, so the
+//! measuring code sees what the network delivered and when.
+
+use super::sse::SseParser;
+use crate::spec::{Api, EngineKind};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Why a request failed: the kinds counted in `error_kinds`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The server answered with this HTTP status.
+    Http(u16),
+    /// The connection was refused (nothing listens).
+    Refused,
+    /// The connection failed or was reset before the response.
+    Connect,
+    /// The stream ended before the response was complete.
+    Disconnect,
+    /// A line of the stream was not valid SSE.
+    Sse,
+    /// A chunk was not the JSON expected.
+    Json,
+    /// The stream carried an error event.
+    StreamError,
+    /// No bytes for `stall_timeout`.
+    Stall,
+    /// Fewer tokens than asked although `ignore_eos` was set.
+    Short,
+}
+
+impl Failure {
+    /// The key in `error_kinds`.
+    pub fn kind(&self) -> String {
+        match self {
+            Failure::Http(code) => format!("http_{code}"),
+            Failure::Refused => "connection_refused".into(),
+            Failure::Connect => "connection_error".into(),
+            Failure::Disconnect => "disconnect".into(),
+            Failure::Sse => "malformed_sse".into(),
+            Failure::Json => "malformed_json".into(),
+            Failure::StreamError => "stream_error".into(),
+            Failure::Stall => "stall_timeout".into(),
+            Failure::Short => "short_output".into(),
+        }
+    }
+}
+
+/// What one token-bearing chunk carried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Chunk {
+    /// When it arrived.
+    pub at: Instant,
+    /// Tokens in it: from cumulative usage when the server sends it, else 1.
+    pub tokens: u64,
+    /// Whether `tokens` came from the server's usage.
+    pub from_usage: bool,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Just before the request was written.
+    pub sent: Instant,
+    /// Token-bearing chunks received.
+    pub chunks: u64,
+    /// Tokens counted from the chunks (usage differences or one per chunk).
+    pub counted: u64,
+    /// The server's final `usage.completion_tokens`.
+    pub usage_completion: Option<u64>,
+    /// The server's `usage.prompt_tokens`.
+    pub usage_prompt: Option<u64>,
+    /// Whether every token-bearing chunk carried usage.
+    pub all_usage: bool,
+    /// Why it failed, if it did.
+    pub failure: Option<Failure>,
+}
+
+/// The client of one run.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    /// `http://host:port`, no trailing slash.
+    pub base: String,
+    model: String,
+    api: Api,
+    kind: EngineKind,
+    key: Option<String>,
+    stall: Duration,
+    ignore_eos: bool,
+}
+
+impl Client {
+    /// A client of the engine at `base` for `spec`'s model and workload, with a pool of
+    /// `pool` connections.
+    pub fn new(
+        base: &str,
+        spec: &crate::spec::Spec,
+        key: Option<String>,
+        pool: usize,
+    ) -> Result<Client, String> {
+        let http = reqwest::Client::builder()
+            .http1_only()
+            .no_proxy()
+            .pool_max_idle_per_host(pool.max(1))
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let w = &spec.workload;
+        Ok(Client {
+            http,
+            base: base.trim_end_matches('/').to_string(),
+            model: spec.model.served_name.clone(),
+            api: w.api,
+            kind: spec.engine.kind,
+            key,
+            stall: w.stall_timeout.0,
+            ignore_eos: w.ignore_eos,
+        })
+    }
+
+    fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        let mut rb = self.http.post(format!("{}{path}", self.base)).json(body);
+        if let Some(key) = &self.key {
+            rb = rb.bearer_auth(key);
+        }
+        rb
+    }
+
+    /// GET `path` as JSON.
+    pub async fn get_json(&self, path: &str) -> Result<Value, String> {
+        let mut rb = self.http.get(format!("{}{path}", self.base));
+        if let Some(key) = &self.key {
+            rb = rb.bearer_auth(key);
+        }
+        let r = rb.send().await.map_err(|e| describe(&e))?;
+        let status = r.status();
+        if !status.is_success() {
+            return Err(format!("{path} answered HTTP {}", status.as_u16()));
+        }
+        r.json()
+            .await
+            .map_err(|e| format!("{path} did not answer JSON: {e}"))
+    }
+
+    /// The prompt's length in tokens as the engine counts it, chat template included.
+    pub async fn count_tokens(&self, text: &str) -> Result<u64, String> {
+        let messages = json!([{"role": "user", "content": text}]);
+        let (path, body) = match (self.kind, self.api) {
+            (EngineKind::LlamaCpp, Api::Completions) => {
+                ("/tokenize", json!({"content": text, "add_special": true}))
+            }
+            (EngineKind::LlamaCpp, Api::Chat) => {
+                let templated = self
+                    .post_json("/apply-template", &json!({"messages": messages}))
+                    .await?;
+                let prompt = templated
+                    .get("prompt")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                ("/tokenize", json!({"content": prompt, "add_special": true}))
+            }
+            (_, Api::Completions) => ("/tokenize", json!({"model": self.model, "prompt": text})),
+            (_, Api::Chat) => (
+                "/tokenize",
+                json!({"model": self.model, "messages": messages}),
+            ),
+        };
+        let v = self.post_json(path, &body).await?;
+        v.get("count")
+            .and_then(Value::as_u64)
+            .or_else(|| {
+                v.get("tokens")
+                    .and_then(Value::as_array)
+                    .map(|t| t.len() as u64)
+            })
+            .ok_or_else(|| format!("{path} answered without `count` or `tokens`"))
+    }
+
+    async fn post_json(&self, path: &str, body: &Value) -> Result<Value, String> {
+        let r = self
+            .post(path, body)
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
+        let status = r.status();
+        if !status.is_success() {
+            return Err(format!("{path} answered HTTP {}", status.as_u16()));
+        }
+        r.json()
+            .await
+            .map_err(|e| format!("{path} did not answer JSON: {e}"))
+    }
+
+    /// The streamed generation request body.
+    fn body(&self, prompt: &str, max_tokens: u64) -> (&'static str, Value) {
+        let mut body = match self.api {
+            Api::Completions => json!({"model": self.model, "prompt": prompt}),
+            Api::Chat => {
+                json!({"model": self.model, "messages": [{"role": "user", "content": prompt}]})
+            }
+        };
+        body["max_tokens"] = json!(max_tokens);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true, "continuous_usage_stats": true});
+        body["temperature"] = json!(0);
+        if self.ignore_eos {
+            body["ignore_eos"] = json!(true);
+        }
+        let path = match self.api {
+            Api::Completions => "/v1/completions",
+            Api::Chat => "/v1/chat/completions",
+        };
+        (path, body)
+    }
+
+    /// Send one streamed request; `on_chunk` sees every token-bearing chunk as it arrives.
+    pub async fn generate(
+        &self,
+        prompt: &str,
+        max_tokens: u64,
+        mut on_chunk: impl FnMut(Chunk),
+    ) -> Outcome {
+        let (path, body) = self.body(prompt, max_tokens);
+        let sent = Instant::now();
+        let mut out = Outcome {
+            sent,
+            chunks: 0,
+            counted: 0,
+            usage_completion: None,
+            usage_prompt: None,
+            all_usage: true,
+            failure: None,
+        };
+        let response = match tokio::time::timeout(self.stall, self.post(path, &body).send()).await {
+            Err(_) => return fail(out, Failure::Stall),
+            Ok(Err(e)) => return fail(out, classify(&e)),
+            Ok(Ok(r)) => r,
+        };
+        if !response.status().is_success() {
+            return fail(out, Failure::Http(response.status().as_u16()));
+        }
+        let mut response = response;
+        let mut parser = SseParser::default();
+        let mut done = false;
+        let mut state = ChunkState::default();
+        loop {
+            let bytes = match tokio::time::timeout(self.stall, response.chunk()).await {
+                Err(_) => return fail(out, Failure::Stall),
+                Ok(Err(_)) => return fail(out, Failure::Disconnect),
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(b))) => b,
+            };
+            let at = Instant::now();
+            let mut bad = None;
+            let fed = parser.feed(&bytes, |data| {
+                if bad.is_none() {
+                    match state.event(data, at, &mut out) {
+                        Ok(Some(c)) => on_chunk(c),
+                        Ok(None) => {}
+                        Err(f) => bad = Some(f),
+                    }
+                }
+                done |= data == "[DONE]";
+            });
+            if fed.is_err() {
+                return fail(out, Failure::Sse);
+            }
+            if let Some(f) = bad {
+                return fail(out, f);
+            }
+        }
+        let _ = parser.finish(|data| done |= data == "[DONE]");
+        if !done && !state.finished {
+            return fail(out, Failure::Disconnect);
+        }
+        let total = out.usage_completion.unwrap_or(out.counted);
+        if self.ignore_eos && total < max_tokens && out.failure.is_none() {
+            out.failure = Some(Failure::Short);
+        }
+        out
+    }
+}
+
+fn fail(mut out: Outcome, f: Failure) -> Outcome {
+    out.failure = Some(f);
+    out
+}
+
+/// Per-stream state while reading chunks.
+#[derive(Debug, Default)]
+struct ChunkState {
+    cumulative: u64,
+    finished: bool,
+    /// Some token-bearing chunk came without usage: usage is then only a final total.
+    lost_usage: bool,
+}
+
+impl ChunkState {
+    /// Read one event; a token-bearing chunk is returned.
+    fn event(
+        &mut self,
+        data: &str,
+        at: Instant,
+        out: &mut Outcome,
+    ) -> Result<Option<Chunk>, Failure> {
+        if data == "[DONE]" {
+            return Ok(None);
+        }
+        let v: Value = serde_json::from_str(data).map_err(|_| Failure::Json)?;
+        if v.get("error").is_some_and(|e| !e.is_null())
+            || v.get("object").and_then(Value::as_str) == Some("error")
+        {
+            return Err(Failure::StreamError);
+        }
+        let usage = v.get("usage").filter(|u| !u.is_null());
+        if let Some(p) = usage
+            .and_then(|u| u.get("prompt_tokens"))
+            .and_then(Value::as_u64)
+        {
+            out.usage_prompt = Some(p);
+        }
+        let completion = usage
+            .and_then(|u| u.get("completion_tokens"))
+            .and_then(Value::as_u64);
+        let choice = v.get("choices").and_then(|c| c.get(0));
+        if choice
+            .and_then(|c| c.get("finish_reason"))
+            .is_some_and(|f| !f.is_null())
+        {
+            self.finished = true;
+        }
+        if let Some(c) = completion {
+            out.usage_completion = Some(c);
+        }
+        if !choice.is_some_and(token_bearing) {
+            return Ok(None);
+        }
+        out.chunks += 1;
+        // Cumulative usage on every chunk gives each chunk's tokens; usage that appears only
+        // on the last chunk (llama.cpp) is a total, reconciled by the caller.
+        let (tokens, from_usage) = match completion {
+            Some(c) if !self.lost_usage && c > self.cumulative => (c - self.cumulative, true),
+            _ => (1, false),
+        };
+        self.lost_usage |= !from_usage;
+        self.cumulative += tokens;
+        out.all_usage &= from_usage;
+        out.counted += tokens;
+        Ok(Some(Chunk {
+            at,
+            tokens,
+            from_usage,
+        }))
+    }
+}
+
+/// Whether a choice carries generated text: `text`, `delta.content`, `delta.reasoning_content`,
+/// `delta.reasoning` or a tool-call delta. Role-only and empty chunks do not.
+pub fn token_bearing(choice: &Value) -> bool {
+    let non_empty = |v: Option<&Value>| v.and_then(Value::as_str).is_some_and(|s| !s.is_empty());
+    if non_empty(choice.get("text")) {
+        return true;
+    }
+    let Some(delta) = choice.get("delta") else {
+        return false;
+    };
+    non_empty(delta.get("content"))
+        || non_empty(delta.get("reasoning_content"))
+        || non_empty(delta.get("reasoning"))
+        || delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|t| !t.is_empty())
+}
+
+fn classify(e: &reqwest::Error) -> Failure {
+    if e.is_connect() {
+        let refused = std::error::Error::source(e)
+            .and_then(|s| s.source())
+            .map(|s| s.to_string().contains("refused"))
+            .unwrap_or(false)
+            || e.to_string().contains("refused");
+        if refused {
+            Failure::Refused
+        } else {
+            Failure::Connect
+        }
+    } else if e.is_timeout() {
+        Failure::Stall
+    } else {
+        Failure::Connect
+    }
+}
+
+/// A reqwest error in words, for messages (never carries the key: headers are not printed).
+pub fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_bearing_table() {
+        let cases = [
+            (json!({"text": " a"}), true),
+            (json!({"text": ""}), false),
+            (
+                json!({"delta": {"role": "assistant", "content": ""}}),
+                false,
+            ),
+            (json!({"delta": {"content": "x"}}), true),
+            (json!({"delta": {"reasoning_content": "x"}}), true),
+            (json!({"delta": {"reasoning": "x"}}), true),
+            (json!({"delta": {"tool_calls": [{"index": 0}]}}), true),
+            (json!({"delta": {}}), false),
+        ];
+        for (choice, want) in cases {
+            assert_eq!(token_bearing(&choice), want, "{choice}");
+        }
+    }
+
+    #[test]
+    fn usage_differences_count_several_tokens_per_chunk() {
+        let mut st = ChunkState::default();
+        let now = Instant::now();
+        let mut out = Outcome {
+            sent: now,
+            chunks: 0,
+            counted: 0,
+            usage_completion: None,
+            usage_prompt: None,
+            all_usage: true,
+            failure: None,
+        };
+        let c1 = st.event(
+            r#"{"choices":[{"text":" a b c"}],"usage":{"prompt_tokens":9,"completion_tokens":3}}"#,
+            now,
+            &mut out,
+        );
+        let c2 = st.event(
+            r#"{"choices":[{"text":" d"}],"usage":{"prompt_tokens":9,"completion_tokens":4}}"#,
+            now,
+            &mut out,
+        );
+        assert_eq!(c1.ok().flatten().map(|c| c.tokens), Some(3));
+        assert_eq!(c2.ok().flatten().map(|c| c.tokens), Some(1));
+        let last = st.event(
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}}"#,
+            now,
+            &mut out,
+        );
+        assert_eq!(last, Ok(None));
+        assert_eq!(
+            (
+                out.counted,
+                out.usage_completion,
+                out.usage_prompt,
+                out.all_usage
+            ),
+            (4, Some(4), Some(9), true)
+        );
+        assert_eq!(st.event("{oops", now, &mut out), Err(Failure::Json));
+        assert_eq!(
+            st.event(r#"{"error":{"message":"boom"}}"#, now, &mut out),
+            Err(Failure::StreamError)
+        );
+    }
+}

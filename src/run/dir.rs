@@ -1,0 +1,201 @@
+//! The run directory (contract §4): the spec byte for byte, `plan.json`, `manifest.json`
+//! (tool, spec sha256, times, host, what the engine reports, the launch command with secrets
+//! replaced by `<redacted>`), and `results.jsonl`, appended by the caller.
+
+use super::RunError;
+use super::client::Client;
+use crate::plan::Plan;
+use crate::results::record::utc_now;
+use crate::spec::Loaded;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// What the server says about itself.
+#[derive(Debug, Clone, Default)]
+pub struct ServerInfo {
+    /// `/version`, when it answers.
+    pub version: Option<String>,
+    /// The model ids of `/v1/models`.
+    pub models: Vec<String>,
+    /// `max_model_len` of the served model, when listed.
+    pub max_model_len: Option<u64>,
+    started_at: String,
+}
+
+impl ServerInfo {
+    /// Ask the server; an error when it is unreachable or does not serve `served`.
+    pub async fn read(client: &Client, served: &str) -> Result<ServerInfo, String> {
+        let models = client
+            .get_json("/v1/models")
+            .await
+            .map_err(|e| format!("the engine at {} cannot be reached: {e}", client.base))?;
+        let list: Vec<&Value> = models
+            .get("data")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().collect())
+            .unwrap_or_default();
+        let ids: Vec<String> = list
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect();
+        let Some(model) = list
+            .iter()
+            .find(|m| m.get("id").and_then(Value::as_str) == Some(served))
+        else {
+            let there = if ids.is_empty() {
+                "no models".to_string()
+            } else {
+                ids.iter()
+                    .map(|i| format!("`{i}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            return Err(format!(
+                "the engine at {} serves {there}, not `{served}`; fix `model.served_name` or the server",
+                client.base
+            ));
+        };
+        let max_model_len = model.get("max_model_len").and_then(Value::as_u64);
+        let version = client
+            .get_json("/version")
+            .await
+            .ok()
+            .and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string));
+        Ok(ServerInfo {
+            version,
+            models: ids,
+            max_model_len,
+            started_at: utc_now(),
+        })
+    }
+}
+
+/// Make the run directory (refusing a non-empty one) and return its path.
+pub fn prepare(out: Option<PathBuf>, spec_path: &str) -> Result<PathBuf, RunError> {
+    let out = out.unwrap_or_else(|| {
+        let stem = Path::new(spec_path)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("run");
+        let stamp: String = utc_now().chars().filter(char::is_ascii_digit).collect();
+        PathBuf::from("runs").join(format!(
+            "{stem}-{}-{}",
+            &stamp[..8.min(stamp.len())],
+            &stamp[8.min(stamp.len())..]
+        ))
+    });
+    let err = |source| RunError::Dir {
+        path: out.display().to_string(),
+        source,
+    };
+    if out.exists() && std::fs::read_dir(&out).map_err(err)?.next().is_some() {
+        return Err(RunError::NotEmpty(out.display().to_string()));
+    }
+    std::fs::create_dir_all(&out).map_err(err)?;
+    Ok(out)
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
+    std::fs::write(path, bytes).map_err(|source| RunError::Dir {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// The spec copy, `plan.json` and the first `manifest.json`.
+pub fn write_start(
+    out: &Path,
+    loaded: &Loaded,
+    plan: &Plan,
+    server: &ServerInfo,
+) -> Result<(), RunError> {
+    let ext = Path::new(&loaded.path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("yaml");
+    write(&out.join(format!("spec.{ext}")), loaded.source.as_bytes())?;
+    write(
+        &out.join("plan.json"),
+        (serde_json::to_string_pretty(plan).unwrap_or_default() + "\n").as_bytes(),
+    )?;
+    write_manifest(out, loaded, server, None)
+}
+
+/// `manifest.json` with the end time.
+pub fn write_end(
+    out: &Path,
+    loaded: &Loaded,
+    _plan: &Plan,
+    server: &ServerInfo,
+) -> Result<(), RunError> {
+    write_manifest(out, loaded, server, Some(utc_now()))
+}
+
+fn write_manifest(
+    out: &Path,
+    loaded: &Loaded,
+    server: &ServerInfo,
+    ended: Option<String>,
+) -> Result<(), RunError> {
+    let spec = &loaded.spec;
+    let sha = Sha256::digest(loaded.source.as_bytes());
+    let sha: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+    let launch = spec
+        .engine
+        .launch
+        .as_ref()
+        .and_then(|l| l.command.args().ok())
+        .map(|a| redact(&a).join(" "));
+    let mut warnings = Vec::new();
+    if let (Some(want), Some(got)) = (&spec.engine.version, &server.version)
+        && want != got
+    {
+        warnings.push(format!(
+            "the spec says engine version {want}, the server reports {got}"
+        ));
+    }
+    let manifest = json!({
+        "tool": "benchspec", "tool_version": env!("CARGO_PKG_VERSION"),
+        "spec": loaded.path, "spec_sha256": sha,
+        "started_at": server.started_at, "ended_at": ended,
+        "host": host(),
+        "engine": {"kind": spec.engine.kind.as_str(), "reported_version": server.version, "models": server.models, "max_model_len": server.max_model_len},
+        "launch_command": launch,
+        "warnings": warnings,
+    });
+    write(
+        &out.join("manifest.json"),
+        (serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n").as_bytes(),
+    )
+}
+
+/// The launch command with the value after `--api-key` (and any `${VAR}`-free key) hidden.
+pub fn redact(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut hide = false;
+    for a in args {
+        if hide {
+            out.push("<redacted>".to_string());
+            hide = false;
+        } else if a == "--api-key" {
+            out.push(a.clone());
+            hide = true;
+        } else if a.starts_with("--api-key=") {
+            out.push("--api-key=<redacted>".to_string());
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default()
+}

@@ -1,0 +1,292 @@
+//! The run stage (contract §4–§6): set up the engine (the embedded simulator in-process, or a
+//! server to attach to), check that it serves the model, expand the plan with what the server
+//! says, measure each cell in order and append its record to `results.jsonl` as it ends. The
+//! core reports progress as [`Event`]s and never prints.
+
+pub mod cell;
+pub mod client;
+mod dir;
+pub mod prompt;
+pub mod sse;
+pub mod window;
+
+use crate::plan::{self, Phase, Plan, Rates, Shard};
+use crate::results::{self, Record, Status};
+use crate::spec::{EngineKind, Loaded, Tokens};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How `benchspec run` was asked to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The run directory; a fresh one under `runs/` by default.
+    pub out: Option<PathBuf>,
+    /// Overrides `engine.base_url`.
+    pub base_url: Option<String>,
+    /// Only cells whose id matches this glob (`decode/8K/*`).
+    pub only: Option<String>,
+    /// Only this shard of the runnable cells.
+    pub shard: Option<Shard>,
+}
+
+/// What the run reports as it goes.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// The run directory is ready and the engine answers.
+    Started {
+        /// The run directory.
+        out: PathBuf,
+        /// The engine's URL.
+        base_url: String,
+        /// Cells to run.
+        cells: usize,
+    },
+    /// Something worth saying that is not an error.
+    Note(String),
+    /// A cell begins.
+    Cell {
+        /// From 1.
+        index: usize,
+        /// Cells to run.
+        total: usize,
+        /// Its id.
+        id: String,
+    },
+    /// A cell's record was written.
+    Done {
+        /// From 1.
+        index: usize,
+        /// Cells to run.
+        total: usize,
+        /// The record.
+        record: Box<Record>,
+    },
+}
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The run directory could not be made or written.
+    #[error("cannot write the run directory `{path}`: {source}")]
+    Dir {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The run directory exists and holds files.
+    #[error("`{0}` exists and is not empty; choose another `--out`")]
+    NotEmpty(String),
+    /// The engine could not be started or reached, or does not serve the model.
+    #[error("{0}")]
+    Engine(String),
+    /// The simulator could not start.
+    #[error(transparent)]
+    Sim(#[from] crate::sim::SimError),
+}
+
+impl RunError {
+    /// Exit code: 3 for the engine, 2 for what the user must change first.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Engine(_) | RunError::Sim(_) => 3,
+            RunError::Dir { .. } | RunError::NotEmpty(_) => 2,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// The run directory.
+    pub out: PathBuf,
+    /// Records by status.
+    pub valid: usize,
+    /// Invalid cells.
+    pub invalid: usize,
+    /// Failed cells.
+    pub failed: usize,
+    /// Skipped cells.
+    pub skipped: usize,
+}
+
+impl Summary {
+    /// 0 when every measured cell is valid, else 1 (contract §1).
+    pub fn exit_code(&self) -> i32 {
+        if self.invalid + self.failed > 0 { 1 } else { 0 }
+    }
+}
+
+/// Run `loaded` to the end.
+pub fn run(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    on: &(dyn Fn(Event) + Sync),
+) -> Result<Summary, RunError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Engine(format!("cannot start the runtime: {e}")))?;
+    rt.block_on(run_async(loaded, opts, on))
+}
+
+async fn run_async(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    on: &(dyn Fn(Event) + Sync),
+) -> Result<Summary, RunError> {
+    let mut spec = loaded.spec.clone();
+    let out = dir::prepare(opts.out.clone(), &loaded.path)?;
+    let (base_url, sim) = match spec.engine.kind {
+        EngineKind::Sim => {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .map_err(|e| RunError::Engine(format!("cannot listen on 127.0.0.1: {e}")))?;
+            let server = crate::sim::start(listener, crate::sim::options_for(&spec)?)
+                .map_err(|e| RunError::Engine(format!("cannot start the simulator: {e}")))?;
+            (server.base_url(), Some(server))
+        }
+        _ => (
+            opts.base_url
+                .clone()
+                .unwrap_or_else(|| spec.engine.base_url.clone()),
+            None,
+        ),
+    };
+    if spec.engine.launch.is_some() && spec.engine.kind != EngineKind::Sim {
+        on(Event::Note(format!(
+            "`engine.launch` is not carried out yet: attaching to a running server at {base_url}"
+        )));
+    }
+    let key = spec
+        .engine
+        .api_key_env
+        .as_ref()
+        .and_then(|name| std::env::var(name).ok());
+    let pool = spec.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
+    let client = client::Client::new(&base_url, &spec, key, pool + 2).map_err(RunError::Engine)?;
+    let server = dir::ServerInfo::read(&client, &spec.model.served_name)
+        .await
+        .map_err(RunError::Engine)?;
+    if spec.model.max_model_len.is_none() {
+        spec.model.max_model_len = server.max_model_len.map(Tokens);
+    }
+    let plan = select(plan::expand(&spec, &Rates::for_spec(&spec)), opts);
+    dir::write_start(&out, loaded, &plan, &server)?;
+    let total = plan.runnable().count();
+    on(Event::Started {
+        out: out.clone(),
+        base_url: base_url.clone(),
+        cells: total,
+    });
+    let cx = Arc::new(cell::Ctx {
+        client,
+        spec: spec.clone(),
+        synth: tokio::sync::Mutex::new(prompt::Synth::new(spec.workload.seed)),
+    });
+    let mut summary = Summary {
+        out: out.clone(),
+        ..Summary::default()
+    };
+    let mut index = 0;
+    for c in &plan.cells {
+        let rec = Record::new(c, results::record::utc_now(), &spec.labels);
+        let rec = if c.runs() {
+            index += 1;
+            on(Event::Cell {
+                index,
+                total,
+                id: c.id.clone(),
+            });
+            match c.phase {
+                Phase::Prefill => cell::prefill(&cx, c, rec).await,
+                Phase::Decode => cell::decode(cx.clone(), c, rec).await,
+            }
+        } else {
+            Record {
+                status: Status::Skipped,
+                reasons: c.skip.iter().cloned().collect(),
+                ..rec
+            }
+        };
+        let path = out.join("results.jsonl");
+        results::append(&path, &rec).map_err(|source| RunError::Dir {
+            path: path.display().to_string(),
+            source,
+        })?;
+        match rec.status {
+            Status::Valid => summary.valid += 1,
+            Status::Invalid => summary.invalid += 1,
+            Status::Failed => summary.failed += 1,
+            Status::Skipped => summary.skipped += 1,
+        }
+        if c.runs() {
+            on(Event::Done {
+                index,
+                total,
+                record: Box::new(rec),
+            });
+        }
+    }
+    dir::write_end(&out, loaded, &plan, &server)?;
+    if let Some(sim) = sim {
+        let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;
+    }
+    Ok(summary)
+}
+
+/// The plan cut to `--only` and `--shard`.
+fn select(plan: Plan, opts: &RunOptions) -> Plan {
+    let mut plan = match opts.shard {
+        Some(s) => plan.shard(s),
+        None => plan,
+    };
+    if let Some(glob) = &opts.only {
+        plan.cells.retain(|c| glob_match(glob, &c.id));
+    }
+    plan
+}
+
+/// `*` matches any run of characters, `?` one character.
+pub fn glob_match(glob: &str, text: &str) -> bool {
+    let (g, t): (Vec<char>, Vec<char>) = (glob.chars().collect(), text.chars().collect());
+    let (mut gi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if gi < g.len() && (g[gi] == '?' || g[gi] == t[ti]) {
+            gi += 1;
+            ti += 1;
+        } else if gi < g.len() && g[gi] == '*' {
+            star = Some(gi);
+            mark = ti;
+            gi += 1;
+        } else if let Some(s) = star {
+            gi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    g[gi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_match;
+
+    #[test]
+    fn globs() {
+        let cases = [
+            ("decode/8K/*", "decode/8K/c4", true),
+            ("decode/8K/*", "decode/16K/c4", false),
+            ("*/c1", "decode/64K/c1", true),
+            ("prefill/?K", "prefill/8K", true),
+            ("prefill/?K", "prefill/16K", false),
+            ("*", "x", true),
+        ];
+        for (g, t, want) in cases {
+            assert_eq!(glob_match(g, t), want, "{g} {t}");
+        }
+    }
+}
