@@ -120,6 +120,29 @@ pub fn decode_tok_s(
     window_s: f64,
     max_tokens: usize,
 ) -> f64 {
+    decode_cell(profile, ctx, c, window_s, max_tokens).total_tok_s
+}
+
+/// What a decode cell measures when replayed in virtual time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodeTruth {
+    /// Output tokens in the window / window length.
+    pub total_tok_s: f64,
+    /// Median time to first token of the cell's requests (from the send), seconds.
+    pub ttft_p50_s: f64,
+    /// Mean time to first token, seconds.
+    pub ttft_mean_s: f64,
+}
+
+/// Replay a decode cell: C closed-loop streams on a warm cache, the window opening when all
+/// C produce tokens.
+pub fn decode_cell(
+    profile: &Profile,
+    ctx: usize,
+    c: usize,
+    window_s: f64,
+    max_tokens: usize,
+) -> DecodeTruth {
     let mut e = Engine::new(profile.clone());
     let prompts: Vec<Vec<u32>> = (0..c).map(|s| slot_prompt(ctx, s)).collect();
     // Warm-up: each slot's prompt once, max_tokens 1.
@@ -135,19 +158,20 @@ pub fn decode_tok_s(
     let delay = profile.api_delay_s(ctx);
     let mut arrivals: Vec<(f64, usize)> = (0..c).map(|s| (e.now + delay, s)).collect();
     let mut slot_of: HashMap<ReqId, usize> = HashMap::new();
+    let mut sent_at: HashMap<ReqId, f64> = HashMap::new();
+    let mut ttfts: Vec<f64> = Vec::new();
     let mut started = vec![false; c];
     let (mut open, mut tokens) = (None::<f64>, 0u64);
     loop {
         arrivals.sort_by(|a, b| b.0.total_cmp(&a.0));
         while arrivals.last().is_some_and(|a| a.0 <= e.now) {
-            if let Some((_, s)) = arrivals.pop() {
-                slot_of.insert(
-                    e.add(NewRequest {
-                        tokens: prompts[s].clone(),
-                        target: max_tokens,
-                    }),
-                    s,
-                );
+            if let Some((at, s)) = arrivals.pop() {
+                let id = e.add(NewRequest {
+                    tokens: prompts[s].clone(),
+                    target: max_tokens,
+                });
+                slot_of.insert(id, s);
+                sent_at.insert(id, at - delay);
             }
         }
         if !e.has_work() {
@@ -158,6 +182,11 @@ pub fn decode_tok_s(
             continue;
         }
         let out = e.step();
+        for id in &out.emitted {
+            if let Some(sent) = sent_at.remove(id) {
+                ttfts.push(e.now - sent);
+            }
+        }
         if let Some(t0) = open {
             if e.now > t0 + window_s {
                 break;
@@ -179,7 +208,14 @@ pub fn decode_tok_s(
             }
         }
     }
-    tokens as f64 / window_s
+    ttfts.sort_by(f64::total_cmp);
+    let ttft_p50_s = ttfts.get(ttfts.len() / 2).copied().unwrap_or(0.0);
+    let ttft_mean_s = ttfts.iter().sum::<f64>() / ttfts.len().max(1) as f64;
+    DecodeTruth {
+        total_tok_s: tokens as f64 / window_s,
+        ttft_p50_s,
+        ttft_mean_s,
+    }
 }
 
 #[cfg(test)]

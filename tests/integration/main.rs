@@ -8,6 +8,7 @@ mod checks;
 mod cli;
 mod plan;
 mod props;
+mod run;
 mod schema;
 mod sim;
 

@@ -1,0 +1,226 @@
+//! `benchspec run` against the embedded simulator, every metric checked against the
+//! simulator's own ground truth: its performance model replayed in virtual time
+//! (`sim::calibrate`) and its step costs. Tolerances are written beside each check.
+
+use benchspec::results::{self, Record, Status, TokenSource};
+use benchspec::run::{self, RunOptions};
+use benchspec::sim::{calibrate, profile};
+use benchspec::spec::{self, Stage};
+
+use super::cli::tempdir::Dir;
+
+fn run_spec(yaml: &str) -> (Vec<Record>, run::Summary, Dir) {
+    let dir = Dir::new();
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    let loaded = spec::parse(&path, yaml, Stage::Run, &|_| None)
+        .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
+    let out = dir.path().join("run");
+    let opts = RunOptions {
+        out: Some(out.clone()),
+        ..RunOptions::default()
+    };
+    let summary = run::run(&loaded, &opts, &|_| {}).unwrap();
+    let records = results::read(&out.join("results.jsonl")).unwrap();
+    (records, summary, dir)
+}
+
+fn within(what: &str, got: f64, want: f64, tolerance: f64) {
+    let ratio = got / want;
+    assert!(
+        (ratio - 1.0).abs() <= tolerance,
+        "{what}: measured {got:.3}, ground truth {want:.3} (ratio {ratio:.3}, tolerance {tolerance})"
+    );
+}
+
+const H200: &str = "
+version: 1
+name: ground truth
+engine:
+  kind: sim
+  sim: {profile: h200-gemma-4-e2b}
+model:
+  served_name: gemma
+workload:
+  max_output_tokens: 256
+matrix:
+  contexts: [8K]
+  concurrency: [1, 4]
+phases:
+  decode:
+    duration: 3s
+";
+
+#[test]
+fn decode_and_prefill_match_the_simulators_ground_truth() {
+    let p = profile::profile("h200-gemma-4-e2b").unwrap();
+    let (records, summary, _dir) = run_spec(H200);
+    assert_eq!(summary.exit_code(), 0, "{records:#?}");
+    let ids: Vec<&str> = records.iter().map(|r| r.cell.as_str()).collect();
+    assert_eq!(ids, ["prefill/8K", "decode/8K/c1", "decode/8K/c4"]);
+    let prefill = &records[0];
+    assert_eq!(
+        (prefill.prompt_tokens, prefill.server_prompt_tokens),
+        (8192, Some(8192)),
+        "exact prompt"
+    );
+    // Prefill: cold TTFT of 8K tokens is ~140 ms; the HTTP round trip adds well under 5%.
+    within(
+        "prefill tok/s",
+        prefill.prefill_tok_s.unwrap(),
+        calibrate::prefill_tok_s(&p, 8192),
+        0.05,
+    );
+    for (r, c) in records[1..].iter().zip([1u32, 4]) {
+        assert_eq!(r.status, Status::Valid, "{r:#?}");
+        assert_eq!(r.server_prompt_tokens, Some(8192));
+        assert_eq!(r.token_source, Some(TokenSource::Usage));
+        // The window closes exactly at the duration (to the millisecond it is recorded in).
+        assert!(
+            (r.measured_s.unwrap() - 3.0).abs() < 1e-3,
+            "{:?}",
+            r.measured_s
+        );
+        // Total tok/s: the same cell replayed in virtual time; timer and HTTP jitter < 5%.
+        within(
+            "total tok/s",
+            r.total_tok_s.unwrap(),
+            calibrate::decode_tok_s(&p, 8192, c as usize, 3.0, 256),
+            0.05,
+        );
+        // TBT: one scheduler step at batch C over ~8.3K KV tokens each.
+        let step_ms = 1e3 * (p.step_s + p.decode_s(c as usize, u64::from(c) * (8192 + 128)));
+        within("TBT p50", r.tbt_ms.unwrap().p50, step_ms, 0.05);
+        within(
+            "per-request tok/s",
+            r.per_request_tok_s.unwrap(),
+            1e3 / step_ms,
+            0.05,
+        );
+        // Closed loop: C streams in flight but for the replacement gaps (TTFT of ~50 ms per
+        // ~1 s request).
+        assert!(
+            r.avg_active.unwrap() >= 0.9 * f64::from(c)
+                && r.avg_active.unwrap() <= f64::from(c) + 1e-9,
+            "{:?}",
+            r.avg_active
+        );
+        // 256-token requests last ~1 s: several finish inside a 3 s window.
+        assert!(
+            r.completed >= u64::from(c) && r.requests_started > r.completed,
+            "{r:#?}"
+        );
+        // Output tokens agree with the rate.
+        within(
+            "output tokens",
+            r.output_tokens.unwrap() as f64,
+            r.total_tok_s.unwrap() * 3.0,
+            0.001,
+        );
+        // Warm TTFT: API delay, the cached prefix, one step. At C > 1 the C replacement
+        // requests arrive within a millisecond of each other and are admitted one or several
+        // per step, so the mean lies between one request alone and all C in one step (the
+        // virtual-time replay, where they arrive at the same instant).
+        let truth = calibrate::decode_cell(&p, 8192, c as usize, 3.0, 256);
+        let alone_ms = 1e3 * (p.api_delay_s(8192) + p.cached_token_s * 8176.0 + p.step_s);
+        let mean = r.ttft_ms.unwrap().mean;
+        if c == 1 {
+            within("TTFT mean", mean, truth.ttft_mean_s * 1e3, 0.10);
+        } else {
+            assert!(
+                mean >= alone_ms * 0.95 && mean <= truth.ttft_mean_s * 1e3 * 1.10,
+                "TTFT mean {mean} outside [{alone_ms}, {}]",
+                truth.ttft_mean_s * 1e3
+            );
+        }
+        assert_eq!(r.errors, 0);
+    }
+}
+
+#[test]
+fn chat_ttft_counts_reasoning_and_multi_token_chunks_count_right() {
+    let p = profile::profile("h200-gemma-4-e2b").unwrap();
+    let yaml = H200
+        .replace(
+            "  sim: {profile: h200-gemma-4-e2b}",
+            "  sim: {profile: h200-gemma-4-e2b, reasoning_tokens: 40, tokens_per_chunk: 4}",
+        )
+        .replace(
+            "  max_output_tokens: 256",
+            "  api: chat\n  max_output_tokens: 256",
+        )
+        .replace("  concurrency: [1, 4]", "  concurrency: [2]")
+        .replace("decode:\n", "prefill: {enabled: false}\n  decode:\n");
+    let (records, _, _dir) = run_spec(&yaml);
+    assert_eq!(
+        records[0].status,
+        Status::Skipped,
+        "a disabled phase's cells are recorded as skipped"
+    );
+    let r = records.iter().find(|r| r.cell == "decode/8K/c2").unwrap();
+    assert_eq!(r.status, Status::Valid, "{r:#?}");
+    let step_ms = 1e3 * (p.step_s + p.decode_s(2, 2 * (8192 + 128)));
+    // Four tokens per chunk: TBT is still the time per token, not per chunk.
+    within("TBT p50", r.tbt_ms.unwrap().p50, step_ms, 0.05);
+    within(
+        "total tok/s",
+        r.total_tok_s.unwrap(),
+        calibrate::decode_tok_s(&p, 8192, 2, 3.0, 256),
+        0.08,
+    );
+    // TTFT ends at the first reasoning chunk: had it waited for content (40 tokens), it would
+    // be 40 steps (~150 ms) longer.
+    let warm_ms = 1e3 * (p.api_delay_s(8192) + p.cached_token_s * 8192.0 + 4.0 * step_ms);
+    assert!(
+        r.ttft_ms.unwrap().p50 < warm_ms * 1.6,
+        "TTFT {:?} vs {warm_ms}",
+        r.ttft_ms
+    );
+}
+
+#[test]
+fn attaching_to_a_server_without_the_model_says_what_is_there() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sim = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        benchspec::sim::start(
+            listener,
+            benchspec::sim::Options::new(profile::profile("tiny").unwrap()),
+        )
+        .unwrap()
+    });
+    let yaml = format!(
+        "version: 1\nname: t\nengine: {{kind: vllm, base_url: '{}'}}\nmodel: {{served_name: gemma}}\nmatrix: {{contexts: [1K], concurrency: [1]}}\n",
+        sim.base_url()
+    );
+    let loaded = spec::parse("t.yaml", &yaml, Stage::Run, &|_| None)
+        .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
+    let dir = Dir::new();
+    let opts = RunOptions {
+        out: Some(dir.path().join("run")),
+        ..RunOptions::default()
+    };
+    let err = run::run(&loaded, &opts, &|_| {}).err().unwrap();
+    assert_eq!(err.exit_code(), 3);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the engine at {} serves `tiny`, not `gemma`; fix `model.served_name` or the server",
+            sim.base_url()
+        )
+    );
+    rt.block_on(sim.stop());
+    let err = run::run(
+        &loaded,
+        &RunOptions {
+            out: Some(dir.path().join("run2")),
+            ..RunOptions::default()
+        },
+        &|_| {},
+    )
+    .err()
+    .unwrap();
+    assert_eq!(err.exit_code(), 3);
+    assert!(err.to_string().contains("cannot be reached"), "{err}");
+}
