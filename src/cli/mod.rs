@@ -49,11 +49,14 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = DiagFormat::Auto)]
         format: DiagFormat,
     },
-    /// Print the JSON Schema (draft 2020-12) of spec v1.
+    /// Print the JSON Schema (draft 2020-12) of spec v1 (or of the result record).
     Schema {
         /// Write the schema to FILE instead of standard output.
         #[arg(long, value_name = "FILE")]
         out: Option<String>,
+        /// The schema of a `results.jsonl` record instead of the spec's.
+        #[arg(long)]
+        result: bool,
     },
     /// Expand a spec into cells: run order, skip reasons, estimated wall time.
     Plan {
@@ -107,7 +110,7 @@ pub fn main() -> i32 {
     let out = Out::new(cli.color, cli.quiet);
     let result = match cli.command {
         Command::Validate { specs, format } => return validate(&specs, format, &out),
-        Command::Schema { out: file } => schema(file.as_deref(), &out),
+        Command::Schema { out: file, result } => schema(file.as_deref(), result, &out),
         Command::Plan {
             spec,
             format,
@@ -167,8 +170,12 @@ fn validate(specs: &[String], format: DiagFormat, out: &Out) -> i32 {
     if invalid > 0 { 2 } else { 0 }
 }
 
-fn schema(file: Option<&str>, out: &Out) -> Result<i32, Error> {
-    let text = spec::schema::spec_schema_text();
+fn schema(file: Option<&str>, result: bool, out: &Out) -> Result<i32, Error> {
+    let text = if result {
+        crate::results::record::record_schema_text()
+    } else {
+        spec::schema::spec_schema_text()
+    };
     match file {
         Some(path) => std::fs::write(path, text).map_err(|source| Error::Write {
             path: path.to_string(),

@@ -27,6 +27,9 @@ pub struct SimArgs {
     /// Tokens per streamed chunk, as speculative decoding sends them.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub tokens_per_chunk: usize,
+    /// Speak llama.cpp's streaming dialect (usage only inside the last chunk).
+    #[arg(long)]
+    pub llama_cpp_dialect: bool,
     /// Fault: fraction of requests answered with HTTP 500.
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub failure_rate: f64,
@@ -58,6 +61,9 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
     }
     opts.reasoning_tokens = args.reasoning_tokens;
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
+    if args.llama_cpp_dialect {
+        opts.dialect = sim::Dialect::LlamaCpp;
+    }
     opts.faults = Faults {
         failure_rate: args.failure_rate,
         disconnect_rate: args.disconnect_rate,

@@ -1,6 +1,7 @@
 //! The result record (contract §6): one JSON object per cell in `results.jsonl`.
 
 use super::stats::Summary;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -8,7 +9,7 @@ use std::collections::BTreeMap;
 pub const RESULT_SCHEMA: &str = "benchspec.result.v1";
 
 /// A cell's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Measured and within the validity thresholds.
@@ -22,7 +23,7 @@ pub enum Status {
 }
 
 /// Where output token counts come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TokenSource {
     /// The server's cumulative usage in every chunk.
@@ -32,7 +33,8 @@ pub enum TokenSource {
 }
 
 /// One cell's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "benchspec result record v1")]
 pub struct Record {
     /// Always [`RESULT_SCHEMA`].
     pub schema: String,
@@ -82,6 +84,21 @@ pub struct Record {
     pub labels: BTreeMap<String, String>,
     /// `usage.prompt_tokens` as the server reported it.
     pub server_prompt_tokens: Option<u64>,
+}
+
+/// The JSON Schema of a result record, as committed in `schemas/result-v1.schema.json`.
+pub fn record_schema_text() -> String {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut schema = generator.into_root_schema_for::<Record>().to_value();
+    if let serde_json::Value::Object(map) = &mut schema {
+        map.insert(
+            "description".into(),
+            "One line of results.jsonl: the measurement of one cell (contract §6).".into(),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 impl Record {

@@ -2,10 +2,11 @@
 //! digits) summarised as mean, min, p50, p90, p99 and max in milliseconds.
 
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A latency summary in milliseconds (contract §6 `ttft_ms`, `tbt_ms`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// Mean.
     pub mean: f64,

@@ -71,6 +71,9 @@ pub struct Window {
     expected_prompt: u64,
     /// Requests that failed before the window opened.
     pub early_failures: u64,
+    /// Server-counted and chunk-counted tokens of finished chunk-counted requests: the
+    /// tokens per chunk applied to requests still in flight when the window closes.
+    reconciled: (u64, u64),
 }
 
 impl Window {
@@ -207,7 +210,11 @@ impl Window {
         self.all_usage &= out.all_usage;
         // Chunk-counted tokens are reconciled with the final usage.
         let factor = match (out.all_usage, out.usage_completion) {
-            (false, Some(u)) if out.counted > 0 => u as f64 / out.counted as f64,
+            (false, Some(u)) if out.counted > 0 => {
+                self.reconciled.0 += u;
+                self.reconciled.1 += out.counted;
+                u as f64 / out.counted as f64
+            }
             _ => 1.0,
         };
         self.tokens += (factor - 1.0) * t.window_tokens as f64;
@@ -237,9 +244,15 @@ impl Window {
     pub fn finish(&mut self, at: Instant) {
         let end = self.close.unwrap_or(at);
         self.integrate(end);
+        let factor = match self.reconciled {
+            (u, k) if k > 0 && !self.all_usage => u as f64 / k as f64,
+            _ => 1.0,
+        };
         let tracks: Vec<Track> = self.tracks.drain().map(|(_, t)| t).collect();
-        for t in tracks {
-            self.finish_track(t, 1.0);
+        for mut t in tracks {
+            self.tokens += (factor - 1.0) * t.window_tokens as f64;
+            t.rate_tokens = (t.rate_tokens as f64 * factor).round() as u64;
+            self.finish_track(t, factor);
         }
         if self.close.is_none() {
             self.close = Some(end);

@@ -133,6 +133,8 @@ impl GenRequest {
 pub struct TokenizeRequest {
     /// Text to tokenize.
     pub prompt: Option<String>,
+    /// Text to tokenize, llama.cpp's name for it.
+    pub content: Option<String>,
     /// Chat messages to tokenize through the template.
     pub messages: Option<Vec<Message>>,
     /// Add the assistant's turn (chat).

@@ -13,7 +13,7 @@ pub mod server;
 pub mod stream;
 pub mod tokenizer;
 
-pub use server::{Faults, Options, Sim, start};
+pub use server::{Dialect, Faults, Options, Sim, start};
 
 /// Why the simulator could not start.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +61,7 @@ pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
         profile: "h200-gemma-4-e2b".into(),
         reasoning_tokens: 0,
         tokens_per_chunk: 1,
+        dialect: crate::spec::SimDialect::Vllm,
         faults: crate::spec::SimFaults::default(),
     });
     let mut opts = Options::new(find_profile(&sim.profile)?);
@@ -68,6 +69,10 @@ pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
     opts.reasoning_tokens = sim.reasoning_tokens as usize;
     opts.tokens_per_chunk = sim.tokens_per_chunk.max(1) as usize;
     opts.seed = spec.workload.seed;
+    opts.dialect = match sim.dialect {
+        crate::spec::SimDialect::Vllm => Dialect::Vllm,
+        crate::spec::SimDialect::LlamaCpp => Dialect::LlamaCpp,
+    };
     opts.faults = Faults {
         failure_rate: sim.faults.failure_rate,
         disconnect_rate: sim.faults.disconnect_rate,

@@ -34,6 +34,16 @@ pub struct Faults {
     pub die_after: Option<Duration>,
 }
 
+/// Whose streaming dialect the simulator speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Dialect {
+    /// vLLM: `continuous_usage_stats` honoured, usage in a separate final `choices: []` chunk.
+    #[default]
+    Vllm,
+    /// llama.cpp's server: no per-chunk usage, usage inside the last chunk.
+    LlamaCpp,
+}
+
 /// How the simulator is set up.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -49,6 +59,8 @@ pub struct Options {
     pub faults: Faults,
     /// Seed of the fault draws and of generated text.
     pub seed: u64,
+    /// The streaming dialect.
+    pub dialect: Dialect,
 }
 
 impl Options {
@@ -61,6 +73,7 @@ impl Options {
             tokens_per_chunk: 1,
             faults: Faults::default(),
             seed: 1,
+            dialect: Dialect::Vllm,
         }
     }
 }
@@ -123,6 +136,7 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
         .route("/version", get(version))
         .route("/v1/models", get(models))
         .route("/tokenize", post(tokenize))
+        .route("/apply-template", post(apply_template))
         .route(
             "/v1/completions",
             post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Completion)),
@@ -197,6 +211,13 @@ async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
             );
         }
     };
+    // llama.cpp's shape: `{"content"}` in, `{"tokens"}` out.
+    if let Some(content) = &req.content {
+        return json_response(
+            StatusCode::OK,
+            &json!({"tokens": tokenizer::encode(content)}),
+        );
+    }
     let ids = match (&req.messages, &req.prompt) {
         (Some(m), _) => tokenizer::encode(&api::chat_prompt(m, req.add_generation_prompt)),
         (None, Some(p)) => tokenizer::encode(p),
@@ -213,6 +234,24 @@ async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
         StatusCode::OK,
         &json!({"count": ids.len(), "max_model_len": s.opts.profile.max_model_len, "tokens": ids, "token_strs": null}),
     )
+}
+
+/// llama.cpp's `/apply-template`: the chat template applied, as text.
+async fn apply_template(body: Bytes) -> Response {
+    match serde_json::from_slice::<TokenizeRequest>(&body) {
+        Ok(TokenizeRequest {
+            messages: Some(m), ..
+        }) => json_response(
+            StatusCode::OK,
+            &json!({"prompt": api::chat_prompt(&m, true)}),
+        ),
+        _ => error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            "`messages` must be given",
+            None,
+        ),
+    }
 }
 
 async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {

@@ -5,7 +5,7 @@
 
 use super::api::{self, GenRequest, Head, Kind};
 use super::driver::{Ev, Msg};
-use super::server::Options;
+use super::server::{Dialect, Options};
 use super::tokenizer::output_piece;
 use axum::body::Bytes;
 use serde_json::Value;
@@ -44,6 +44,8 @@ pub struct Plan {
     reasoning: usize,
     include_usage: bool,
     continuous: bool,
+    /// Usage rides inside the last token chunk (llama.cpp) instead of a chunk of its own.
+    usage_in_last: bool,
     cut_at: Option<usize>,
     stall_at: Option<usize>,
     text_seed: u64,
@@ -81,8 +83,9 @@ impl Plan {
             target,
             finish: if limit_hit { "length" } else { "stop" },
             per_chunk: opts.tokens_per_chunk.max(1),
-            include_usage: so.include_usage,
-            continuous: so.continuous_usage_stats,
+            include_usage: so.include_usage && opts.dialect == Dialect::Vllm,
+            continuous: so.continuous_usage_stats && opts.dialect == Dialect::Vllm,
+            usage_in_last: opts.dialect == Dialect::LlamaCpp,
             cut_at: point(opts.faults.disconnect_rate, 2, 3),
             stall_at: point(opts.faults.stall_rate, 4, 5),
             text_seed: opts.seed ^ key,
@@ -205,7 +208,8 @@ fn flush(st: &mut State) -> String {
     st.sent = to;
     let p = &st.plan;
     let finish = (to >= p.target).then_some(p.finish);
-    let usage = p.continuous.then(|| api::usage(p.prompt_len, to));
+    let last_usage = p.usage_in_last && finish.is_some();
+    let usage = (p.continuous || last_usage).then(|| api::usage(p.prompt_len, to));
     let reasoning = to <= p.reasoning;
     event(
         &p.head

@@ -14,7 +14,8 @@ pub mod workload;
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use model::{
-    Command, Engine, EngineKind, Hardware, HardwareType, Launch, Model, SimEngine, SimFaults, Spec,
+    Command, Engine, EngineKind, Hardware, HardwareType, Launch, Model, SimDialect, SimEngine,
+    SimFaults, Spec,
 };
 pub use units::{Size, Span, Tokens};
 pub use workload::{

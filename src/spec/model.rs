@@ -172,9 +172,24 @@ pub struct SimEngine {
     #[serde(default = "one_token")]
     #[schemars(range(min = 1))]
     pub tokens_per_chunk: u32,
+    /// Whose streaming dialect to speak: `vllm` (usage in a separate final chunk, continuous
+    /// usage honoured) or `llama-cpp` (usage inside the last chunk only).
+    #[serde(default)]
+    pub dialect: SimDialect,
     /// Faults to inject, for testing how a run copes with them.
     #[serde(default)]
     pub faults: SimFaults,
+}
+
+/// The simulated engine's streaming dialect.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SimDialect {
+    /// vLLM's.
+    #[default]
+    Vllm,
+    /// llama.cpp's server's.
+    LlamaCpp,
 }
 
 fn one_token() -> u32 {

@@ -338,3 +338,78 @@ fn sim_serves_on_a_free_port_until_killed() {
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.contains("\"max_model_len\":8192"), "{response}");
 }
+
+#[test]
+fn run_writes_the_run_directory_and_reports_each_cell() {
+    let dir = tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let spec = "version: 1\nname: cli run\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 64}\nmatrix: {contexts: [256, 1K], concurrency: [1, 2]}\nphases: {decode: {duration: 1s}}\n";
+    let done = Bench::new(&["run", "--only", "*/1K*", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("run: 3 cells against http://127.0.0.1:"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains("[  3/3] decode/1K/c2 valid"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr
+            .contains("done: 3 valid, 0 invalid, 0 failed, 0 skipped"),
+        "{}",
+        done.stderr
+    );
+    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let cells: Vec<String> = lines
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["cell"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        ["prefill/1K", "decode/1K/c1", "decode/1K/c2"],
+        "--only keeps the matching cells"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["engine"]["reported_version"], "0.0.0+sim.tiny");
+    assert!(manifest["ended_at"].is_string());
+    assert_eq!(
+        std::fs::read_to_string(out.join("spec.yaml")).unwrap(),
+        spec,
+        "the spec byte for byte"
+    );
+    // The same directory again is refused before anything runs.
+    let again = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", spec)
+        .run();
+    assert_eq!(again.code, 2);
+    assert!(
+        again.stderr.contains("exists and is not empty"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn run_refuses_an_unset_api_key() {
+    let spec = "version: 1\nname: t\nengine: {kind: vllm, api_key_env: BENCHSPEC_TEST_UNSET_KEY}\nmodel: {served_name: m}\nmatrix: {contexts: [1K], concurrency: [1]}\n";
+    let done = Bench::new(&["run"]).spec("s.yaml", spec).run();
+    assert_eq!(done.code, 2);
+    assert!(
+        done.stderr
+            .contains("error: environment variable `BENCHSPEC_TEST_UNSET_KEY` is not set"),
+        "{}",
+        done.stderr
+    );
+}

@@ -23,6 +23,21 @@ fn run_spec(yaml: &str) -> (Vec<Record>, run::Summary, Dir) {
     };
     let summary = run::run(&loaded, &opts, &|_| {}).unwrap();
     let records = results::read(&out.join("results.jsonl")).unwrap();
+    // Every line is a whole record that the committed schema accepts.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(super::repo_path("schemas/result-v1.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert!(text.ends_with('\n'));
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(validator.is_valid(&v), "{line}");
+    }
+    for f in ["spec.yaml", "plan.json", "manifest.json"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
     (records, summary, dir)
 }
 
@@ -223,4 +238,46 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
     .unwrap();
     assert_eq!(err.exit_code(), 3);
     assert!(err.to_string().contains("cannot be reached"), "{err}");
+}
+
+#[test]
+fn llama_cpp_dialect_counts_chunks_and_reconciles_with_the_final_usage() {
+    // A llama.cpp-speaking server (usage only inside the last chunk, `/tokenize` with
+    // `content`), sending 2 tokens per chunk: counted per chunk, then reconciled.
+    let p = profile::profile("h200-gemma-4-e2b").unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sim = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut opts = benchspec::sim::Options::new(p.clone());
+        opts.dialect = benchspec::sim::Dialect::LlamaCpp;
+        opts.tokens_per_chunk = 2;
+        benchspec::sim::start(listener, opts).unwrap()
+    });
+    let yaml = format!(
+        "version: 1\nname: t\nengine: {{kind: llama-cpp, base_url: '{}'}}\nmodel: {{served_name: gemma}}\nworkload: {{max_output_tokens: 256}}\nmatrix: {{contexts: [8K], concurrency: [2]}}\nphases: {{prefill: {{enabled: false}}, decode: {{duration: 3s}}}}\n",
+        sim.base_url()
+    );
+    let (records, _, _dir) = run_spec(&yaml);
+    rt.block_on(sim.stop());
+    let r = records.iter().find(|r| r.cell == "decode/8K/c2").unwrap();
+    assert_eq!(r.status, Status::Valid, "{r:#?}");
+    assert_eq!(r.token_source, Some(TokenSource::Chunks));
+    assert_eq!(
+        r.server_prompt_tokens,
+        Some(8192),
+        "llama.cpp's /tokenize counts the same prompt"
+    );
+    let step_ms = 1e3 * (p.step_s + p.decode_s(2, 2 * (8192 + 128)));
+    within(
+        "TBT p50 (per token, not per chunk)",
+        r.tbt_ms.unwrap().p50,
+        step_ms,
+        0.05,
+    );
+    within(
+        "total tok/s",
+        r.total_tok_s.unwrap(),
+        calibrate::decode_tok_s(&p, 8192, 2, 3.0, 256),
+        0.08,
+    );
 }
