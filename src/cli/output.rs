@@ -30,6 +30,16 @@ impl Out {
         }
     }
 
+    /// Whether standard error is a terminal (progress bars go there).
+    pub fn is_terminal(&self) -> bool {
+        self.stderr_tty
+    }
+
+    /// Whether `--quiet` was given.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+
     /// A result, on standard output.
     pub fn print(&self, text: &str) {
         let mut stdout = std::io::stdout().lock();

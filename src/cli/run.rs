@@ -41,8 +41,28 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         only: args.only.clone(),
         shard,
     };
-    let on = |ev: Event| out.info(&line(&ev));
-    let summary = run::run(&loaded, &opts, &on)?;
+    let bar = (out.is_terminal() && !out.quiet()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        let style = indicatif::ProgressStyle::with_template(
+            "{spinner} [{bar:24}] {pos}/{len} cells  {msg}  elapsed {elapsed}, ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        bar.set_style(style.progress_chars("=> "));
+        bar
+    });
+    let on = |ev: Event| match &bar {
+        Some(bar) => draw(bar, &ev),
+        None => {
+            if !matches!(ev, Event::Tick { .. }) {
+                out.info(&line(&ev));
+            }
+        }
+    };
+    let result = run::run(&loaded, &opts, &on);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let summary = result?;
     out.info(&format!(
         "done: {} valid, {} invalid, {} failed, {} skipped; results in {}",
         summary.valid,
@@ -52,6 +72,34 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         summary.out.join("results.jsonl").display()
     ));
     Ok(summary.exit_code())
+}
+
+/// The progress bar's view of an event: finished cells are printed above the bar.
+fn draw(bar: &indicatif::ProgressBar, ev: &Event) {
+    match ev {
+        Event::Started { cells, .. } => {
+            bar.set_length(*cells as u64);
+            bar.println(line(ev));
+        }
+        Event::Cell { id, .. } => bar.set_message(id.clone()),
+        Event::Tick { id, tick } => {
+            let rate = tick
+                .tok_s
+                .map(|t| format!(" {t:.1} tok/s"))
+                .unwrap_or_default();
+            let window = if tick.phase == "window" {
+                format!(" {:.0}s", tick.window_s)
+            } else {
+                String::new()
+            };
+            bar.set_message(format!("{id} {}{window}{rate}", tick.phase));
+        }
+        Event::Done { .. } => {
+            bar.println(line(ev));
+            bar.inc(1);
+        }
+        Event::Note(_) => bar.println(line(ev)),
+    }
 }
 
 fn line(ev: &Event) -> String {
@@ -65,6 +113,7 @@ fn line(ev: &Event) -> String {
             out.display()
         ),
         Event::Note(n) => format!("note: {n}"),
+        Event::Tick { id, tick } => format!("{id} {}", tick.phase),
         Event::Cell { index, total, id } => format!("[{index:>3}/{total}] {id} ..."),
         Event::Done {
             index,

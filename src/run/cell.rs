@@ -122,8 +122,29 @@ fn failed(mut rec: Record, why: &str) -> Record {
     rec
 }
 
-/// Measure a decode cell.
-pub async fn decode(cx: Arc<Ctx>, cell: &Cell, mut rec: Record) -> Record {
+/// Live state of a decode cell, for progress displays.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tick {
+    /// `warm-up`, `ramp` (waiting for all streams) or `window`.
+    pub phase: &'static str,
+    /// Output tok/s so far in the window.
+    pub tok_s: Option<f64>,
+    /// Seconds of the window so far.
+    pub window_s: f64,
+}
+
+/// Measure a decode cell, reporting its progress on `ticks`.
+pub async fn decode(
+    cx: Arc<Ctx>,
+    cell: &Cell,
+    mut rec: Record,
+    ticks: mpsc::UnboundedSender<Tick>,
+) -> Record {
+    let _ = ticks.send(Tick {
+        phase: "warm-up",
+        tok_s: None,
+        window_s: 0.0,
+    });
     let c = cell.concurrency as usize;
     let warm = cx.spec.workload.prompt_cache == PromptCache::Warm;
     let mut prompts = Vec::new();
@@ -174,7 +195,23 @@ pub async fn decode(cx: Arc<Ctx>, cell: &Cell, mut rec: Record) -> Record {
     }
     let stall = cx.spec.workload.stall_timeout.0;
     let give_up = 3 * c as u64 + 3;
+    let mut last_tick = Instant::now();
+    let _ = ticks.send(Tick {
+        phase: "ramp",
+        tok_s: None,
+        window_s: 0.0,
+    });
     loop {
+        if last_tick.elapsed() >= Duration::from_millis(250) {
+            last_tick = Instant::now();
+            let window_s = w.open.map_or(0.0, |o| (Instant::now() - o).as_secs_f64());
+            let tok_s = (window_s > 0.0).then(|| w.tokens / window_s);
+            let _ = ticks.send(Tick {
+                phase: if w.open.is_some() { "window" } else { "ramp" },
+                tok_s,
+                window_s,
+            });
+        }
         let close = w.close;
         let next = async {
             match close {

@@ -53,6 +53,13 @@ pub enum Event {
         /// Its id.
         id: String,
     },
+    /// A decode cell's live state (a few times a second).
+    Tick {
+        /// The cell.
+        id: String,
+        /// Its state.
+        tick: cell::Tick,
+    },
     /// A cell's record was written.
     Done {
         /// From 1.
@@ -201,7 +208,17 @@ async fn run_async(
             });
             match c.phase {
                 Phase::Prefill => cell::prefill(&cx, c, rec).await,
-                Phase::Decode => cell::decode(cx.clone(), c, rec).await,
+                Phase::Decode => {
+                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                    let measuring = cell::decode(cx.clone(), c, rec, tx);
+                    tokio::pin!(measuring);
+                    loop {
+                        tokio::select! {
+                            rec = &mut measuring => break rec,
+                            Some(tick) = rx.recv() => on(Event::Tick { id: c.id.clone(), tick }),
+                        }
+                    }
+                }
             }
         } else {
             Record {
