@@ -28,6 +28,9 @@ pub struct RunArgs {
     /// Only shard K of N of the runnable cells.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
+    /// Also write per-request detail to `requests.jsonl`.
+    #[arg(long)]
+    pub save_requests: bool,
 }
 
 /// Run `benchspec run`.
@@ -40,6 +43,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         base_url: args.base_url.clone(),
         only: args.only.clone(),
         shard,
+        save_requests: args.save_requests,
     };
     let bar = (out.is_terminal() && !out.quiet()).then(|| {
         let bar = indicatif::ProgressBar::new(0);

@@ -23,6 +23,8 @@ pub struct Ctx {
     pub spec: Spec,
     /// The prompt synthesizer.
     pub synth: Mutex<Synth>,
+    /// Per-request detail of the cell being measured, when `--save-requests` asks for it.
+    pub requests: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
 }
 
 impl Ctx {
@@ -190,6 +192,9 @@ pub async fn decode(
     }
     drop(tx);
     let mut w = Window::new(c, cell.prompt_tokens);
+    if cx.requests.is_some() {
+        w.save_requests(Instant::now());
+    }
     if !fixed {
         w.open_at(Instant::now(), None);
     }
@@ -246,6 +251,14 @@ pub async fn decode(
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
     w.finish(Instant::now());
+    if let (Some(lines), Some(saved)) = (&cx.requests, w.saved.take())
+        && let Ok(mut lines) = lines.lock()
+    {
+        lines.extend(saved.into_iter().map(|mut v| {
+            v["cell"] = serde_json::Value::from(cell.id.clone());
+            v
+        }));
+    }
     fill(rec, &mut w, cell, &cx.spec)
 }
 

@@ -199,3 +199,27 @@ fn host() -> String {
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_default()
 }
+
+/// Append JSON lines to `path` (the per-request detail of one cell).
+pub fn append_lines(path: &Path, lines: &[Value]) -> Result<(), RunError> {
+    use std::io::Write;
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let err = |source| RunError::Dir {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)?;
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(&l.to_string());
+        text.push('\n');
+    }
+    f.write_all(text.as_bytes()).map_err(err)?;
+    f.flush().map_err(err)
+}

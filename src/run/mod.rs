@@ -28,6 +28,8 @@ pub struct RunOptions {
     pub only: Option<String>,
     /// Only this shard of the runnable cells.
     pub shard: Option<Shard>,
+    /// Write per-request detail to `requests.jsonl`.
+    pub save_requests: bool,
 }
 
 /// What the run reports as it goes.
@@ -191,6 +193,9 @@ async fn run_async(
         client,
         spec: spec.clone(),
         synth: tokio::sync::Mutex::new(prompt::Synth::new(spec.workload.seed)),
+        requests: opts
+            .save_requests
+            .then(|| std::sync::Mutex::new(Vec::new())),
     });
     let mut summary = Summary {
         out: out.clone(),
@@ -227,6 +232,13 @@ async fn run_async(
                 ..rec
             }
         };
+        if let Some(lines) = &cx.requests {
+            let lines: Vec<serde_json::Value> = lines
+                .lock()
+                .map(|mut l| std::mem::take(&mut *l))
+                .unwrap_or_default();
+            dir::append_lines(&out.join("requests.jsonl"), &lines)?;
+        }
         let path = out.join("results.jsonl");
         results::append(&path, &rec).map_err(|source| RunError::Dir {
             path: path.display().to_string(),

@@ -74,6 +74,9 @@ pub struct Window {
     /// Server-counted and chunk-counted tokens of finished chunk-counted requests: the
     /// tokens per chunk applied to requests still in flight when the window closes.
     reconciled: (u64, u64),
+    /// Per-request detail (`run --save-requests`), times from `saved_since`.
+    pub saved: Option<Vec<serde_json::Value>>,
+    saved_since: Option<Instant>,
 }
 
 impl Window {
@@ -86,6 +89,29 @@ impl Window {
             expected_prompt,
             ..Window::default()
         }
+    }
+
+    /// Keep one line of detail per request, with times relative to `since`.
+    pub fn save_requests(&mut self, since: Instant) {
+        self.saved = Some(Vec::new());
+        self.saved_since = Some(since);
+    }
+
+    fn save(&mut self, key: ReqKey, t: &Track, out: Option<&Outcome>) {
+        let (Some(saved), Some(since)) = (&mut self.saved, self.saved_since) else {
+            return;
+        };
+        let rel = |i: Instant| (i.saturating_duration_since(since)).as_secs_f64();
+        saved.push(serde_json::json!({
+            "slot": key.0, "request": key.1,
+            "sent_s": rel(t.sent), "first_token_s": t.first.map(rel), "last_token_s": t.last.map(rel),
+            "ttft_ms": t.first.map(|f| (f - t.sent).as_secs_f64() * 1e3),
+            "window_tokens": t.window_tokens,
+            "chunks": out.map(|o| o.chunks), "usage_completion_tokens": out.and_then(|o| o.usage_completion),
+            "usage_prompt_tokens": out.and_then(|o| o.usage_prompt),
+            "error": out.and_then(|o| o.failure.as_ref().map(|f| f.kind())),
+            "cancelled_at_close": out.is_none(),
+        }));
     }
 
     /// Open the window now (request-count mode opens at the first send).
@@ -192,6 +218,7 @@ impl Window {
             // A slot whose request ended has produced; its next request keeps it so.
             *p = *p || t.first.is_some();
         }
+        self.save(key, &t, Some(out));
         let before_close = self.close.is_none_or(|c| at <= c);
         if let Some(f) = &out.failure
             && before_close
@@ -248,8 +275,9 @@ impl Window {
             (u, k) if k > 0 && !self.all_usage => u as f64 / k as f64,
             _ => 1.0,
         };
-        let tracks: Vec<Track> = self.tracks.drain().map(|(_, t)| t).collect();
-        for mut t in tracks {
+        let tracks: Vec<(ReqKey, Track)> = self.tracks.drain().collect();
+        for (key, mut t) in tracks {
+            self.save(key, &t, None);
             self.tokens += (factor - 1.0) * t.window_tokens as f64;
             t.rate_tokens = (t.rate_tokens as f64 * factor).round() as u64;
             self.finish_track(t, factor);

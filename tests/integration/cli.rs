@@ -344,9 +344,16 @@ fn run_writes_the_run_directory_and_reports_each_cell() {
     let dir = tempdir::Dir::new();
     let out = dir.path().join("run");
     let spec = "version: 1\nname: cli run\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 64}\nmatrix: {contexts: [256, 1K], concurrency: [1, 2]}\nphases: {decode: {duration: 1s}}\n";
-    let done = Bench::new(&["run", "--only", "*/1K*", "--out", out.to_str().unwrap()])
-        .spec("s.yaml", spec)
-        .run();
+    let done = Bench::new(&[
+        "run",
+        "--only",
+        "*/1K*",
+        "--save-requests",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .spec("s.yaml", spec)
+    .run();
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert!(
         done.stderr
@@ -380,6 +387,10 @@ fn run_writes_the_run_directory_and_reports_each_cell() {
         ["prefill/1K", "decode/1K/c1", "decode/1K/c2"],
         "--only keeps the matching cells"
     );
+    let requests = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(requests.lines().next().unwrap()).unwrap();
+    assert_eq!(first["cell"], "decode/1K/c1");
+    assert!(first["ttft_ms"].as_f64().unwrap() > 0.0, "{first}");
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["engine"]["reported_version"], "0.0.0+sim.tiny");
