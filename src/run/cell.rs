@@ -164,10 +164,14 @@ pub async fn decode(
             async move { cx.client.generate(&p, 1, |_| {}).await }
         });
         let outs = futures_util::future::join_all(warmups).await;
-        if let Some(f) = outs.iter().find_map(|o| o.failure.clone())
-            && outs.iter().all(|o| o.failure.is_some())
-        {
-            return failed(rec, &format!("every warm-up request failed ({})", f.kind()));
+        if outs.iter().all(|o| o.failure.is_some()) {
+            for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
+                rec.errors += 1;
+                *rec.error_kinds.entry(f.kind()).or_default() += 1;
+            }
+            let kinds: Vec<&String> = rec.error_kinds.keys().collect();
+            let why = format!("every warm-up request failed ({kinds:?})");
+            return failed(rec, &why);
         }
     }
     let fixed = cell.mode == Mode::FixedDuration;
@@ -198,7 +202,9 @@ pub async fn decode(
     if !fixed {
         w.open_at(Instant::now(), None);
     }
-    let stall = cx.spec.workload.stall_timeout.0;
+    // The collector waits longer than a request's own stall timeout, so that a stalled
+    // request is counted as such before the cell gives up on silence.
+    let stall = cx.spec.workload.stall_timeout.0 * 2 + Duration::from_secs(1);
     let give_up = 3 * c as u64 + 3;
     let mut last_tick = Instant::now();
     let _ = ticks.send(Tick {
@@ -230,13 +236,10 @@ pub async fn decode(
             None if close.is_some_and(|at| Instant::now() >= at) => break,
             None => {
                 let _ = stop_tx.send(true);
-                return failed(
-                    rec,
-                    &format!(
-                        "no stream produced a token for {}",
-                        cx.spec.workload.stall_timeout
-                    ),
-                );
+                rec.errors = w.errors;
+                rec.error_kinds = w.error_kinds.clone();
+                let silent = crate::spec::Span(stall);
+                return failed(rec, &format!("no stream produced a token for {silent}"));
             }
         }
         if w.open.is_none() && w.early_failures >= give_up {

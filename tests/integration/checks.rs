@@ -252,6 +252,16 @@ fn cases() -> Vec<Case> {
             )],
         },
         Case {
+            name: "a local tokenizer is not supported yet",
+            text: spec_with(
+                ENGINE,
+                MODEL,
+                MATRIX,
+                "workload:\n  tokenizer: ./tokenizer.json\n",
+            ),
+            want: vec![(W, "/workload/tokenizer", 12, 14, "is not supported yet")],
+        },
+        Case {
             name: "request-count without requests",
             text: spec_with(
                 ENGINE,

@@ -281,3 +281,116 @@ fn llama_cpp_dialect_counts_chunks_and_reconciles_with_the_final_usage() {
         0.08,
     );
 }
+
+fn external_sim(
+    f: impl FnOnce(&mut benchspec::sim::Options),
+) -> (tokio::runtime::Runtime, benchspec::sim::Sim) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sim = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut opts = benchspec::sim::Options::new(profile::profile("tiny").unwrap());
+        f(&mut opts);
+        benchspec::sim::start(listener, opts).unwrap()
+    });
+    (rt, sim)
+}
+
+fn prefix_hits(rt: &tokio::runtime::Runtime, sim: &benchspec::sim::Sim) -> (f64, f64) {
+    let text = rt.block_on(async {
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .get(format!("{}/metrics", sim.base_url()))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    let value = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    (
+        value("vllm:prefix_cache_queries_total"),
+        value("vllm:prefix_cache_hits_total"),
+    )
+}
+
+#[test]
+fn warm_cache_reuses_prompts_and_cold_cache_never_does() {
+    for (cache, want_hits) in [("warm", true), ("cold", false)] {
+        let (rt, sim) = external_sim(|_| {});
+        let yaml = format!(
+            "version: 1\nname: t\nengine: {{kind: vllm, base_url: '{}'}}\nmodel: {{served_name: tiny}}\nworkload: {{max_output_tokens: 32, prompt_cache: {cache}}}\nmatrix: {{contexts: [2K], concurrency: [2]}}\nphases: {{prefill: {{enabled: false}}, decode: {{duration: 1s}}}}\n",
+            sim.base_url()
+        );
+        let (records, _, _dir) = run_spec(&yaml);
+        let r = records.iter().find(|r| r.cell == "decode/2K/c2").unwrap();
+        assert_eq!(r.status, Status::Valid, "{cache}: {r:#?}");
+        assert_eq!(r.server_prompt_tokens, Some(2048));
+        let (queries, hits) = prefix_hits(&rt, &sim);
+        rt.block_on(sim.stop());
+        let fraction = hits / queries;
+        if want_hits {
+            assert!(
+                fraction > 0.8,
+                "warm: {hits} of {queries} prompt tokens from the prefix cache"
+            );
+        } else {
+            // Prompts share only a body after a unique header: no full block of a new prompt
+            // can be a prefix hit.
+            assert!(
+                fraction < 0.01,
+                "cold: {hits} of {queries} prompt tokens from the prefix cache"
+            );
+        }
+    }
+}
+
+#[test]
+fn request_count_mode_runs_exactly_the_requests() {
+    let (rt, sim) = external_sim(|_| {});
+    let yaml = format!(
+        "version: 1\nname: t\nengine: {{kind: vllm, base_url: '{}'}}\nmodel: {{served_name: tiny}}\nworkload: {{max_output_tokens: 64}}\nmatrix: {{contexts: [1K], concurrency: [3]}}\nphases: {{prefill: {{enabled: false}}, decode: {{mode: request-count, requests: 10}}}}\n",
+        sim.base_url()
+    );
+    let (records, _, _dir) = run_spec(&yaml);
+    rt.block_on(sim.stop());
+    let r = records.iter().find(|r| r.cell == "decode/1K/c3").unwrap();
+    assert_eq!(r.completed, 10, "{r:#?}");
+    assert_eq!(r.output_tokens, Some(640));
+    assert_eq!(
+        r.status,
+        Status::Invalid,
+        "the last round has fewer than 3 in flight: {r:#?}"
+    );
+    assert!(
+        r.reasons.iter().all(|x| x.starts_with("average active")),
+        "{:?}",
+        r.reasons
+    );
+}
+
+#[test]
+fn stalled_streams_fail_by_kind_and_the_cell_says_so() {
+    let (rt, sim) = external_sim(|o| o.faults.stall_rate = 1.0);
+    let yaml = format!(
+        "version: 1\nname: t\nengine: {{kind: vllm, base_url: '{}'}}\nmodel: {{served_name: tiny}}\nworkload: {{max_output_tokens: 400, stall_timeout: 300ms, prompt_cache: cold}}\nmatrix: {{contexts: [1K], concurrency: [1]}}\nphases: {{prefill: {{enabled: false}}, decode: {{duration: 1s}}}}\n",
+        sim.base_url()
+    );
+    let (records, summary, _dir) = run_spec(&yaml);
+    rt.block_on(sim.stop());
+    let r = records.iter().find(|r| r.cell == "decode/1K/c1").unwrap();
+    assert_ne!(r.status, Status::Valid, "{r:#?}");
+    assert!(
+        r.error_kinds.get("stall_timeout").copied().unwrap_or(0) >= 1,
+        "{r:#?}"
+    );
+    assert_eq!(summary.exit_code(), 1);
+}
