@@ -123,7 +123,7 @@ fn decode_and_prefill_match_the_simulators_ground_truth() {
         );
         // 256-token requests last ~1 s: several finish inside a 3 s window.
         assert!(
-            r.completed >= u64::from(c) && r.requests_started > r.completed,
+            r.completed >= u64::from(c) && r.requests_started >= r.completed,
             "{r:#?}"
         );
         // Output tokens agree with the rate.
