@@ -124,12 +124,7 @@ pub fn write_start(
 }
 
 /// `manifest.json` with the end time.
-pub fn write_end(
-    out: &Path,
-    loaded: &Loaded,
-    _plan: &Plan,
-    server: &ServerInfo,
-) -> Result<(), RunError> {
+pub fn write_end(out: &Path, loaded: &Loaded, server: &ServerInfo) -> Result<(), RunError> {
     write_manifest(out, loaded, server, Some(utc_now()))
 }
 

@@ -4,6 +4,7 @@
 //! core reports progress as [`Event`]s and never prints.
 
 pub mod cell;
+mod chunk;
 pub mod client;
 mod dir;
 pub mod prompt;
@@ -258,7 +259,7 @@ async fn run_async(
             });
         }
     }
-    dir::write_end(&out, loaded, &plan, &server)?;
+    dir::write_end(&out, loaded, &server)?;
     if let Some(sim) = sim {
         let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;
     }

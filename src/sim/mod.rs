@@ -6,6 +6,7 @@
 pub mod api;
 pub mod calibrate;
 pub mod driver;
+pub mod endpoints;
 pub mod engine;
 pub mod kv;
 pub mod profile;

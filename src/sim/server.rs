@@ -2,19 +2,19 @@
 //! `/v1/completions`, `/v1/chat/completions` and `/metrics`, with the fault options tests use.
 //! [`start`] serves on a listener given by the caller (127.0.0.1, port 0 in tests).
 
-use super::api::{self, GenRequest, Head, Kind, TokenizeRequest};
+use super::api::{self, GenRequest, Head, Kind};
 use super::driver::{self, Msg, Snapshot};
+use super::endpoints;
 use super::engine::{Engine, NewRequest};
 use super::profile::Profile;
 use super::stream::{self, Plan};
-use super::tokenizer;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -133,10 +133,10 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
     });
     let app = Router::new()
         .route("/health", get(|| async { StatusCode::OK }))
-        .route("/version", get(version))
-        .route("/v1/models", get(models))
-        .route("/tokenize", post(tokenize))
-        .route("/apply-template", post(apply_template))
+        .route("/version", get(endpoints::version))
+        .route("/v1/models", get(endpoints::models))
+        .route("/tokenize", post(endpoints::tokenize))
+        .route("/apply-template", post(endpoints::apply_template))
         .route(
             "/v1/completions",
             post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Completion)),
@@ -145,7 +145,7 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
             "/v1/chat/completions",
             post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Chat)),
         )
-        .route("/metrics", get(metrics_text))
+        .route("/metrics", get(endpoints::metrics_text))
         .with_state(shared);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -172,7 +172,7 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
     })
 }
 
-fn json_response(status: StatusCode, body: &Value) -> Response {
+pub(super) fn json_response(status: StatusCode, body: &Value) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
@@ -181,152 +181,16 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
         .into_response()
 }
 
-fn error(status: StatusCode, kind: &str, message: &str, param: Option<&str>) -> Response {
+pub(super) fn error(
+    status: StatusCode,
+    kind: &str,
+    message: &str,
+    param: Option<&str>,
+) -> Response {
     json_response(
         status,
         &api::error_body(kind, message, status.as_u16(), param),
     )
-}
-
-async fn version(State(s): State<Arc<Shared>>) -> Response {
-    json_response(StatusCode::OK, &json!({"version": s.opts.profile.version}))
-}
-
-async fn models(State(s): State<Arc<Shared>>) -> Response {
-    let p = &s.opts.profile;
-    let model = json!({"id": s.opts.served_name, "object": "model", "created": unix_now(), "owned_by": "vllm",
-        "root": s.opts.served_name, "parent": null, "max_model_len": p.max_model_len, "permission": []});
-    json_response(StatusCode::OK, &json!({"object": "list", "data": [model]}))
-}
-
-async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
-    let req: TokenizeRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "BadRequestError",
-                &format!("invalid request body: {e}"),
-                None,
-            );
-        }
-    };
-    // llama.cpp's shape: `{"content"}` in, `{"tokens"}` out.
-    if let Some(content) = &req.content {
-        return json_response(
-            StatusCode::OK,
-            &json!({"tokens": tokenizer::encode(content)}),
-        );
-    }
-    let ids = match (&req.messages, &req.prompt) {
-        (Some(m), _) => tokenizer::encode(&api::chat_prompt(m, req.add_generation_prompt)),
-        (None, Some(p)) => tokenizer::encode(p),
-        (None, None) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "BadRequestError",
-                "either `prompt` or `messages` must be given",
-                None,
-            );
-        }
-    };
-    json_response(
-        StatusCode::OK,
-        &json!({"count": ids.len(), "max_model_len": s.opts.profile.max_model_len, "tokens": ids, "token_strs": null}),
-    )
-}
-
-/// llama.cpp's `/apply-template`: the chat template applied, as text.
-async fn apply_template(body: Bytes) -> Response {
-    match serde_json::from_slice::<TokenizeRequest>(&body) {
-        Ok(TokenizeRequest {
-            messages: Some(m), ..
-        }) => json_response(
-            StatusCode::OK,
-            &json!({"prompt": api::chat_prompt(&m, true)}),
-        ),
-        _ => error(
-            StatusCode::BAD_REQUEST,
-            "BadRequestError",
-            "`messages` must be given",
-            None,
-        ),
-    }
-}
-
-async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
-    let m = s.metrics.lock().map(|m| m.clone()).unwrap_or_default();
-    let labels = format!("{{engine=\"0\",model_name=\"{}\"}}", s.opts.served_name);
-    let mut out = String::new();
-    let mut metric = |name: &str, kind: &str, help: &str, value: String| {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        let sample = if kind == "counter" {
-            format!("{name}_total")
-        } else {
-            name.to_string()
-        };
-        out.push_str(&format!("{sample}{labels} {value}\n"));
-    };
-    metric(
-        "vllm:num_requests_running",
-        "gauge",
-        "Number of requests in model execution batches.",
-        format!("{:.1}", m.running as f64),
-    );
-    metric(
-        "vllm:num_requests_waiting",
-        "gauge",
-        "Number of requests waiting to be processed.",
-        format!("{:.1}", m.waiting as f64),
-    );
-    metric(
-        "vllm:kv_cache_usage_perc",
-        "gauge",
-        "KV-cache usage. 1 means 100 percent usage.",
-        format!("{}", m.kv_usage),
-    );
-    metric(
-        "vllm:prefix_cache_queries",
-        "counter",
-        "Prefix cache queries, in terms of number of queried tokens.",
-        format!("{:.1}", m.prefix_queries as f64),
-    );
-    metric(
-        "vllm:prefix_cache_hits",
-        "counter",
-        "Prefix cache hits, in terms of number of cached tokens.",
-        format!("{:.1}", m.prefix_hits as f64),
-    );
-    metric(
-        "vllm:prompt_tokens",
-        "counter",
-        "Number of prefill tokens processed.",
-        format!("{:.1}", m.prompt_tokens as f64),
-    );
-    metric(
-        "vllm:generation_tokens",
-        "counter",
-        "Number of generation tokens processed.",
-        format!("{:.1}", m.generation_tokens as f64),
-    );
-    metric(
-        "vllm:num_preemptions",
-        "counter",
-        "Cumulative number of preemption from the engine.",
-        format!("{:.1}", m.preemptions as f64),
-    );
-    metric(
-        "vllm:request_success",
-        "counter",
-        "Count of successfully processed requests.",
-        format!("{:.1}", m.finished as f64),
-    );
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        out,
-    )
-        .into_response()
 }
 
 async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Response {
@@ -434,7 +298,7 @@ async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Resp
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-fn unix_now() -> u64 {
+pub(super) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
