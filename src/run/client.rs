@@ -104,6 +104,8 @@ impl Client {
         key: Option<String>,
         pool: usize,
     ) -> Result<Client, String> {
+        // https endpoints use rustls with the ring provider (installed once per process).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .http1_only()
             .no_proxy()

@@ -225,6 +225,23 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
             sim.base_url()
         )
     );
+    // https is spoken (rustls): against a plain-HTTP server the handshake fails, reported as
+    // an engine that cannot be reached.
+    let https = yaml.replace("http://", "https://");
+    let tls = spec::parse("t.yaml", &https, Stage::Run, &|_| None)
+        .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
+    let err = run::run(
+        &tls,
+        &RunOptions {
+            out: Some(dir.path().join("tls")),
+            ..RunOptions::default()
+        },
+        &|_| {},
+    )
+    .err()
+    .unwrap();
+    assert_eq!(err.exit_code(), 3);
+    assert!(err.to_string().contains("cannot be reached"), "{err}");
     rt.block_on(sim.stop());
     let err = run::run(
         &loaded,
