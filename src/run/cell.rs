@@ -280,6 +280,7 @@ async fn slot_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let max_tokens = s.cx.spec.workload.max_output_tokens.0;
+    let mut backoff = 0u32;
     for n in 0.. {
         if *stop.borrow() {
             return;
@@ -317,7 +318,20 @@ async fn slot_loop(
         });
         tokio::select! {
             out = request => {
+                let failed = out.failure.is_some();
                 let _ = tx.send(SlotEvent::End(key, Box::new(out), Instant::now()));
+                // After a failure, back off (50 ms, doubling to 1 s) instead of hammering a
+                // server that may be gone.
+                if failed {
+                    let wait = Duration::from_millis(50 << backoff.min(4));
+                    backoff += 1;
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        _ = stop.changed() => return,
+                    }
+                } else {
+                    backoff = 0;
+                }
             }
             _ = stop.changed() => return,
         }

@@ -135,6 +135,15 @@ impl Client {
         rb
     }
 
+    /// Whether GET `path` answers 2xx.
+    pub async fn get_ok(&self, path: &str) -> bool {
+        let rb = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .timeout(Duration::from_secs(5));
+        rb.send().await.is_ok_and(|r| r.status().is_success())
+    }
+
     /// GET `path` as JSON.
     pub async fn get_json(&self, path: &str) -> Result<Value, String> {
         let mut rb = self.http.get(format!("{}{path}", self.base));
@@ -297,19 +306,10 @@ fn fail(mut out: Outcome, f: Failure) -> Outcome {
 }
 
 fn classify(e: &reqwest::Error) -> Failure {
-    if e.is_connect() {
-        let refused = std::error::Error::source(e)
-            .and_then(|s| s.source())
-            .map(|s| s.to_string().contains("refused"))
-            .unwrap_or(false)
-            || e.to_string().contains("refused");
-        if refused {
-            Failure::Refused
-        } else {
-            Failure::Connect
-        }
-    } else if e.is_timeout() {
+    if e.is_timeout() {
         Failure::Stall
+    } else if e.is_connect() && describe(e).contains("refused") {
+        Failure::Refused
     } else {
         Failure::Connect
     }

@@ -74,18 +74,10 @@ impl ServerInfo {
 
 /// Make the run directory (refusing a non-empty one) and return its path.
 pub fn prepare(out: Option<PathBuf>, spec_path: &str) -> Result<PathBuf, RunError> {
-    let out = out.unwrap_or_else(|| {
-        let stem = Path::new(spec_path)
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("run");
-        let stamp: String = utc_now().chars().filter(char::is_ascii_digit).collect();
-        PathBuf::from("runs").join(format!(
-            "{stem}-{}-{}",
-            &stamp[..8.min(stamp.len())],
-            &stamp[8.min(stamp.len())..]
-        ))
-    });
+    let out = match out {
+        Some(out) => out,
+        None => default_dir(spec_path),
+    };
     let err = |source| RunError::Dir {
         path: out.display().to_string(),
         source,
@@ -95,6 +87,24 @@ pub fn prepare(out: Option<PathBuf>, spec_path: &str) -> Result<PathBuf, RunErro
     }
     std::fs::create_dir_all(&out).map_err(err)?;
     Ok(out)
+}
+
+/// `runs/<spec>-<date>-<time>`, with `-2`, `-3`, … when runs start within the same second.
+fn default_dir(spec_path: &str) -> PathBuf {
+    let stem = Path::new(spec_path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("run");
+    let stamp: String = utc_now().chars().filter(char::is_ascii_digit).collect();
+    let (date, time) = stamp.split_at(8.min(stamp.len()));
+    let base = PathBuf::from("runs").join(format!("{stem}-{date}-{time}"));
+    let mut candidate = base.clone();
+    let mut n = 2;
+    while candidate.exists() {
+        candidate = PathBuf::from(format!("{}-{n}", base.display()));
+        n += 1;
+    }
+    candidate
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), RunError> {

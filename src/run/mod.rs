@@ -7,6 +7,7 @@ pub mod cell;
 mod chunk;
 pub mod client;
 mod dir;
+pub mod launch;
 pub mod prompt;
 pub mod sse;
 pub mod window;
@@ -148,35 +149,8 @@ async fn run_async(
 ) -> Result<Summary, RunError> {
     let mut spec = loaded.spec.clone();
     let out = dir::prepare(opts.out.clone(), &loaded.path)?;
-    let (base_url, sim) = match spec.engine.kind {
-        EngineKind::Sim => {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .map_err(|e| RunError::Engine(format!("cannot listen on 127.0.0.1: {e}")))?;
-            let server = crate::sim::start(listener, crate::sim::options_for(&spec)?)
-                .map_err(|e| RunError::Engine(format!("cannot start the simulator: {e}")))?;
-            (server.base_url(), Some(server))
-        }
-        _ => (
-            opts.base_url
-                .clone()
-                .unwrap_or_else(|| spec.engine.base_url.clone()),
-            None,
-        ),
-    };
-    if spec.engine.launch.is_some() && spec.engine.kind != EngineKind::Sim {
-        on(Event::Note(format!(
-            "`engine.launch` is not carried out yet: attaching to a running server at {base_url}"
-        )));
-    }
-    let key = spec
-        .engine
-        .api_key_env
-        .as_ref()
-        .and_then(|name| std::env::var(name).ok());
-    let pool = spec.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
-    let client = client::Client::new(&base_url, &spec, key, pool + 2).map_err(RunError::Engine)?;
-    let server = dir::ServerInfo::read(&client, &spec.model.served_name)
+    let mut engine = EngineSide::up(&spec, opts, &out, on).await?;
+    let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name)
         .await
         .map_err(RunError::Engine)?;
     if spec.model.max_model_len.is_none() {
@@ -187,11 +161,11 @@ async fn run_async(
     let total = plan.runnable().count();
     on(Event::Started {
         out: out.clone(),
-        base_url: base_url.clone(),
+        base_url: engine.client.base.clone(),
         cells: total,
     });
     let cx = Arc::new(cell::Ctx {
-        client,
+        client: engine.client.clone(),
         spec: spec.clone(),
         synth: tokio::sync::Mutex::new(prompt::Synth::new(spec.workload.seed)),
         requests: opts
@@ -212,20 +186,7 @@ async fn run_async(
                 total,
                 id: c.id.clone(),
             });
-            match c.phase {
-                Phase::Prefill => cell::prefill(&cx, c, rec).await,
-                Phase::Decode => {
-                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                    let measuring = cell::decode(cx.clone(), c, rec, tx);
-                    tokio::pin!(measuring);
-                    loop {
-                        tokio::select! {
-                            rec = &mut measuring => break rec,
-                            Some(tick) = rx.recv() => on(Event::Tick { id: c.id.clone(), tick }),
-                        }
-                    }
-                }
-            }
+            measure(&cx, c, rec, on).await
         } else {
             Record {
                 status: Status::Skipped,
@@ -245,25 +206,166 @@ async fn run_async(
             path: path.display().to_string(),
             source,
         })?;
-        match rec.status {
-            Status::Valid => summary.valid += 1,
-            Status::Invalid => summary.invalid += 1,
-            Status::Failed => summary.failed += 1,
-            Status::Skipped => summary.skipped += 1,
-        }
+        summary.count(rec.status);
         if c.runs() {
             on(Event::Done {
                 index,
                 total,
                 record: Box::new(rec),
             });
+            engine.after_cell(&c.id, &spec, on).await?;
         }
     }
     dir::write_end(&out, loaded, &server)?;
-    if let Some(sim) = sim {
-        let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;
-    }
+    engine.down().await;
     Ok(summary)
+}
+
+/// Measure one runnable cell, forwarding a decode cell's ticks as events.
+async fn measure(
+    cx: &Arc<cell::Ctx>,
+    c: &plan::Cell,
+    rec: Record,
+    on: &(dyn Fn(Event) + Sync),
+) -> Record {
+    match c.phase {
+        Phase::Prefill => cell::prefill(cx, c, rec).await,
+        Phase::Decode => {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let measuring = cell::decode(cx.clone(), c, rec, tx);
+            tokio::pin!(measuring);
+            loop {
+                tokio::select! {
+                    rec = &mut measuring => break rec,
+                    Some(tick) = rx.recv() => on(Event::Tick { id: c.id.clone(), tick }),
+                }
+            }
+        }
+    }
+}
+
+impl Summary {
+    fn count(&mut self, status: Status) {
+        match status {
+            Status::Valid => self.valid += 1,
+            Status::Invalid => self.invalid += 1,
+            Status::Failed => self.failed += 1,
+            Status::Skipped => self.skipped += 1,
+        }
+    }
+}
+
+/// The engine end of a run: the in-process simulator, a launched engine, or a server to
+/// attach to, and the client that talks to it.
+struct EngineSide {
+    client: client::Client,
+    sim: Option<crate::sim::Sim>,
+    launched: Option<launch::Engine>,
+    out: PathBuf,
+}
+
+impl EngineSide {
+    async fn up(
+        spec: &crate::spec::Spec,
+        opts: &RunOptions,
+        out: &std::path::Path,
+        on: &(dyn Fn(Event) + Sync),
+    ) -> Result<EngineSide, RunError> {
+        let (base_url, sim) = match spec.engine.kind {
+            EngineKind::Sim => {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .map_err(|e| RunError::Engine(format!("cannot listen on 127.0.0.1: {e}")))?;
+                let server = crate::sim::start(listener, crate::sim::options_for(spec)?)
+                    .map_err(|e| RunError::Engine(format!("cannot start the simulator: {e}")))?;
+                (server.base_url(), Some(server))
+            }
+            _ => (
+                opts.base_url
+                    .clone()
+                    .unwrap_or_else(|| spec.engine.base_url.clone()),
+                None,
+            ),
+        };
+        let key = spec
+            .engine
+            .api_key_env
+            .as_ref()
+            .and_then(|name| std::env::var(name).ok());
+        let pool = spec.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
+        let client =
+            client::Client::new(&base_url, spec, key, pool + 2).map_err(RunError::Engine)?;
+        let mut side = EngineSide {
+            client,
+            sim,
+            launched: None,
+            out: out.to_path_buf(),
+        };
+        if spec.engine.kind != EngineKind::Sim && spec.engine.launch.is_some() {
+            side.launch(spec, on).await?;
+        }
+        Ok(side)
+    }
+
+    async fn launch(
+        &mut self,
+        spec: &crate::spec::Spec,
+        on: &(dyn Fn(Event) + Sync),
+    ) -> Result<(), RunError> {
+        let Some(l) = &spec.engine.launch else {
+            return Ok(());
+        };
+        on(Event::Note(format!(
+            "launching the engine (output in {})",
+            self.out.join("engine.log").display()
+        )));
+        let mut engine = launch::Engine::start(l, &self.out)?;
+        engine
+            .wait_ready(&self.client, &spec.model.served_name, l.ready_timeout.0)
+            .await?;
+        on(Event::Note("the engine is ready".into()));
+        self.launched = Some(engine);
+        Ok(())
+    }
+
+    /// A launched engine that died during a cell is relaunched (`restart_on_crash`) or ends the run.
+    async fn after_cell(
+        &mut self,
+        cell: &str,
+        spec: &crate::spec::Spec,
+        on: &(dyn Fn(Event) + Sync),
+    ) -> Result<(), RunError> {
+        let Some(status) = self.launched.as_mut().and_then(launch::Engine::exited) else {
+            return Ok(());
+        };
+        let tail = launch::log_tail(&self.out.join("engine.log"), 20);
+        if let Some(e) = self.launched.take() {
+            e.stop().await;
+        }
+        let restart = spec
+            .engine
+            .launch
+            .as_ref()
+            .is_some_and(|l| l.restart_on_crash);
+        if !restart {
+            return Err(RunError::Engine(format!(
+                "the engine exited ({status}) during {cell}; the last lines of engine.log:\n{tail}"
+            )));
+        }
+        on(Event::Note(format!(
+            "the engine exited ({status}) during {cell}; relaunching (`restart_on_crash`)"
+        )));
+        self.launch(spec, on).await
+    }
+
+    async fn down(self) {
+        if let Some(e) = self.launched {
+            e.stop().await;
+        }
+        if let Some(sim) = self.sim {
+            let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;
+        }
+    }
 }
 
 /// The plan cut to `--only` and `--shard`.

@@ -6,6 +6,7 @@
 
 mod checks;
 mod cli;
+mod launch;
 mod plan;
 mod props;
 mod run;

@@ -1,0 +1,201 @@
+//! The engine's lifecycle when the spec says how to launch it (`engine.launch`): the command
+//! split like a shell (none is run) with `${VAR}` from the environment, its own process group,
+//! stdout and stderr into `engine.log`, readiness (`/health`, then `/v1/models` listing the
+//! served model) within `ready_timeout`, and a stop that sends SIGTERM to the group, waits
+//! `stop_timeout`, then SIGKILLs it. Dropping an [`Engine`] kills its group, so no process is
+//! left behind on any exit path.
+
+use super::RunError;
+use super::client::Client;
+use crate::spec::Launch;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::process::{Child, Command};
+use tokio::time::Instant;
+
+/// A launched engine.
+pub struct Engine {
+    child: Child,
+    pgid: Option<Pid>,
+    log: PathBuf,
+    stop_timeout: Duration,
+}
+
+/// Replace every `${VAR}` in `text` from `env`; an unset variable is an error naming it.
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        let value = env(name).ok_or_else(|| {
+            format!(
+                "`${{{name}}}` in `engine.launch` names an environment variable that is not set"
+            )
+        })?;
+        out.push_str(&value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The last `n` lines of the engine's log, for error messages.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Engine {
+    /// Start the engine, its output going to `out/engine.log`.
+    pub fn start(launch: &Launch, out: &Path) -> Result<Engine, RunError> {
+        let env = |name: &str| std::env::var(name).ok();
+        let args = launch.command.args().map_err(RunError::Engine)?;
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| expand(a, &env))
+            .collect::<Result<_, _>>()
+            .map_err(RunError::Engine)?;
+        let Some((program, rest)) = args.split_first() else {
+            return Err(RunError::Engine("`engine.launch.command` is empty".into()));
+        };
+        let log = out.join("engine.log");
+        let io = |source| RunError::Dir {
+            path: log.display().to_string(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(io)?;
+        let file2 = file.try_clone().map_err(io)?;
+        let mut cmd = Command::new(program);
+        cmd.args(rest)
+            .stdin(std::process::Stdio::null())
+            .stdout(file)
+            .stderr(file2)
+            .process_group(0)
+            .kill_on_drop(true);
+        for (k, v) in &launch.env {
+            cmd.env(k, expand(v, &env).map_err(RunError::Engine)?);
+        }
+        let child = cmd.spawn().map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                " (is it installed and on PATH?)"
+            } else {
+                ""
+            };
+            RunError::Engine(format!("cannot start the engine `{program}`: {e}{hint}"))
+        })?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
+        Ok(Engine {
+            child,
+            pgid,
+            log,
+            stop_timeout: launch.stop_timeout.0,
+        })
+    }
+
+    /// Wait until the engine answers `/health` and lists `served` in `/v1/models`.
+    pub async fn wait_ready(
+        &mut self,
+        client: &Client,
+        served: &str,
+        timeout: Duration,
+    ) -> Result<(), RunError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().ok().flatten() {
+                return Err(RunError::Engine(format!(
+                    "the engine exited ({status}) before it was ready; the last lines of {}:\n{}",
+                    self.log.display(),
+                    log_tail(&self.log, 20)
+                )));
+            }
+            if client.get_ok("/health").await {
+                match client.get_json("/v1/models").await {
+                    Ok(models) if lists(&models, served) => return Ok(()),
+                    _ => {}
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(RunError::Engine(format!(
+                    "the engine was not ready within {}: `/health` and `/v1/models` listing `{served}` did not both answer; the last lines of {}:\n{}",
+                    crate::spec::Span(timeout),
+                    self.log.display(),
+                    log_tail(&self.log, 20)
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Whether the engine process has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGTERM to the group, `stop_timeout`, then SIGKILL.
+    pub async fn stop(mut self) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(pgid, Signal::SIGTERM);
+            if tokio::time::timeout(self.stop_timeout, self.child.wait())
+                .await
+                .is_err()
+            {
+                let _ = killpg(pgid, Signal::SIGKILL);
+                let _ = self.child.wait().await;
+            }
+            // Children of the engine that outlived it go too.
+            let _ = killpg(pgid, Signal::SIGKILL);
+            self.pgid = None;
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+fn lists(models: &serde_json::Value, served: &str) -> bool {
+    models
+        .get("data")
+        .and_then(|d| d.as_array())
+        .is_some_and(|a| {
+            a.iter()
+                .any(|m| m.get("id").and_then(|i| i.as_str()) == Some(served))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand;
+
+    #[test]
+    fn expansion() {
+        let env = |n: &str| (n == "KEY").then(|| "s3cret".to_string());
+        assert_eq!(
+            expand("--api-key ${KEY}", &env),
+            Ok("--api-key s3cret".into())
+        );
+        assert_eq!(expand("$HOME/${KEY}x", &env), Ok("$HOME/s3cretx".into()));
+        assert_eq!(expand("${KEY", &env), Ok("${KEY".into()));
+        assert!(expand("${NOPE}", &env).is_err_and(|e| e.contains("`${NOPE}`")));
+    }
+}

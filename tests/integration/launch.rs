@@ -1,0 +1,200 @@
+//! `engine.launch`: benchspec starts the engine (here its own `benchspec sim`, a real process
+//! speaking vLLM's API), waits until it is ready, measures, and stops it; and every way a
+//! launch can go wrong ends with the message a user needs and no process left behind.
+
+use super::cli::Bench;
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn bin() -> String {
+    assert_cmd::cargo::cargo_bin("benchspec")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn spec(port: u16, command: &str, ready: &str) -> String {
+    format!(
+        "version: 1\nname: launched\nengine:\n  kind: vllm\n  base_url: http://127.0.0.1:{port}\n  launch:\n    command: {command}\n    ready_timeout: {ready}\n    stop_timeout: 2s\nmodel: {{served_name: m}}\nworkload: {{max_output_tokens: 32}}\nmatrix: {{contexts: [512], concurrency: [1, 2]}}\nphases: {{decode: {{duration: 1s}}}}\n"
+    )
+}
+
+/// Processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|c| {
+            String::from_utf8_lossy(c)
+                .replace('\0', " ")
+                .contains(needle)
+        })
+        .count()
+}
+
+#[test]
+fn a_launched_engine_is_measured_then_stopped() {
+    let port = free_port();
+    let command = format!(
+        "[{}, sim, --port, '{port}', --profile, tiny, --served-name, m]",
+        bin()
+    );
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &spec(port, &command, "20s"))
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr.contains("note: launching the engine"),
+        "{}",
+        done.stderr
+    );
+    assert!(done.stderr.contains("done: 3 valid"), "{}", done.stderr);
+    let log = std::fs::read_to_string(out.join("engine.log")).unwrap();
+    assert!(
+        log.contains("benchspec sim: profile `tiny` serving `m`"),
+        "{log}"
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the engine is gone after the run"
+    );
+    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"launch_command\""), "{manifest}");
+}
+
+#[test]
+fn a_command_that_does_not_exist() {
+    let port = free_port();
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec(
+            "s.yaml",
+            &spec(port, &format!("no-such-engine-3141 --port {port}"), "5s"),
+        )
+        .run();
+    assert_eq!(done.code, 3, "{}", done.stderr);
+    assert!(done.stderr.contains("error: cannot start the engine `no-such-engine-3141`: No such file or directory (os error 2) (is it installed and on PATH?)"), "{}", done.stderr);
+}
+
+#[test]
+fn an_engine_that_exits_at_once() {
+    let port = free_port();
+    let command = format!(
+        "[{}, sim, --port, '{port}', --profile, no-such-profile]",
+        bin()
+    );
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &spec(port, &command, "20s"))
+        .run();
+    assert_eq!(done.code, 3, "{}", done.stderr);
+    assert!(
+        done.stderr.contains(
+            "error: the engine exited (exit status: 2) before it was ready; the last lines of"
+        ),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr
+            .contains("unknown simulator profile `no-such-profile`"),
+        "the log's tail is shown: {}",
+        done.stderr
+    );
+}
+
+#[test]
+fn an_engine_never_ready_is_given_up_and_killed() {
+    let port = free_port();
+    let marker = "31.41592";
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec(
+            "s.yaml",
+            &spec(port, &format!("[sleep, '{marker}']"), "1s")
+                .replace("kind: vllm", "kind: openai"),
+        )
+        .run();
+    assert_eq!(done.code, 3, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("error: the engine was not ready within 1s"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(
+        processes_with(&format!("sleep {marker}")),
+        0,
+        "the engine's process group is gone"
+    );
+}
+
+#[test]
+fn an_engine_that_dies_mid_run_is_relaunched_and_later_cells_are_valid() {
+    let port = free_port();
+    // Each launch of this engine lives 2.5 s: it dies during the second decode cell.
+    let command = format!(
+        "[{}, sim, --port, '{port}', --profile, tiny, --served-name, m, --die-after, 2500ms]",
+        bin()
+    );
+    let text = spec(port, &command, "20s")
+        .replace(
+            "    stop_timeout: 2s\n",
+            "    stop_timeout: 2s\n    restart_on_crash: true\n",
+        )
+        .replace("concurrency: [1, 2]", "concurrency: [1, 2, 4, 8]");
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &text)
+        .run();
+    assert_eq!(done.code, 1, "a cell was hit: {}", done.stderr);
+    assert!(
+        done.stderr.contains("relaunching (`restart_on_crash`)"),
+        "{}",
+        done.stderr
+    );
+    let records = benchspec::results::read(&out.join("results.jsonl")).unwrap();
+    use benchspec::results::Status;
+    let hit = records
+        .iter()
+        .position(|r| r.status != Status::Valid)
+        .unwrap_or_else(|| panic!("{records:#?}"));
+    assert!(
+        records[hit].errors > 0 && records[hit].errors < 200,
+        "failures are counted, with back-off, not hammered: {:#?}",
+        records[hit]
+    );
+    let after = records
+        .get(hit + 1)
+        .unwrap_or_else(|| panic!("no cell after the crash: {records:#?}"));
+    assert_eq!(
+        after.status,
+        Status::Valid,
+        "the relaunched engine measures the next cell: {records:#?}"
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the engine is gone after the run"
+    );
+    // Without `restart_on_crash` the run ends there, with the engine's exit status.
+    let out2 = dir.path().join("run2");
+    let once = spec(port, &command, "20s").replace("concurrency: [1, 2]", "concurrency: [1, 2, 4]");
+    let done = Bench::new(&["run", "--out", out2.to_str().unwrap()])
+        .spec("s2.yaml", &once)
+        .run();
+    assert_eq!(done.code, 3, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("error: the engine exited (exit status: 3) during decode/512/c"),
+        "{}",
+        done.stderr
+    );
+}
