@@ -232,6 +232,31 @@ impl Client {
         (path, body)
     }
 
+    /// Write the request. A pooled keep-alive connection the server has closed in the
+    /// meantime (llama.cpp's server closes idle ones) fails before any response byte; that is
+    /// retried once on a fresh connection, with the clock restarted.
+    async fn send(
+        &self,
+        path: &str,
+        body: &Value,
+        out: &mut Outcome,
+    ) -> Result<reqwest::Response, Failure> {
+        for attempt in 0..2 {
+            out.sent = Instant::now();
+            match tokio::time::timeout(self.stall, self.post(path, body).send()).await {
+                Err(_) => return Err(Failure::Stall),
+                Ok(Ok(r)) => return Ok(r),
+                Ok(Err(e))
+                    if attempt == 0 && !e.is_timeout() && classify(&e) != Failure::Refused =>
+                {
+                    continue;
+                }
+                Ok(Err(e)) => return Err(classify(&e)),
+            }
+        }
+        Err(Failure::Connect)
+    }
+
     /// Send one streamed request; `on_chunk` sees every token-bearing chunk as it arrives.
     pub async fn generate(
         &self,
@@ -250,10 +275,9 @@ impl Client {
             all_usage: true,
             failure: None,
         };
-        let response = match tokio::time::timeout(self.stall, self.post(path, &body).send()).await {
-            Err(_) => return fail(out, Failure::Stall),
-            Ok(Err(e)) => return fail(out, classify(&e)),
-            Ok(Ok(r)) => r,
+        let response = match self.send(path, &body, &mut out).await {
+            Ok(r) => r,
+            Err(f) => return fail(out, f),
         };
         if !response.status().is_success() {
             return fail(out, Failure::Http(response.status().as_u16()));

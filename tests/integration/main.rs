@@ -7,6 +7,7 @@
 mod checks;
 mod cli;
 mod launch;
+mod llamacpp;
 mod plan;
 mod props;
 mod run;
