@@ -100,6 +100,7 @@ impl Engine {
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw);
+        super::interrupt::set_engine_group(pgid.map_or(0, Pid::as_raw));
         Ok(Engine {
             child,
             pgid,
@@ -161,6 +162,7 @@ impl Engine {
             // Children of the engine that outlived it go too.
             let _ = killpg(pgid, Signal::SIGKILL);
             self.pgid = None;
+            super::interrupt::set_engine_group(0);
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod cell;
 mod chunk;
 pub mod client;
 mod dir;
+pub mod interrupt;
 pub mod launch;
 pub mod prompt;
 pub mod sse;
@@ -89,6 +90,16 @@ pub enum RunError {
     /// The run directory exists and holds files.
     #[error("`{0}` exists and is not empty; choose another `--out`")]
     NotEmpty(String),
+    /// Ctrl-C.
+    #[error("interrupted during {cell}; the finished cells ({kept}) are kept in {results}")]
+    Interrupted {
+        /// The cell that was being measured.
+        cell: String,
+        /// The results file.
+        results: String,
+        /// Records written.
+        kept: usize,
+    },
     /// The engine could not be started or reached, or does not serve the model.
     #[error("{0}")]
     Engine(String),
@@ -103,6 +114,7 @@ impl RunError {
         match self {
             RunError::Engine(_) | RunError::Sim(_) => 3,
             RunError::Dir { .. } | RunError::NotEmpty(_) => 2,
+            RunError::Interrupted { .. } => 1,
         }
     }
 }
@@ -149,6 +161,7 @@ async fn run_async(
 ) -> Result<Summary, RunError> {
     let mut spec = loaded.spec.clone();
     let out = dir::prepare(opts.out.clone(), &loaded.path)?;
+    interrupt::listen();
     let mut engine = EngineSide::up(&spec, opts, &out, on).await?;
     let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name)
         .await
@@ -186,7 +199,16 @@ async fn run_async(
                 total,
                 id: c.id.clone(),
             });
-            measure(&cx, c, rec, on).await
+            tokio::select! {
+                rec = measure(&cx, c, rec, on) => rec,
+                () = interrupt::requested() => {
+                    // The cell in flight is dropped (its requests cancelled); the cells already
+                    // on disk stay; the engine is stopped.
+                    engine.down().await;
+                    dir::write_end(&out, loaded, &server)?;
+                    return Err(RunError::Interrupted { cell: c.id.clone(), results: out.join("results.jsonl").display().to_string(), kept: summary.recorded() });
+                }
+            }
         } else {
             Record {
                 status: Status::Skipped,
@@ -245,6 +267,10 @@ async fn measure(
 }
 
 impl Summary {
+    fn recorded(&self) -> usize {
+        self.valid + self.invalid + self.failed + self.skipped
+    }
+
     fn count(&mut self, status: Status) {
         match status {
             Status::Valid => self.valid += 1,

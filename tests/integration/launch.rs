@@ -198,3 +198,64 @@ fn an_engine_that_dies_mid_run_is_relaunched_and_later_cells_are_valid() {
         done.stderr
     );
 }
+
+#[test]
+fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
+    use std::io::{BufRead, BufReader};
+    let port = free_port();
+    let command = format!(
+        "[{}, sim, --port, '{port}', --profile, tiny, --served-name, m]",
+        bin()
+    );
+    let text = spec(port, &command, "20s").replace("duration: 1s", "duration: 30s");
+    let dir = super::cli::tempdir::Dir::new();
+    let spec_path = dir.path().join("s.yaml");
+    std::fs::write(&spec_path, &text).unwrap();
+    let out = dir.path().join("run");
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "run",
+            spec_path.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    // Wait until the first decode cell is being measured (the prefill cell is on disk).
+    while !seen.contains("decode/512/c1 ...") {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{seen}{rest}");
+    assert!(
+        rest.contains(
+            "error: interrupted during decode/512/c1; the finished cells (1) are kept in"
+        ),
+        "{rest}"
+    );
+    let records = benchspec::results::read(&out.join("results.jsonl")).unwrap();
+    assert_eq!(
+        records.iter().map(|r| r.cell.as_str()).collect::<Vec<_>>(),
+        ["prefill/512"]
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the engine was stopped"
+    );
+}
