@@ -150,6 +150,7 @@ pub async fn decode(
     let c = cell.concurrency as usize;
     let warm = cx.spec.workload.prompt_cache == PromptCache::Warm;
     let mut prompts = Vec::new();
+    let mut warm_prompt_counts = Vec::new();
     if warm {
         for slot in 0..c {
             match cx.slot_prompt(cell.context, cell.prompt_tokens, slot).await {
@@ -164,6 +165,7 @@ pub async fn decode(
             async move { cx.client.generate(&p, 1, |_| {}).await }
         });
         let outs = futures_util::future::join_all(warmups).await;
+        warm_prompt_counts.extend(outs.iter().filter_map(|o| o.usage_prompt));
         if outs.iter().all(|o| o.failure.is_some()) {
             for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
                 rec.errors += 1;
@@ -196,6 +198,11 @@ pub async fn decode(
     }
     drop(tx);
     let mut w = Window::new(c, cell.prompt_tokens);
+    // Warm-up requests finish (max_tokens 1), so their usage checks every slot's prompt even
+    // when no measured request ends inside the window.
+    for p in &warm_prompt_counts {
+        w.note_prompt(*p);
+    }
     if cx.requests.is_some() {
         w.save_requests(Instant::now());
     }

@@ -91,6 +91,14 @@ impl Window {
         }
     }
 
+    /// The server counted `p` prompt tokens for one of this cell's prompts.
+    pub fn note_prompt(&mut self, p: u64) {
+        self.server_prompt_tokens = Some(p);
+        if p != self.expected_prompt {
+            self.prompt_mismatches += 1;
+        }
+    }
+
     /// Keep one line of detail per request, with times relative to `since`.
     pub fn save_requests(&mut self, since: Instant) {
         self.saved = Some(Vec::new());
@@ -229,10 +237,7 @@ impl Window {
             }
         }
         if let Some(p) = out.usage_prompt {
-            self.server_prompt_tokens = Some(p);
-            if p != self.expected_prompt {
-                self.prompt_mismatches += 1;
-            }
+            self.note_prompt(p);
         }
         self.all_usage &= out.all_usage;
         // Chunk-counted tokens are reconciled with the final usage.
