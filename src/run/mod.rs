@@ -169,6 +169,13 @@ async fn run_async(
     if spec.model.max_model_len.is_none() {
         spec.model.max_model_len = server.max_model_len.map(Tokens);
     }
+    if let (Some(want), Some(got)) = (&spec.engine.version, &server.version)
+        && want != got
+    {
+        on(Event::Note(format!(
+            "the spec says engine version {want}, the server reports {got}"
+        )));
+    }
     let plan = select(plan::expand(&spec, &Rates::for_spec(&spec)), opts);
     dir::write_start(&out, loaded, &plan, &server)?;
     let total = plan.runnable().count();
@@ -222,6 +229,13 @@ async fn run_async(
                 .map(|mut l| std::mem::take(&mut *l))
                 .unwrap_or_default();
             dir::append_lines(&out.join("requests.jsonl"), &lines)?;
+        }
+        // A launched engine that died during the cell fails it, whatever was measured.
+        let mut rec = rec;
+        if let Some(status) = engine.exit_status() {
+            rec.status = Status::Failed;
+            rec.reasons
+                .push(format!("the engine exited ({status}) during the cell"));
         }
         let path = out.join("results.jsonl");
         results::append(&path, &rec).map_err(|source| RunError::Dir {
@@ -382,6 +396,11 @@ impl EngineSide {
             "the engine exited ({status}) during {cell}; relaunching (`restart_on_crash`)"
         )));
         self.launch(spec, on).await
+    }
+
+    /// The exit status of a launched engine that is no longer running.
+    fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.launched.as_mut().and_then(launch::Engine::exited)
     }
 
     async fn down(self) {

@@ -172,6 +172,15 @@ fn an_engine_that_dies_mid_run_is_relaunched_and_later_cells_are_valid() {
         "failures are counted, with back-off, not hammered: {:#?}",
         records[hit]
     );
+    assert_eq!(records[hit].status, Status::Failed);
+    assert!(
+        records[hit]
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("the engine exited (exit status: 3) during the cell")),
+        "{:#?}",
+        records[hit]
+    );
     let after = records
         .get(hit + 1)
         .unwrap_or_else(|| panic!("no cell after the crash: {records:#?}"));
