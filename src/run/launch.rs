@@ -77,18 +77,17 @@ impl Engine {
             .append(true)
             .open(&log)
             .map_err(io)?;
-        let file2 = file.try_clone().map_err(io)?;
         let mut cmd = Command::new(program);
         cmd.args(rest)
             .stdin(std::process::Stdio::null())
-            .stdout(file)
-            .stderr(file2)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
         for (k, v) in &launch.env {
             cmd.env(k, expand(v, &env).map_err(RunError::Engine)?);
         }
-        let child = cmd.spawn().map_err(|e| {
+        let mut child = cmd.spawn().map_err(|e| {
             let hint = if e.kind() == std::io::ErrorKind::NotFound {
                 " (is it installed and on PATH?)"
             } else {
@@ -101,6 +100,16 @@ impl Engine {
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw);
         super::interrupt::set_engine_group(pgid.map_or(0, Pid::as_raw));
+        // The engine's output reaches engine.log through benchspec, with every secret the
+        // command refers to replaced (engines like vLLM print their arguments, key included).
+        let secrets = secrets(launch, &env);
+        let file = std::sync::Arc::new(std::sync::Mutex::new(file));
+        if let Some(out) = child.stdout.take() {
+            tokio::spawn(copy_redacted(out, file.clone(), secrets.clone()));
+        }
+        if let Some(err) = child.stderr.take() {
+            tokio::spawn(copy_redacted(err, file, secrets));
+        }
         Ok(Engine {
             child,
             pgid,
@@ -171,6 +180,48 @@ impl Drop for Engine {
     fn drop(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// The values of the environment variables the launch command and its env refer to (the API
+/// key among them), which must never reach a file.
+fn secrets(launch: &Launch, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut texts: Vec<String> = launch.command.args().unwrap_or_default();
+    texts.extend(launch.env.values().cloned());
+    let mut values: Vec<String> = texts
+        .iter()
+        .flat_map(|t| crate::spec::command::env_refs(t))
+        .filter_map(|name| env(&name))
+        .filter(|v| v.len() >= 4)
+        .collect();
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    values.dedup();
+    values
+}
+
+/// Copy an engine stream into the log line by line, secrets replaced by `<redacted>`.
+async fn copy_redacted(
+    stream: impl tokio::io::AsyncRead + Unpin,
+    file: std::sync::Arc<std::sync::Mutex<std::fs::File>>,
+    secrets: Vec<String>,
+) {
+    use std::io::Write;
+    use tokio::io::AsyncBufReadExt;
+    let mut reader = tokio::io::BufReader::new(stream);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let mut text = String::from_utf8_lossy(&line).into_owned();
+        for s in &secrets {
+            text = text.replace(s.as_str(), "<redacted>");
+        }
+        if let Ok(mut f) = file.lock() {
+            let _ = f.write_all(text.as_bytes());
         }
     }
 }

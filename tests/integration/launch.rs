@@ -268,3 +268,43 @@ fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
         "the engine was stopped"
     );
 }
+
+#[test]
+fn the_api_key_never_reaches_a_file_or_the_terminal() {
+    let port = free_port();
+    let secret = "sk-benchspec-test-7f3a91c2";
+    // An engine that prints its key (vLLM prints its arguments) before serving.
+    let command = format!(
+        "[sh, -c, 'echo starting with --api-key ${{BENCHSPEC_TEST_KEY}}; exec {} sim --port {port} --profile tiny --served-name m']",
+        bin()
+    );
+    let text = spec(port, &command, "20s").replace(
+        "kind: vllm",
+        "kind: openai\n  api_key_env: BENCHSPEC_TEST_KEY",
+    );
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--save-requests", "--out", out.to_str().unwrap()])
+        .env("BENCHSPEC_TEST_KEY", secret)
+        .spec("s.yaml", &text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(!done.stdout.contains(secret) && !done.stderr.contains(secret));
+    let mut files = 0;
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "the key is in {}",
+            path.display()
+        );
+        files += 1;
+    }
+    assert!(
+        files >= 6,
+        "spec, plan, manifest, results, requests, engine.log"
+    );
+    let log = std::fs::read_to_string(out.join("engine.log")).unwrap();
+    assert!(log.contains("starting with --api-key <redacted>"), "{log}");
+}
