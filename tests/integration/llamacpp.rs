@@ -7,6 +7,7 @@ use benchspec::results::{self, Status};
 
 #[test]
 fn llama_cpp_end_to_end() {
+    let _cpu = super::cpu();
     let root = super::root();
     let python = root.join(".cache/llamacpp/venv/bin/python");
     let model = root.join(".cache/llamacpp/SmolLM2-135M-Instruct.Q4_1.gguf");

@@ -16,6 +16,16 @@ mod sim;
 
 use std::path::PathBuf;
 
+/// Held by the tests that compare timings with a model and by the one that loads the CPU
+/// with a real engine, so that they never run at the same time.
+pub static CPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Take [`CPU`], whatever a failed test left behind.
+pub fn cpu() -> std::sync::MutexGuard<'static, ()> {
+    CPU.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The repository root (where `specs/` and `schemas/` are).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -69,6 +69,7 @@ phases:
 
 #[test]
 fn decode_and_prefill_match_the_simulators_ground_truth() {
+    let _cpu = super::cpu();
     let p = profile::profile("h200-gemma-4-e2b").unwrap();
     let (records, summary, _dir) = run_spec(H200);
     assert_eq!(summary.exit_code(), 0, "{records:#?}");
@@ -141,7 +142,13 @@ fn decode_and_prefill_match_the_simulators_ground_truth() {
         let alone_ms = 1e3 * (p.api_delay_s(8192) + p.cached_token_s * 8176.0 + p.step_s);
         let mean = r.ttft_ms.unwrap().mean;
         if c == 1 {
-            within("TTFT mean", mean, truth.ttft_mean_s * 1e3, 0.10);
+            // Never below the model; above it by the simulator's own request parsing (a few
+            // milliseconds for an 8K prompt, more on a busy machine).
+            let model = truth.ttft_mean_s * 1e3;
+            assert!(
+                mean >= model * 0.95 && mean <= model * 1.25 + 5.0,
+                "TTFT mean {mean} ms, modelled {model} ms"
+            );
         } else {
             assert!(
                 mean >= alone_ms * 0.95 && mean <= truth.ttft_mean_s * 1e3 * 1.10,
@@ -155,6 +162,7 @@ fn decode_and_prefill_match_the_simulators_ground_truth() {
 
 #[test]
 fn chat_ttft_counts_reasoning_and_multi_token_chunks_count_right() {
+    let _cpu = super::cpu();
     let p = profile::profile("h200-gemma-4-e2b").unwrap();
     let yaml = H200
         .replace(
@@ -259,6 +267,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
 
 #[test]
 fn llama_cpp_dialect_counts_chunks_and_reconciles_with_the_final_usage() {
+    let _cpu = super::cpu();
     // A llama.cpp-speaking server (usage only inside the last chunk, `/tokenize` with
     // `content`), sending 2 tokens per chunk: counted per chunk, then reconciled.
     let p = profile::profile("h200-gemma-4-e2b").unwrap();
