@@ -2,11 +2,12 @@
 //!
 //! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks
 //! a spec; [`plan`] expands it into cells; [`run`] measures them and [`results`] keeps the
-//! records; [`sim`] is the embedded simulated engine. Each stage has its own error type; [`Error`] joins
+//! records; [`report`] renders them; [`sim`] is the embedded simulated engine. Each stage has its own error type; [`Error`] joins
 //! them and maps each to the exit code of contract §1.
 
 pub mod cli;
 pub mod plan;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod sim;
@@ -27,6 +28,9 @@ pub enum Error {
     /// The simulator could not start.
     #[error(transparent)]
     Sim(#[from] sim::SimError),
+    /// A report could not be rendered.
+    #[error(transparent)]
+    Report(#[from] report::ReportError),
     /// Writing output failed.
     #[error("cannot write `{path}`: {source}")]
     Write {
@@ -44,6 +48,7 @@ impl Error {
             Error::Spec(_) | Error::Plan(_) => 2,
             Error::Sim(e) => e.exit_code(),
             Error::Run(e) => e.exit_code(),
+            Error::Report(e) => e.exit_code(),
             Error::Write { .. } => 1,
         }
     }

@@ -2,6 +2,7 @@
 //! call the pipeline's stages and print what they return. Only this module prints.
 
 mod output;
+mod report;
 mod run;
 mod sim;
 
@@ -55,8 +56,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<String>,
         /// The schema of a `results.jsonl` record instead of the spec's.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "context")]
         result: bool,
+        /// The schema of the report template context (and of `results.json`).
+        #[arg(long)]
+        context: bool,
     },
     /// Expand a spec into cells: run order, skip reasons, estimated wall time.
     Plan {
@@ -72,6 +76,10 @@ pub enum Command {
     },
     /// Execute the plan: measure every cell, write the run directory.
     Run(run::RunArgs),
+    /// Render a run directory's reports again, from disk alone (also an unfinished run).
+    Report(report::ReportArgs),
+    /// Compare two runs cell by cell; exit 1 on a regression.
+    Compare(report::CompareArgs),
     /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
     Sim(sim::SimArgs),
 }
@@ -110,7 +118,11 @@ pub fn main() -> i32 {
     let out = Out::new(cli.color, cli.quiet);
     let result = match cli.command {
         Command::Validate { specs, format } => return validate(&specs, format, &out),
-        Command::Schema { out: file, result } => schema(file.as_deref(), result, &out),
+        Command::Schema {
+            out: file,
+            result,
+            context,
+        } => schema(file.as_deref(), result, context, &out),
         Command::Plan {
             spec,
             format,
@@ -118,6 +130,8 @@ pub fn main() -> i32 {
         } => plan_cmd(&spec, format, shard.as_deref(), &out),
         Command::Sim(args) => sim::run(&args, &out),
         Command::Run(args) => run::run(&args, &out),
+        Command::Report(args) => report::report(&args, &out),
+        Command::Compare(args) => report::compare_cmd(&args, &out),
     };
     match result {
         Ok(code) => code,
@@ -170,9 +184,11 @@ fn validate(specs: &[String], format: DiagFormat, out: &Out) -> i32 {
     if invalid > 0 { 2 } else { 0 }
 }
 
-fn schema(file: Option<&str>, result: bool, out: &Out) -> Result<i32, Error> {
+fn schema(file: Option<&str>, result: bool, context: bool, out: &Out) -> Result<i32, Error> {
     let text = if result {
         crate::results::record::record_schema_text()
+    } else if context {
+        crate::report::context::context_schema_text()
     } else {
         spec::schema::spec_schema_text()
     };

@@ -66,7 +66,19 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let summary = result?;
+    let summary = match result {
+        Ok(s) => s,
+        Err(e) => {
+            // What was measured before the run stopped is reported too.
+            if let run::RunError::Interrupted { results, .. } = &e
+                && let Some(dir) = std::path::Path::new(results).parent()
+            {
+                render_reports(dir, &loaded, out);
+            }
+            return Err(e.into());
+        }
+    };
+    render_reports(&summary.out, &loaded, out);
     out.info(&format!(
         "done: {} valid, {} invalid, {} failed, {} skipped; results in {}",
         summary.valid,
@@ -76,6 +88,39 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         summary.out.join("results.jsonl").display()
     ));
     Ok(summary.exit_code())
+}
+
+/// Render the spec's report formats and templates into the run directory. A report that
+/// cannot be rendered is said, and the measured results stay as they are.
+fn render_reports(dir: &std::path::Path, loaded: &spec::Loaded, out: &Out) {
+    let templates = super::report::spec_templates(
+        std::path::Path::new(&loaded.path),
+        &loaded.spec.report.templates,
+    );
+    let rendered = crate::report::RunDir::load(dir)
+        .and_then(|run| crate::report::render(&run, &loaded.spec.report.formats, &templates, dir));
+    match rendered {
+        Ok(files) if !files.is_empty() => {
+            let names: Vec<String> = files
+                .iter()
+                .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect();
+            out.info(&format!(
+                "reports: {} in {}",
+                names.join(", "),
+                dir.display()
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => {
+            out.error(&Error::Report(e), super::DiagFormat::Auto);
+            out.info(&format!(
+                "the results are kept in {}; once fixed, render the reports with `benchspec report {}`",
+                dir.display(),
+                dir.display()
+            ));
+        }
+    }
 }
 
 /// The progress bar's view of an event: finished cells are printed above the bar.

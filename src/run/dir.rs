@@ -152,7 +152,13 @@ fn write_manifest(
         .launch
         .as_ref()
         .and_then(|l| l.command.args().ok())
-        .map(|a| redact(&a).join(" "));
+        .map(|a| {
+            redact(&a)
+                .iter()
+                .map(|w| crate::spec::command::quote(w))
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
     let mut warnings = Vec::new();
     if let (Some(want), Some(got)) = (&spec.engine.version, &server.version)
         && want != got

@@ -7,6 +7,7 @@ pub mod cell;
 mod chunk;
 pub mod client;
 mod dir;
+pub use dir::redact as redact_args;
 pub mod interrupt;
 pub mod launch;
 pub mod prompt;

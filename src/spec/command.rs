@@ -96,6 +96,20 @@ pub fn env_refs(text: &str) -> Vec<String> {
     names
 }
 
+/// One argument written so that [`split`] reads it back: bare when it is plain, in double
+/// quotes when it refers to a variable (`"$HOME/bin/vllm"`, kept readable), else in single
+/// quotes (`'{"image":4}'`). `<redacted>` stays as it is.
+pub fn quote(arg: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%^".contains(c);
+    if !arg.is_empty() && (arg.chars().all(plain) || arg.ends_with("<redacted>")) {
+        arg.to_string()
+    } else if arg.contains('$') && !arg.contains(['"', '\\', '`']) {
+        format!("\"{arg}\"")
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
+    }
+}
+
 /// The value of `--port N` or `--port=N` in the arguments, if written.
 pub fn port_arg(args: &[String]) -> Option<&str> {
     let mut iter = args.iter();
@@ -174,6 +188,25 @@ mod tests {
 
     fn words(s: &[&str]) -> Vec<String> {
         s.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn quoting_reads_back() {
+        let cases = [
+            ("serve", "serve"),
+            ("$HOME/env/bin/vllm", "\"$HOME/env/bin/vllm\""),
+            ("{\"image\":4,\"audio\":1}", "'{\"image\":4,\"audio\":1}'"),
+            ("it's", "'it'\\''s'"),
+            ("", "''"),
+            ("<redacted>", "<redacted>"),
+            ("--api-key=<redacted>", "--api-key=<redacted>"),
+        ];
+        for (arg, want) in cases {
+            assert_eq!(quote(arg), want);
+            if !arg.contains("<redacted>") {
+                assert_eq!(split(&quote(arg)), Ok(vec![arg.to_string()]), "{arg}");
+            }
+        }
     }
 
     #[test]

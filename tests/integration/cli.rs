@@ -400,6 +400,12 @@ fn run_writes_the_run_directory_and_reports_each_cell() {
         spec,
         "the spec byte for byte"
     );
+    // The reports are rendered when the run ends, from what it wrote.
+    for f in ["report.md", "report.html", "results.csv", "results.json"] {
+        assert!(out.join(f).is_file(), "{f} in {}", done.stderr);
+    }
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| Sustained decode | 1K | 2 | Valid |"), "{md}");
     // The same directory again is refused before anything runs.
     let again = Bench::new(&["run", "--out", out.to_str().unwrap()])
         .spec("s.yaml", spec)

@@ -10,6 +10,7 @@ mod launch;
 mod llamacpp;
 mod plan;
 mod props;
+mod report;
 mod run;
 mod schema;
 mod sim;

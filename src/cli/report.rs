@@ -1,0 +1,136 @@
+//! `benchspec report` and `benchspec compare`: render a run directory's reports from disk
+//! alone, and set two runs side by side.
+
+use super::output::Out;
+use crate::Error;
+use crate::report::{self, ReportError, RunDir, compare, templates};
+use crate::spec::Format;
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+
+/// Options of `benchspec report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run directory (the `--out` of `benchspec run`).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+    /// Which built-in reports to write (default: the spec's `report.formats`). Repeatable.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Vec<ReportFormat>,
+    /// Also render this user template (`NAME.EXT.j2` writes `NAME.EXT`); one named like a
+    /// built-in (`report.md.j2`) replaces it. Repeatable.
+    #[arg(long, value_name = "FILE.j2")]
+    pub template: Vec<PathBuf>,
+    /// Where to write (default: the run directory).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// A built-in report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// `report.md`.
+    Markdown,
+    /// `report.html`.
+    Html,
+    /// `results.csv`.
+    Csv,
+    /// `results.json` (the template context).
+    Json,
+}
+
+impl From<ReportFormat> for Format {
+    fn from(f: ReportFormat) -> Format {
+        match f {
+            ReportFormat::Markdown => Format::Markdown,
+            ReportFormat::Html => Format::Html,
+            ReportFormat::Csv => Format::Csv,
+            ReportFormat::Json => Format::Json,
+        }
+    }
+}
+
+/// Options of `benchspec compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The run to compare against.
+    #[arg(value_name = "BASE_RUN")]
+    pub base: PathBuf,
+    /// The run to judge.
+    #[arg(value_name = "NEW_RUN")]
+    pub new: PathBuf,
+    /// A rate down, or a latency up, by more than this is a regression.
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+    /// `markdown` (a pull request comment, `$GITHUB_STEP_SUMMARY`) or `json`.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Markdown)]
+    pub format: CompareFormat,
+}
+
+/// How a comparison is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Markdown.
+    Markdown,
+    /// JSON.
+    Json,
+}
+
+/// The user templates of the spec's `report.templates`, relative to the spec file.
+pub fn spec_templates(spec_path: &Path, templates: &[String]) -> Vec<PathBuf> {
+    let base = spec_path.parent().unwrap_or(Path::new(""));
+    templates.iter().map(|t| base.join(t)).collect()
+}
+
+/// Run `benchspec report`.
+pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
+    let run = RunDir::load(&args.run_dir)?;
+    let formats: Vec<Format> = if args.format.is_empty() {
+        run.spec.report.formats.clone()
+    } else {
+        args.format.iter().map(|f| Format::from(*f)).collect()
+    };
+    let mut user = args.template.clone();
+    if args.template.is_empty() && !run.spec.report.templates.is_empty() {
+        // The spec's templates, beside the spec the run was made from.
+        let spec_path = run
+            .manifest
+            .get("spec")
+            .and_then(|s| s.as_str())
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        for t in spec_templates(&spec_path, &run.spec.report.templates) {
+            if t.is_file() {
+                user.push(t);
+            } else {
+                out.info(&format!(
+                    "note: the spec's template `{}` is not there; skipped",
+                    t.display()
+                ));
+            }
+        }
+    }
+    let dir = args.out.clone().unwrap_or_else(|| args.run_dir.clone());
+    let written = report::render(&run, &formats, &user, &dir)?;
+    for w in written {
+        out.info(&format!("wrote {}", w.display()));
+    }
+    Ok(0)
+}
+
+/// Run `benchspec compare`: exit 1 when a cell regressed.
+pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
+    let threshold = compare::parse_threshold(&args.threshold)?;
+    let base = RunDir::load(&args.base)?;
+    let new = RunDir::load(&args.new)?;
+    let c = compare::compare(&base, &new, threshold);
+    let text = match args.format {
+        CompareFormat::Markdown => templates::render_value("compare.md.j2", &c)?,
+        CompareFormat::Json => {
+            serde_json::to_string_pretty(&c).map_err(|e| ReportError::Template(e.to_string()))?
+                + "\n"
+        }
+    };
+    out.print(&text);
+    Ok(if c.regressions > 0 { 1 } else { 0 })
+}

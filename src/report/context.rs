@@ -1,0 +1,491 @@
+//! The report's template context (`schemas/report-context-v1.schema.json`): what a run
+//! directory says, arranged the way the seed page reads — labelled facts, the prefill row,
+//! the decode matrix, every cell — with each cell's full record. The built-in templates use
+//! nothing else, so a user template can show anything they show. `results.json` is this
+//! context as JSON.
+
+use super::format::{ctx, grouped};
+use super::{Planned, RunDir};
+use crate::results::{Record, Status};
+use crate::spec::{DecodeMode, HardwareType, PrefillMode, PromptCache, Spec};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The version tag of the context.
+pub const CONTEXT_SCHEMA: &str = "benchspec.report-context.v1";
+
+/// Everything a report template sees.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(title = "benchspec report context v1")]
+pub struct Context {
+    /// Always `benchspec.report-context.v1`.
+    pub schema: String,
+    /// `report.title` of the spec.
+    pub title: String,
+    /// The spec's `name`.
+    pub subtitle: String,
+    /// The spec's `description`.
+    pub description: Option<String>,
+    /// The line under the subtitle: `vllm · 0.27.2 · BF16`.
+    pub engine_line: String,
+    /// What the matrix holds: `5 contexts (8K–123K) × 8 concurrency levels (1–128) · prefill at 8K, 16K`.
+    pub matrix_line: String,
+    /// The run itself.
+    pub run: RunInfo,
+    /// Hardware facts, in the seed page's order.
+    pub hardware: Vec<Item>,
+    /// Engine facts.
+    pub engine: Vec<Item>,
+    /// How the run measured.
+    pub settings: Vec<Item>,
+    /// The launch command with secrets as `<redacted>`; `null` when benchspec attached.
+    pub launch_command: Option<String>,
+    /// `warm` or `cold`.
+    pub prompt_cache: String,
+    /// The note on what TTFT includes.
+    pub ttft_note: String,
+    /// Prefill cells in context order.
+    pub prefill: Vec<CellView>,
+    /// The decode matrix: context rows × concurrency columns.
+    pub decode: DecodeMatrix,
+    /// Every cell: prefill cells, then decode cells, each in run order (records of cells the
+    /// plan does not list come last in their phase).
+    pub cells: Vec<CellView>,
+    /// Cells that are invalid or failed, with why.
+    pub problems: Vec<CellView>,
+    /// The spec copy of the run directory, as JSON.
+    pub spec: Value,
+}
+
+/// A labelled fact.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Item {
+    /// `GPU`.
+    pub label: String,
+    /// `H200 NVL`.
+    pub value: String,
+}
+
+/// The run: where, when, by what, and how far it got.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RunInfo {
+    /// The run directory.
+    pub dir: String,
+    /// When the run started (UTC).
+    pub started_at: Option<String>,
+    /// When it ended; `null` for an unfinished run.
+    pub ended_at: Option<String>,
+    /// Every planned cell has a record.
+    pub finished: bool,
+    /// The host it ran on.
+    pub host: Option<String>,
+    /// The spec's sha256.
+    pub spec_sha256: Option<String>,
+    /// The benchspec version that measured.
+    pub tool_version: Option<String>,
+    /// The version the server reported.
+    pub engine_reported_version: Option<String>,
+    /// Cells by status: `valid`, `invalid`, `failed`, `skipped`, `missing`.
+    pub counts: Counts,
+}
+
+/// Cells by status.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct Counts {
+    /// Valid cells.
+    pub valid: usize,
+    /// Invalid cells.
+    pub invalid: usize,
+    /// Failed cells.
+    pub failed: usize,
+    /// Skipped cells.
+    pub skipped: usize,
+    /// Planned cells without a record (an unfinished run).
+    pub missing: usize,
+}
+
+/// One cell as a report shows it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CellView {
+    /// `decode/8K/c4`.
+    pub id: String,
+    /// `prefill` or `decode`.
+    pub phase: String,
+    /// `Prefill` or `Sustained decode`.
+    pub phase_label: String,
+    /// Context tokens.
+    pub context: u64,
+    /// `8K`.
+    pub context_label: String,
+    /// Simultaneous requests.
+    pub concurrency: u32,
+    /// `valid`, `invalid`, `failed`, `skipped`, or `missing` (planned, no record yet).
+    pub status: String,
+    /// `Valid`, `Invalid`, `Failed`, `Skipped`, `Not run`.
+    pub status_label: String,
+    /// The prompt was clamped to max_model_len − 1.
+    pub clamped: bool,
+    /// Why the cell is skipped, invalid or failed (the record's reasons, else the plan's).
+    pub reasons: Vec<String>,
+    /// The record (contract §6); `null` for a missing cell.
+    pub record: Option<Record>,
+}
+
+/// The decode matrix.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DecodeMatrix {
+    /// The column heads (concurrency levels with a cell that is not skipped).
+    pub concurrency: Vec<u32>,
+    /// One row per context with a cell that is not skipped.
+    pub rows: Vec<DecodeRow>,
+}
+
+/// A context's row of the decode matrix.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DecodeRow {
+    /// Context tokens.
+    pub context: u64,
+    /// `8K`.
+    pub context_label: String,
+    /// One per column; `null` where the plan has no such cell.
+    pub cells: Vec<Option<CellView>>,
+}
+
+fn item(label: &str, value: Option<String>) -> Option<Item> {
+    value.filter(|v| !v.is_empty()).map(|value| Item {
+        label: label.to_string(),
+        value,
+    })
+}
+
+fn text(v: &Value, pointer: &str) -> Option<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+impl Context {
+    /// Arrange `run` for templates.
+    pub fn build(run: &RunDir) -> Context {
+        let spec = &run.spec;
+        let m = &run.manifest;
+        let mut cells: Vec<CellView> = run
+            .planned
+            .iter()
+            .map(|p| view(p, run.record(&p.id)))
+            .collect();
+        for r in &run.records {
+            if !run.planned.iter().any(|p| p.id == r.cell) {
+                cells.push(view(&planned_of(r), Some(r)));
+            }
+        }
+        // As the seed page lists them: prefill cells, then decode cells, each in run order.
+        cells.sort_by_key(|c| c.phase != "prefill");
+        let mut counts = Counts::default();
+        for c in &cells {
+            match c.status.as_str() {
+                "valid" => counts.valid += 1,
+                "invalid" => counts.invalid += 1,
+                "failed" => counts.failed += 1,
+                "skipped" => counts.skipped += 1,
+                _ => counts.missing += 1,
+            }
+        }
+        let reported = text(m, "/engine/reported_version");
+        let run_info = RunInfo {
+            dir: run.path.display().to_string(),
+            started_at: text(m, "/started_at"),
+            ended_at: text(m, "/ended_at"),
+            finished: counts.missing == 0,
+            host: text(m, "/host"),
+            spec_sha256: text(m, "/spec_sha256"),
+            tool_version: text(m, "/tool_version"),
+            engine_reported_version: reported.clone(),
+            counts,
+        };
+        let prefill: Vec<CellView> = cells
+            .iter()
+            .filter(|c| c.phase == "prefill")
+            .cloned()
+            .collect();
+        let decode = matrix(&cells);
+        let problems = cells
+            .iter()
+            .filter(|c| c.status == "invalid" || c.status == "failed")
+            .cloned()
+            .collect();
+        Context {
+            schema: CONTEXT_SCHEMA.into(),
+            title: spec.report.title.clone(),
+            subtitle: spec.name.clone(),
+            description: spec.description.clone(),
+            engine_line: engine_line(spec),
+            matrix_line: matrix_line(&prefill, &decode),
+            hardware: hardware(spec),
+            engine: engine(spec, reported),
+            settings: settings(spec, run_info.tool_version.as_deref()),
+            launch_command: text(m, "/launch_command"),
+            prompt_cache: match spec.workload.prompt_cache {
+                PromptCache::Warm => "warm".into(),
+                PromptCache::Cold => "cold".into(),
+            },
+            ttft_note: match spec.workload.prompt_cache {
+                PromptCache::Warm => "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill.".into(),
+                PromptCache::Cold => "TTFT is measured with prompts the server has never seen, so it includes prefill.".into(),
+            },
+            prefill,
+            decode,
+            cells,
+            problems,
+            run: run_info,
+            spec: serde_json::to_value(spec).unwrap_or(Value::Null),
+        }
+    }
+}
+
+fn planned_of(r: &Record) -> Planned {
+    Planned {
+        id: r.cell.clone(),
+        phase: r.phase.clone(),
+        context: r.context,
+        concurrency: r.concurrency,
+        clamped: false,
+        skip: None,
+    }
+}
+
+fn view(p: &Planned, record: Option<&Record>) -> CellView {
+    let (status, status_label) = match record.map(|r| r.status) {
+        Some(Status::Valid) => ("valid", "Valid"),
+        Some(Status::Invalid) => ("invalid", "Invalid"),
+        Some(Status::Failed) => ("failed", "Failed"),
+        Some(Status::Skipped) => ("skipped", "Skipped"),
+        None if p.skip.is_some() => ("skipped", "Skipped"),
+        None => ("missing", "Not run"),
+    };
+    CellView {
+        id: p.id.clone(),
+        phase: p.phase.clone(),
+        phase_label: if p.phase == "prefill" {
+            "Prefill"
+        } else {
+            "Sustained decode"
+        }
+        .into(),
+        context: p.context,
+        context_label: ctx(p.context),
+        concurrency: p.concurrency,
+        status: status.into(),
+        status_label: status_label.into(),
+        clamped: p.clamped,
+        reasons: match record {
+            Some(r) => r.reasons.clone(),
+            None => p.skip.iter().cloned().collect(),
+        },
+        record: record.cloned(),
+    }
+}
+
+/// The decode cells as a grid; a context or concurrency whose cells are all skipped has no
+/// row or column (they are listed as skipped cells instead).
+fn matrix(cells: &[CellView]) -> DecodeMatrix {
+    let all: Vec<&CellView> = cells.iter().filter(|c| c.phase == "decode").collect();
+    let shown = |c: &&CellView| c.status != "skipped";
+    let decode: Vec<&CellView> = all
+        .iter()
+        .filter(|c| all.iter().any(|o| o.context == c.context && shown(o)))
+        .filter(|c| {
+            all.iter()
+                .any(|o| o.concurrency == c.concurrency && shown(o))
+        })
+        .copied()
+        .collect();
+    let mut concurrency: Vec<u32> = decode.iter().map(|c| c.concurrency).collect();
+    concurrency.sort_unstable();
+    concurrency.dedup();
+    let mut contexts: Vec<u64> = decode.iter().map(|c| c.context).collect();
+    contexts.sort_unstable();
+    contexts.dedup();
+    let rows = contexts
+        .into_iter()
+        .map(|context| DecodeRow {
+            context,
+            context_label: ctx(context),
+            cells: concurrency
+                .iter()
+                .map(|&c| {
+                    decode
+                        .iter()
+                        .find(|v| v.context == context && v.concurrency == c)
+                        .map(|v| (*v).clone())
+                })
+                .collect(),
+        })
+        .collect();
+    DecodeMatrix { concurrency, rows }
+}
+
+fn engine_line(spec: &Spec) -> String {
+    let e = &spec.engine;
+    [
+        Some(e.kind.as_str().to_string()),
+        e.version.clone(),
+        e.quantization.clone(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" · ")
+}
+
+fn matrix_line(prefill: &[CellView], decode: &DecodeMatrix) -> String {
+    let mut parts = Vec::new();
+    if let (Some(first), Some(last)) = (decode.rows.first(), decode.rows.last()) {
+        let n = decode.rows.len();
+        let contexts = if n == 1 {
+            format!("1 context ({})", first.context_label)
+        } else {
+            format!(
+                "{n} contexts ({}–{})",
+                first.context_label, last.context_label
+            )
+        };
+        let c = &decode.concurrency;
+        let levels = match (c.first(), c.last(), c.len()) {
+            (Some(a), _, 1) => format!("1 concurrency level ({a})"),
+            (Some(a), Some(b), n) => format!("{n} concurrency levels ({a}–{b})"),
+            _ => String::new(),
+        };
+        parts.push(format!("{contexts} × {levels}"));
+    }
+    if !prefill.is_empty() {
+        let at: Vec<&str> = prefill.iter().map(|p| p.context_label.as_str()).collect();
+        parts.push(format!("prefill at {}", at.join(", ")));
+    }
+    parts.join(" · ")
+}
+
+fn hardware(spec: &Spec) -> Vec<Item> {
+    let h = &spec.hardware;
+    let kind = h.kind.map(|k| match k {
+        HardwareType::DiscreteGpu => "Discrete GPU",
+        HardwareType::IntegratedGpu => "Integrated GPU",
+        HardwareType::Cpu => "CPU",
+        HardwareType::Accelerator => "Accelerator",
+    });
+    let gpu = h.gpu.as_ref().map(|g| match h.gpu_count {
+        Some(n) if n > 1 => format!("{n} × {g}"),
+        _ => g.clone(),
+    });
+    let vram = h.vram.as_ref().map(|v| {
+        let t = &v.text;
+        match t.find(|c: char| c.is_ascii_alphabetic()) {
+            Some(i) => format!("{} {}", t[..i].trim(), &t[i..]),
+            None => t.clone(),
+        }
+    });
+    [
+        item("Type", kind.map(str::to_string)),
+        item("GPU", gpu),
+        item("VRAM", vram),
+        item("OS", h.os.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn engine(spec: &Spec, reported: Option<String>) -> Vec<Item> {
+    let e = &spec.engine;
+    let version = match (&e.version, reported) {
+        (Some(v), Some(r)) if *v != r => Some(format!("{v} (the server reported {r})")),
+        (Some(v), _) => Some(v.clone()),
+        (None, r) => r,
+    };
+    [
+        item("Engine", Some(e.kind.as_str().to_string())),
+        item("Version", version),
+        item("Quantization", e.quantization.clone()),
+        item("Backend", e.backend.clone()),
+        item("Repository", e.repository.clone()),
+        item("Build", e.build.clone()),
+        item("Commit", e.commit.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn settings(spec: &Spec, tool_version: Option<&str>) -> Vec<Item> {
+    let d = &spec.phases.decode;
+    let p = &spec.phases.prefill;
+    let (test, per) = match d.mode {
+        DecodeMode::FixedDuration => (
+            "Fixed duration",
+            item(
+                "Time per measurement",
+                Some(super::format::secs(d.duration.secs(), None)),
+            ),
+        ),
+        DecodeMode::RequestCount => (
+            "Request count",
+            item(
+                "Requests per measurement",
+                Some(grouped(f64::from(d.requests), 0)),
+            ),
+        ),
+    };
+    let prefill = match p.mode {
+        PrefillMode::DecodeWarmup => "Measured during decode warm-up".to_string(),
+        PrefillMode::Standalone if p.repeats > 1 => {
+            format!("Standalone, median of {} cold requests", p.repeats)
+        }
+        PrefillMode::Standalone => "Standalone cold request".to_string(),
+    };
+    let cache = match spec.workload.prompt_cache {
+        PromptCache::Warm => "Warm",
+        PromptCache::Cold => "Cold",
+    };
+    [
+        item("Served model", Some(spec.model.served_name.clone())),
+        item("Model source", spec.model.source.clone()),
+        item("Revision", spec.model.revision.clone()),
+        item(
+            "Benchmark tool",
+            Some(format!(
+                "benchspec v{}",
+                tool_version.unwrap_or(env!("CARGO_PKG_VERSION"))
+            )),
+        ),
+        item("Decode test", d.enabled.then(|| test.to_string())),
+        item("Prefill mode", p.enabled.then_some(prefill)),
+        if d.enabled { per } else { None },
+        item(
+            "Max output",
+            Some(format!(
+                "{} tokens",
+                grouped(spec.workload.max_output_tokens.0 as f64, 0)
+            )),
+        ),
+        item("Prompt cache", Some(cache.to_string())),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The JSON Schema of the context, as committed in `schemas/report-context-v1.schema.json`.
+pub fn context_schema_text() -> String {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut schema = generator.into_root_schema_for::<Context>().to_value();
+    if let Value::Object(map) = &mut schema {
+        map.insert(
+            "description".into(),
+            "What a report template sees (contract §7); also the content of results.json.".into(),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -1,0 +1,110 @@
+//! `results.csv`: one row per cell in plan order, the record's fields as columns (latency
+//! summaries flattened to `ttft_ms_p50` and so on, `reasons` joined with `; `, `error_kinds`
+//! and `labels` as `key=value` pairs). A planned cell without a record is a row with status
+//! `missing`.
+
+use super::ReportError;
+use super::context::Context;
+use crate::results::stats::Summary;
+
+const STATS: [&str; 6] = ["mean", "min", "p50", "p90", "p99", "max"];
+
+fn header() -> Vec<String> {
+    let mut h: Vec<String> = [
+        "cell",
+        "phase",
+        "context",
+        "concurrency",
+        "status",
+        "reasons",
+        "started_at",
+        "measured_s",
+        "prompt_tokens",
+        "server_prompt_tokens",
+        "output_tokens",
+        "token_source",
+        "total_tok_s",
+        "per_request_tok_s",
+        "avg_active",
+        "requests_started",
+        "completed",
+        "errors",
+        "error_kinds",
+        "prefill_tok_s",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for which in ["ttft_ms", "tbt_ms"] {
+        h.extend(STATS.iter().map(|s| format!("{which}_{s}")));
+    }
+    h.push("labels".into());
+    h
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn stats(s: Option<Summary>) -> Vec<String> {
+    match s {
+        Some(s) => [s.mean, s.min, s.p50, s.p90, s.p99, s.max]
+            .iter()
+            .map(f64::to_string)
+            .collect(),
+        None => vec![String::new(); STATS.len()],
+    }
+}
+
+fn pairs<V: ToString>(m: &std::collections::BTreeMap<String, V>) -> String {
+    m.iter()
+        .map(|(k, v)| format!("{k}={}", v.to_string()))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The CSV text of `cx`'s cells.
+pub fn render(cx: &Context) -> Result<String, ReportError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let err = |e: csv::Error| ReportError::Template(format!("results.csv: {e}"));
+    w.write_record(header()).map_err(err)?;
+    for c in &cx.cells {
+        let mut row = vec![
+            c.id.clone(),
+            c.phase.clone(),
+            c.context.to_string(),
+            c.concurrency.to_string(),
+            c.status.clone(),
+        ];
+        match &c.record {
+            Some(r) => {
+                row.extend([
+                    r.reasons.join("; "),
+                    r.started_at.clone(),
+                    opt(r.measured_s),
+                    r.prompt_tokens.to_string(),
+                    opt(r.server_prompt_tokens),
+                    opt(r.output_tokens),
+                    opt(r.token_source.map(|t| format!("{t:?}").to_lowercase())),
+                    opt(r.total_tok_s),
+                    opt(r.per_request_tok_s),
+                    opt(r.avg_active),
+                    r.requests_started.to_string(),
+                    r.completed.to_string(),
+                    r.errors.to_string(),
+                    pairs(&r.error_kinds),
+                    opt(r.prefill_tok_s),
+                ]);
+                row.extend(stats(r.ttft_ms));
+                row.extend(stats(r.tbt_ms));
+                row.push(pairs(&r.labels));
+            }
+            None => row.resize(header().len(), String::new()),
+        }
+        w.write_record(&row).map_err(err)?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| ReportError::Template(format!("results.csv: {e}")))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}

@@ -1,0 +1,227 @@
+//! Inline SVG charts for the HTML report: prefill tok/s by context as bars, and a decode rate
+//! against concurrency with one line per context. Text and axes draw in `currentColor`, so a
+//! chart follows the page's light or dark scheme; series colours read on both.
+
+use super::context::Context;
+use super::format::tok_s;
+use crate::results::Record;
+use std::fmt::Write;
+
+const W: f64 = 640.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 120.0;
+const TOP: f64 = 16.0;
+const BOTTOM: f64 = 40.0;
+/// Series colours that keep their contrast on white and on near-black.
+const PALETTE: [&str; 8] = [
+    "#3b82f6", "#ef4444", "#10b981", "#f59e0b", "#a855f7", "#06b6d4", "#ec4899", "#84cc16",
+];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A rounded-up axis maximum and its tick step.
+fn scale(max: f64) -> (f64, f64) {
+    if max <= 0.0 || !max.is_finite() {
+        return (1.0, 0.25);
+    }
+    let raw = max / 4.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+fn open(title: &str) -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" role=\"img\" class=\"chart\" font-size=\"12\" fill=\"currentColor\"><title>{}</title>",
+        esc(title)
+    )
+}
+
+/// A tick label: `500`, `2.5K`, `15K`.
+fn axis_label(v: f64) -> String {
+    if v >= 1000.0 {
+        let k = format!("{:.1}", v / 1000.0);
+        format!("{}K", k.trim_end_matches(".0"))
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The y axis with grid lines and labels.
+fn y_axis(s: &mut String, max: f64, step: f64, label: &str) {
+    let plot_h = H - TOP - BOTTOM;
+    let mut v = 0.0;
+    while v <= max + step / 2.0 {
+        let y = TOP + plot_h * (1.0 - v / max);
+        let _ = write!(
+            s,
+            "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"currentColor\" stroke-opacity=\"0.15\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            W - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            axis_label(v)
+        );
+        v += step;
+    }
+    let _ = write!(
+        s,
+        "<text transform=\"translate(14 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        TOP + plot_h / 2.0,
+        esc(label)
+    );
+}
+
+/// Prefill tok/s by context, one bar per measured context.
+pub fn prefill(cx: &Context) -> String {
+    let bars: Vec<(String, f64)> = cx
+        .prefill
+        .iter()
+        .filter_map(|c| Some((c.context_label.clone(), c.record.as_ref()?.prefill_tok_s?)))
+        .collect();
+    let mut s = open("Prefill tok/s by context length");
+    let (max, step) = scale(bars.iter().map(|b| b.1).fold(0.0, f64::max));
+    y_axis(&mut s, max, step, "prompt tok/s");
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let slot = (plot_w / bars.len().max(1) as f64).min(90.0);
+    for (i, (label, v)) in bars.iter().enumerate() {
+        let h = plot_h * v / max;
+        let x = LEFT + slot * i as f64 + slot * 0.15;
+        let _ = write!(
+            s,
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\"><title>{} context: {} tok/s</title></rect><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            TOP + plot_h - h,
+            slot * 0.7,
+            PALETTE[0],
+            esc(label),
+            tok_s(*v),
+            x + slot * 0.35,
+            TOP + plot_h - h - 4.0,
+            tok_s(*v),
+            x + slot * 0.35,
+            H - BOTTOM + 16.0,
+            esc(label)
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">context length</text></svg>",
+        LEFT + plot_w / 2.0,
+        H - 6.0
+    );
+    s
+}
+
+/// A decode rate (`pick` of each record) against concurrency, one line per context.
+pub fn decode(cx: &Context, pick: fn(&Record) -> Option<f64>, label: &str) -> String {
+    let cols = &cx.decode.concurrency;
+    let series: Vec<(String, Vec<Option<f64>>)> = cx
+        .decode
+        .rows
+        .iter()
+        .map(|row| {
+            let points = row
+                .cells
+                .iter()
+                .map(|c| {
+                    let c = c.as_ref()?;
+                    (c.status == "valid" || c.status == "invalid")
+                        .then_some(())
+                        .and(c.record.as_ref().and_then(pick))
+                })
+                .collect();
+            (row.context_label.clone(), points)
+        })
+        .collect();
+    let max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().flatten())
+        .fold(0.0f64, |a, b| a.max(*b));
+    let (max, step) = scale(max);
+    let mut s = open(&format!(
+        "Decode {label} against simultaneous requests, one line per context"
+    ));
+    y_axis(&mut s, max, step, label);
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let x_of = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / cols.len().max(1) as f64;
+    for (i, c) in cols.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{c}</text>",
+            x_of(i),
+            H - BOTTOM + 16.0
+        );
+    }
+    for (k, (name, points)) in series.iter().enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        let coords: Vec<(f64, f64, f64)> = points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (x_of(i), TOP + plot_h * (1.0 - v / max), v)))
+            .collect();
+        let path: Vec<String> = coords
+            .iter()
+            .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+            path.join(" ")
+        );
+        for (x, y, v) in &coords {
+            let _ = write!(
+                s,
+                "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{color}\"><title>{} context: {} {}</title></circle>",
+                esc(name),
+                tok_s(*v),
+                esc(label)
+            );
+        }
+        let ly = TOP + 14.0 + 18.0 * k as f64;
+        let _ = write!(
+            s,
+            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{} context</text>",
+            W - RIGHT + 12.0,
+            W - RIGHT + 32.0,
+            ly - 4.0,
+            ly - 4.0,
+            W - RIGHT + 38.0,
+            ly,
+            esc(name)
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">simultaneous requests</text></svg>",
+        LEFT + plot_w / 2.0,
+        H - 6.0
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scale;
+
+    #[test]
+    fn axis_maxima_round_up() {
+        for (max, want) in [
+            (13_100.0, (15_000.0, 5_000.0)),
+            (62_000.0, (80_000.0, 20_000.0)),
+            (260.3, (300.0, 100.0)),
+            (0.0, (1.0, 0.25)),
+        ] {
+            assert_eq!(scale(max), want, "{max}");
+        }
+    }
+}
