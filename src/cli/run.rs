@@ -16,7 +16,8 @@ pub struct RunArgs {
     /// The spec file.
     #[arg(value_name = "SPEC")]
     pub spec: String,
-    /// The run directory (default: `runs/<spec>-<date>-<time>`); must not hold files.
+    /// The run directory (default: `runs/<spec>-<date>-<time>`); must not hold files, unless
+    /// `--resume`.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Use this server instead of `engine.base_url`.
@@ -31,6 +32,10 @@ pub struct RunArgs {
     /// Also write per-request detail to `requests.jsonl`.
     #[arg(long)]
     pub save_requests: bool,
+    /// Go on with the run in `--out`: run only the cells without a record (the spec must be
+    /// the one the run began with; a last line cut short by a killed run is repaired).
+    #[arg(long, requires = "out")]
+    pub resume: bool,
 }
 
 /// Run `benchspec run`.
@@ -44,6 +49,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         only: args.only.clone(),
         shard,
         save_requests: args.save_requests,
+        resume: args.resume,
     };
     let bar = (out.is_terminal() && !out.quiet()).then(|| {
         let bar = indicatif::ProgressBar::new(0);

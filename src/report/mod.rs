@@ -7,6 +7,7 @@
 pub mod compare;
 pub mod context;
 mod csv;
+mod facts;
 pub mod format;
 mod svg;
 pub mod templates;
@@ -246,6 +247,9 @@ fn write(dir: &Path, name: &str, text: &str) -> Result<PathBuf, ReportError> {
         source,
     };
     std::fs::create_dir_all(dir).map_err(err)?;
-    std::fs::write(&path, text).map_err(err)?;
+    // Whole or not at all: a report being rewritten is never seen half-written.
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text).map_err(err)?;
+    std::fs::rename(&tmp, &path).map_err(err)?;
     Ok(path)
 }

@@ -23,6 +23,24 @@ pub fn append(path: &Path, record: &Record) -> std::io::Result<()> {
     f.sync_data()
 }
 
+/// Cut a last line that has no newline (a run killed while writing it) off `path`; returns
+/// the bytes removed. Whole records end in a newline, as [`append`] writes them.
+pub fn repair(path: &Path) -> std::io::Result<u64> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let cut = (bytes.len() - keep) as u64;
+    if cut > 0 {
+        let f = std::fs::OpenOptions::new().write(true).open(path)?;
+        f.set_len(keep as u64)?;
+        f.sync_data()?;
+    }
+    Ok(cut)
+}
+
 /// The records of a results file; a truncated last line (a killed run) is left out.
 pub fn read(path: &Path) -> std::io::Result<Vec<Record>> {
     let text = std::fs::read_to_string(path)?;

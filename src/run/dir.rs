@@ -130,12 +130,94 @@ pub fn write_start(
         &out.join("plan.json"),
         (serde_json::to_string_pretty(plan).unwrap_or_default() + "\n").as_bytes(),
     )?;
-    write_manifest(out, loaded, server, None)
+    write_manifest(out, loaded, server, None, None, false)
 }
 
-/// `manifest.json` with the end time.
+/// `manifest.json` with the end time; the start and resume times already there are kept.
 pub fn write_end(out: &Path, loaded: &Loaded, server: &ServerInfo) -> Result<(), RunError> {
-    write_manifest(out, loaded, server, Some(utc_now()))
+    let earlier = std::fs::read_to_string(out.join("manifest.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    write_manifest(
+        out,
+        loaded,
+        server,
+        Some(utc_now()),
+        earlier.as_ref(),
+        false,
+    )
+}
+
+/// `manifest.json` of a resumed run: its first start kept, this start added to `resumed_at`.
+pub fn write_resumed(
+    out: &Path,
+    loaded: &Loaded,
+    server: &ServerInfo,
+    earlier: &Value,
+) -> Result<(), RunError> {
+    write_manifest(out, loaded, server, None, Some(earlier), true)
+}
+
+/// The hex sha256 of a spec's bytes.
+pub fn spec_sha256(source: &str) -> String {
+    Sha256::digest(source.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What `--resume` finds in a run directory.
+#[derive(Debug)]
+pub struct Resumed {
+    /// The manifest as the earlier run left it.
+    pub manifest: Value,
+    /// The whole records of `results.jsonl`.
+    pub records: Vec<crate::results::Record>,
+    /// What was repaired, to be said.
+    pub repaired: Option<String>,
+}
+
+/// Open `out` to go on with it: it must be a run directory of this very spec. A last line
+/// of `results.jsonl` cut short (a killed runner) is cut off, so that appends start whole.
+pub fn resume(out: &Path, loaded: &Loaded) -> Result<Resumed, RunError> {
+    let manifest_path = out.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest_path)
+        .map_err(|_| RunError::NotARun(out.display().to_string()))?;
+    let manifest: Value = serde_json::from_str(&text).map_err(|e| RunError::Dir {
+        path: manifest_path.display().to_string(),
+        source: std::io::Error::other(e),
+    })?;
+    let was = manifest
+        .get("spec_sha256")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let now = spec_sha256(&loaded.source);
+    if was != now {
+        return Err(RunError::SpecChanged {
+            dir: out.display().to_string(),
+            was,
+            now,
+        });
+    }
+    let results = out.join("results.jsonl");
+    let err = |source| RunError::Dir {
+        path: results.display().to_string(),
+        source,
+    };
+    let cut = crate::results::repair(&results).map_err(err)?;
+    let records = if results.exists() {
+        crate::results::read(&results).map_err(err)?
+    } else {
+        Vec::new()
+    };
+    Ok(Resumed {
+        manifest,
+        records,
+        repaired: (cut > 0).then(|| {
+            format!("the last line of results.jsonl was cut short ({cut} bytes, a run killed while writing); it was removed")
+        }),
+    })
 }
 
 fn write_manifest(
@@ -143,10 +225,23 @@ fn write_manifest(
     loaded: &Loaded,
     server: &ServerInfo,
     ended: Option<String>,
+    earlier: Option<&Value>,
+    resuming: bool,
 ) -> Result<(), RunError> {
     let spec = &loaded.spec;
-    let sha = Sha256::digest(loaded.source.as_bytes());
-    let sha: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+    let sha = spec_sha256(&loaded.source);
+    let started = earlier
+        .and_then(|m| m.get("started_at"))
+        .and_then(Value::as_str)
+        .map_or_else(|| server.started_at.clone(), str::to_string);
+    let mut resumed: Vec<Value> = earlier
+        .and_then(|m| m.get("resumed_at"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if resuming {
+        resumed.push(server.started_at.clone().into());
+    }
     let launch = spec
         .engine
         .launch
@@ -170,7 +265,7 @@ fn write_manifest(
     let manifest = json!({
         "tool": "benchspec", "tool_version": env!("CARGO_PKG_VERSION"),
         "spec": loaded.path, "spec_sha256": sha,
-        "started_at": server.started_at, "ended_at": ended,
+        "started_at": started, "resumed_at": resumed, "ended_at": ended,
         "host": host(),
         "engine": {"kind": spec.engine.kind.as_str(), "reported_version": server.version, "models": server.models, "max_model_len": server.max_model_len},
         "launch_command": launch,

@@ -4,9 +4,11 @@
 //! core reports progress as [`Event`]s and never prints.
 
 pub mod cell;
+mod cells;
 mod chunk;
 pub mod client;
 mod dir;
+mod engine;
 pub use dir::redact as redact_args;
 pub mod interrupt;
 pub mod launch;
@@ -15,11 +17,11 @@ pub mod sse;
 pub mod window;
 
 use crate::plan::{self, Phase, Plan, Rates, Shard};
-use crate::results::{self, Record, Status};
-use crate::spec::{EngineKind, Loaded, Tokens};
+use crate::results::{Record, Status};
+use crate::spec::{Loaded, Tokens};
+use engine::EngineSide;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// How `benchspec run` was asked to run.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +36,8 @@ pub struct RunOptions {
     pub shard: Option<Shard>,
     /// Write per-request detail to `requests.jsonl`.
     pub save_requests: bool,
+    /// Go on with the run directory `out`: run only the cells without a record.
+    pub resume: bool,
 }
 
 /// What the run reports as it goes.
@@ -89,17 +93,40 @@ pub enum RunError {
         source: std::io::Error,
     },
     /// The run directory exists and holds files.
-    #[error("`{0}` exists and is not empty; choose another `--out`")]
+    #[error(
+        "`{0}` exists and is not empty; choose another `--out`, or add `--resume` to go on with the run there"
+    )]
     NotEmpty(String),
     /// Ctrl-C.
-    #[error("interrupted during {cell}; the finished cells ({kept}) are kept in {results}")]
+    #[error(
+        "interrupted during {cell}; the finished cells ({kept}) are kept in {results}; go on with `{resume}`"
+    )]
     Interrupted {
+        /// The command that goes on where the run stopped.
+        resume: String,
         /// The cell that was being measured.
         cell: String,
         /// The results file.
         results: String,
         /// Records written.
         kept: usize,
+    },
+    /// `--resume` of a directory that is not a run directory.
+    #[error(
+        "`{0}` is not a run directory (no manifest.json); `--resume` goes on with the `--out` of an earlier run"
+    )]
+    NotARun(String),
+    /// `--resume` with a spec other than the run's.
+    #[error(
+        "`{dir}` was run from a different spec (sha256 {was}, this one is {now}); resume with the spec the run began with, or choose another `--out`"
+    )]
+    SpecChanged {
+        /// The run directory.
+        dir: String,
+        /// The run's spec sha256.
+        was: String,
+        /// This spec's sha256.
+        now: String,
     },
     /// The engine could not be started or reached, or does not serve the model.
     #[error("{0}")]
@@ -114,7 +141,10 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::Engine(_) | RunError::Sim(_) => 3,
-            RunError::Dir { .. } | RunError::NotEmpty(_) => 2,
+            RunError::Dir { .. }
+            | RunError::NotEmpty(_)
+            | RunError::NotARun(_)
+            | RunError::SpecChanged { .. } => 2,
             RunError::Interrupted { .. } => 1,
         }
     }
@@ -161,7 +191,16 @@ async fn run_async(
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<Summary, RunError> {
     let mut spec = loaded.spec.clone();
-    let out = dir::prepare(opts.out.clone(), &loaded.path)?;
+    let (out, earlier) = match (&opts.out, opts.resume) {
+        (Some(out), true) => {
+            let resumed = dir::resume(out, loaded)?;
+            if let Some(note) = &resumed.repaired {
+                on(Event::Note(note.clone()));
+            }
+            (out.clone(), Some(resumed))
+        }
+        _ => (dir::prepare(opts.out.clone(), &loaded.path)?, None),
+    };
     interrupt::listen();
     let mut engine = EngineSide::up(&spec, opts, &out, on).await?;
     let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name)
@@ -178,12 +217,42 @@ async fn run_async(
         )));
     }
     let plan = select(plan::expand(&spec, &Rates::for_spec(&spec)), opts);
-    dir::write_start(&out, loaded, &plan, &server)?;
-    let total = plan.runnable().count();
+    let mut summary = Summary {
+        out: out.clone(),
+        ..Summary::default()
+    };
+    let done = match &earlier {
+        Some(e) => {
+            dir::write_resumed(&out, loaded, &server, &e.manifest)?;
+            for r in &e.records {
+                summary.count(r.status);
+            }
+            e.records.iter().map(|r| r.cell.clone()).collect()
+        }
+        None => {
+            dir::write_start(&out, loaded, &plan, &server)?;
+            std::collections::HashSet::new()
+        }
+    };
+    let todo = Plan {
+        cells: plan
+            .cells
+            .into_iter()
+            .filter(|c| !done.contains(&c.id))
+            .collect(),
+        ..plan
+    };
+    if earlier.is_some() {
+        on(Event::Note(format!(
+            "resuming: {} cell(s) recorded already, {} to run",
+            done.len(),
+            todo.runnable().count()
+        )));
+    }
     on(Event::Started {
         out: out.clone(),
         base_url: engine.client.base.clone(),
-        cells: total,
+        cells: todo.runnable().count(),
     });
     let cx = Arc::new(cell::Ctx {
         client: engine.client.clone(),
@@ -193,65 +262,18 @@ async fn run_async(
             .save_requests
             .then(|| std::sync::Mutex::new(Vec::new())),
     });
-    let mut summary = Summary {
-        out: out.clone(),
-        ..Summary::default()
+    let run = cells::Cells {
+        loaded,
+        spec: &spec,
+        out: &out,
+        server: &server,
+        cx,
+        on,
     };
-    let mut index = 0;
-    for c in &plan.cells {
-        let rec = Record::new(c, results::record::utc_now(), &spec.labels);
-        let rec = if c.runs() {
-            index += 1;
-            on(Event::Cell {
-                index,
-                total,
-                id: c.id.clone(),
-            });
-            tokio::select! {
-                rec = measure(&cx, c, rec, on) => rec,
-                () = interrupt::requested() => {
-                    // The cell in flight is dropped (its requests cancelled); the cells already
-                    // on disk stay; the engine is stopped.
-                    engine.down().await;
-                    dir::write_end(&out, loaded, &server)?;
-                    return Err(RunError::Interrupted { cell: c.id.clone(), results: out.join("results.jsonl").display().to_string(), kept: summary.recorded() });
-                }
-            }
-        } else {
-            Record {
-                status: Status::Skipped,
-                reasons: c.skip.iter().cloned().collect(),
-                ..rec
-            }
-        };
-        if let Some(lines) = &cx.requests {
-            let lines: Vec<serde_json::Value> = lines
-                .lock()
-                .map(|mut l| std::mem::take(&mut *l))
-                .unwrap_or_default();
-            dir::append_lines(&out.join("requests.jsonl"), &lines)?;
-        }
-        // A launched engine that died during the cell fails it, whatever was measured.
-        let mut rec = rec;
-        if let Some(status) = engine.exit_status() {
-            rec.status = Status::Failed;
-            rec.reasons
-                .push(format!("the engine exited ({status}) during the cell"));
-        }
-        let path = out.join("results.jsonl");
-        results::append(&path, &rec).map_err(|source| RunError::Dir {
-            path: path.display().to_string(),
-            source,
-        })?;
-        summary.count(rec.status);
-        if c.runs() {
-            on(Event::Done {
-                index,
-                total,
-                record: Box::new(rec),
-            });
-            engine.after_cell(&c.id, &spec, on).await?;
-        }
+    let result = run.all(&todo, &mut engine, &mut summary).await;
+    if let Err(e) = result {
+        engine.down().await;
+        return Err(e);
     }
     dir::write_end(&out, loaded, &server)?;
     engine.down().await;
@@ -292,124 +314,6 @@ impl Summary {
             Status::Invalid => self.invalid += 1,
             Status::Failed => self.failed += 1,
             Status::Skipped => self.skipped += 1,
-        }
-    }
-}
-
-/// The engine end of a run: the in-process simulator, a launched engine, or a server to
-/// attach to, and the client that talks to it.
-struct EngineSide {
-    client: client::Client,
-    sim: Option<crate::sim::Sim>,
-    launched: Option<launch::Engine>,
-    out: PathBuf,
-}
-
-impl EngineSide {
-    async fn up(
-        spec: &crate::spec::Spec,
-        opts: &RunOptions,
-        out: &std::path::Path,
-        on: &(dyn Fn(Event) + Sync),
-    ) -> Result<EngineSide, RunError> {
-        let (base_url, sim) = match spec.engine.kind {
-            EngineKind::Sim => {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .map_err(|e| RunError::Engine(format!("cannot listen on 127.0.0.1: {e}")))?;
-                let server = crate::sim::start(listener, crate::sim::options_for(spec)?)
-                    .map_err(|e| RunError::Engine(format!("cannot start the simulator: {e}")))?;
-                (server.base_url(), Some(server))
-            }
-            _ => (
-                opts.base_url
-                    .clone()
-                    .unwrap_or_else(|| spec.engine.base_url.clone()),
-                None,
-            ),
-        };
-        let key = spec
-            .engine
-            .api_key_env
-            .as_ref()
-            .and_then(|name| std::env::var(name).ok());
-        let pool = spec.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
-        let client =
-            client::Client::new(&base_url, spec, key, pool + 2).map_err(RunError::Engine)?;
-        let mut side = EngineSide {
-            client,
-            sim,
-            launched: None,
-            out: out.to_path_buf(),
-        };
-        if spec.engine.kind != EngineKind::Sim && spec.engine.launch.is_some() {
-            side.launch(spec, on).await?;
-        }
-        Ok(side)
-    }
-
-    async fn launch(
-        &mut self,
-        spec: &crate::spec::Spec,
-        on: &(dyn Fn(Event) + Sync),
-    ) -> Result<(), RunError> {
-        let Some(l) = &spec.engine.launch else {
-            return Ok(());
-        };
-        on(Event::Note(format!(
-            "launching the engine (output in {})",
-            self.out.join("engine.log").display()
-        )));
-        let mut engine = launch::Engine::start(l, &self.out)?;
-        engine
-            .wait_ready(&self.client, &spec.model.served_name, l.ready_timeout.0)
-            .await?;
-        on(Event::Note("the engine is ready".into()));
-        self.launched = Some(engine);
-        Ok(())
-    }
-
-    /// A launched engine that died during a cell is relaunched (`restart_on_crash`) or ends the run.
-    async fn after_cell(
-        &mut self,
-        cell: &str,
-        spec: &crate::spec::Spec,
-        on: &(dyn Fn(Event) + Sync),
-    ) -> Result<(), RunError> {
-        let Some(status) = self.launched.as_mut().and_then(launch::Engine::exited) else {
-            return Ok(());
-        };
-        let tail = launch::log_tail(&self.out.join("engine.log"), 20);
-        if let Some(e) = self.launched.take() {
-            e.stop().await;
-        }
-        let restart = spec
-            .engine
-            .launch
-            .as_ref()
-            .is_some_and(|l| l.restart_on_crash);
-        if !restart {
-            return Err(RunError::Engine(format!(
-                "the engine exited ({status}) during {cell}; the last lines of engine.log:\n{tail}"
-            )));
-        }
-        on(Event::Note(format!(
-            "the engine exited ({status}) during {cell}; relaunching (`restart_on_crash`)"
-        )));
-        self.launch(spec, on).await
-    }
-
-    /// The exit status of a launched engine that is no longer running.
-    fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
-        self.launched.as_mut().and_then(launch::Engine::exited)
-    }
-
-    async fn down(self) {
-        if let Some(e) = self.launched {
-            e.stop().await;
-        }
-        if let Some(sim) = self.sim {
-            let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;
         }
     }
 }

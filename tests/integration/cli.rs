@@ -39,6 +39,12 @@ impl Bench {
         self
     }
 
+    /// Append one more argument (a path, say).
+    pub fn arg(mut self, arg: impl AsRef<std::ffi::OsStr>) -> Bench {
+        self.cmd.arg(arg);
+        self
+    }
+
     /// Set an environment variable.
     pub fn env(mut self, key: &str, value: &str) -> Bench {
         self.cmd.env(key, value);

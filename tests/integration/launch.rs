@@ -258,6 +258,19 @@ fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
         ),
         "{rest}"
     );
+    assert!(
+        rest.contains(&format!(
+            "go on with `benchspec run {} --out {} --resume`",
+            spec_path.display(),
+            out.display()
+        )),
+        "{rest}"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("**Unfinished run:** 2 planned cell(s)"),
+        "{report}"
+    );
     let records = benchspec::results::read(&out.join("results.jsonl")).unwrap();
     assert_eq!(
         records.iter().map(|r| r.cell.as_str()).collect::<Vec<_>>(),
@@ -271,40 +284,59 @@ fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
 
 #[test]
 fn the_api_key_never_reaches_a_file_or_the_terminal() {
-    let port = free_port();
     let secret = "sk-benchspec-test-7f3a91c2";
-    // An engine that prints its key (vLLM prints its arguments) before serving.
-    let command = format!(
-        "[sh, -c, 'echo starting with --api-key ${{BENCHSPEC_TEST_KEY}}; exec {} sim --port {port} --profile tiny --served-name m']",
-        bin()
-    );
-    let text = spec(port, &command, "20s").replace(
-        "kind: vllm",
-        "kind: openai\n  api_key_env: BENCHSPEC_TEST_KEY",
-    );
-    let dir = super::cli::tempdir::Dir::new();
-    let out = dir.path().join("run");
-    let done = Bench::new(&["run", "--save-requests", "--out", out.to_str().unwrap()])
-        .env("BENCHSPEC_TEST_KEY", secret)
-        .spec("s.yaml", &text)
-        .run();
-    assert_eq!(done.code, 0, "{}", done.stderr);
-    assert!(!done.stdout.contains(secret) && !done.stderr.contains(secret));
-    let mut files = 0;
-    for entry in std::fs::read_dir(&out).unwrap() {
-        let path = entry.unwrap().path();
-        let bytes = std::fs::read(&path).unwrap();
-        assert!(
-            !String::from_utf8_lossy(&bytes).contains(secret),
-            "the key is in {}",
-            path.display()
+    // An engine that prints its key (vLLM prints its arguments) before serving: a run that
+    // ends well, one whose engine dies mid-run (the log's last lines reach the terminal), and
+    // one whose engine exits before it is ready.
+    let cases = [
+        ("serves", "", 0, 6),
+        ("dies mid-run", " --die-after 1500ms", 3, 4),
+        ("exits at once", " --profile no-such-profile", 3, 1),
+    ];
+    for (case, extra, code, min_files) in cases {
+        let port = free_port();
+        let command = format!(
+            "[sh, -c, 'echo starting with --api-key ${{BENCHSPEC_TEST_KEY}}; exec {} sim --port {port} --profile tiny --served-name m{extra}']",
+            bin()
         );
-        files += 1;
+        let text = spec(port, &command, "20s").replace(
+            "kind: vllm",
+            "kind: openai\n  api_key_env: BENCHSPEC_TEST_KEY",
+        );
+        let dir = super::cli::tempdir::Dir::new();
+        let out = dir.path().join("run");
+        let done = Bench::new(&["run", "--save-requests", "--out", out.to_str().unwrap()])
+            .env("BENCHSPEC_TEST_KEY", secret)
+            .spec("s.yaml", &text)
+            .run();
+        assert_eq!(done.code, code, "{case}: {}", done.stderr);
+        assert!(
+            !done.stdout.contains(secret) && !done.stderr.contains(secret),
+            "{case}: the key on the terminal"
+        );
+        let mut files = 0;
+        for entry in std::fs::read_dir(&out).unwrap() {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(secret),
+                "{case}: the key is in {}",
+                path.display()
+            );
+            files += 1;
+        }
+        assert!(files >= min_files, "{case}: {files} files");
+        let log = std::fs::read_to_string(out.join("engine.log")).unwrap();
+        assert!(
+            log.contains("starting with --api-key <redacted>"),
+            "{case}: {log}"
+        );
+        if code != 0 {
+            assert!(
+                done.stderr.contains("starting with --api-key <redacted>"),
+                "{case}: the log's last lines are shown: {}",
+                done.stderr
+            );
+        }
     }
-    assert!(
-        files >= 6,
-        "spec, plan, manifest, results, requests, engine.log"
-    );
-    let log = std::fs::read_to_string(out.join("engine.log")).unwrap();
-    assert!(log.contains("starting with --api-key <redacted>"), "{log}");
 }

@@ -6,11 +6,13 @@
 
 mod checks;
 mod cli;
+mod faults;
 mod launch;
 mod llamacpp;
 mod plan;
 mod props;
 mod report;
+mod resume;
 mod run;
 mod schema;
 mod sim;

@@ -212,3 +212,102 @@ fn hostile_documents_are_bounded() {
         );
     }
 }
+
+/// Feed `bytes` to a fresh SSE parser in pieces cut at `cuts`; the events and the outcome.
+fn sse_events(bytes: &[u8], cuts: &[usize], max_line: usize) -> (Vec<String>, Result<(), String>) {
+    use benchspec::run::sse::SseParser;
+    let mut p = SseParser::new(max_line);
+    let mut events = Vec::new();
+    let mut at = 0;
+    let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    points.sort_unstable();
+    points.push(bytes.len());
+    let mut outcome = Ok(());
+    for end in points {
+        if outcome.is_ok() {
+            outcome = p
+                .feed(&bytes[at..end], |e| events.push(e.to_string()))
+                .map_err(|e| e.to_string());
+        }
+        at = end;
+    }
+    if outcome.is_ok() {
+        outcome = p
+            .finish(|e| events.push(e.to_string()))
+            .map_err(|e| e.to_string());
+    }
+    (events, outcome)
+}
+
+/// SSE-ish bytes: field lines, blank lines, CR, long runs, invalid UTF-8.
+fn sse_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        Just(b"data: ".to_vec()),
+        Just(b"data:".to_vec()),
+        Just(b"event: x\n".to_vec()),
+        Just(b": comment\n".to_vec()),
+        Just(b"\n".to_vec()),
+        Just(b"\r\n".to_vec()),
+        Just(b"{\"choices\":[{\"text\":\"a\"}]}".to_vec()),
+        Just(b"[DONE]".to_vec()),
+        Just(vec![0xff, 0xfe]),
+        proptest::collection::vec(any::<u8>(), 0..40),
+        "[a-z ]{0,300}".prop_map(String::into_bytes),
+    ];
+    proptest::collection::vec(piece, 0..60).prop_map(|v| v.concat())
+}
+
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(512), ..ProptestConfig::default() })]
+
+    /// No panic, and the same events and outcome however the bytes are cut into chunks
+    /// (the network decides the cuts).
+    #[test]
+    fn sse_parsing_does_not_depend_on_chunking(bytes in sse_bytes(), cuts in proptest::collection::vec(any::<usize>(), 0..12), cap in 16usize..4096) {
+        let whole = sse_events(&bytes, &[], cap);
+        let split = sse_events(&bytes, &cuts, cap);
+        prop_assert_eq!(&whole, &split);
+        for e in &whole.0 {
+            prop_assert!(e.len() <= bytes.len());
+        }
+    }
+}
+
+#[test]
+fn an_endless_line_is_refused_after_the_cap_without_buffering_it() {
+    use benchspec::run::sse::{MAX_LINE, SseParser};
+    // A gigabyte-long line (or an endless stream without newlines), 64 KiB at a time: the
+    // parser refuses it once the line passes the cap, so it never holds more than the cap.
+    let chunk = vec![b'a'; 64 << 10];
+    let mut p = SseParser::default();
+    let mut fed: usize = 0;
+    let start = Instant::now();
+    let mut refused_at = None;
+    while fed < 1 << 30 {
+        let r = p.feed(&chunk, |_| panic!("no event"));
+        fed += chunk.len();
+        if r.is_err() && refused_at.is_none() {
+            refused_at = Some(fed);
+        }
+        if refused_at.is_some() && fed > (refused_at.unwrap_or(0) + (16 << 20)) {
+            break; // keeps ignoring: enough to see it stays failed
+        }
+    }
+    let at = refused_at.expect("the line is refused");
+    assert!(
+        at <= MAX_LINE + chunk.len(),
+        "refused only after {at} bytes"
+    );
+    assert!(
+        p.feed(b"\ndata: x\n\n", |_| panic!("a failed parser stays failed"))
+            .is_ok()
+    );
+    assert!(start.elapsed() < BOUND, "{:?}", start.elapsed());
+}

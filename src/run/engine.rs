@@ -1,0 +1,125 @@
+//! The engine end of a run: the in-process simulator, a launched engine (relaunched after a
+//! crash when the spec asks), or a server to attach to, and the client that talks to it.
+
+use super::{Event, RunError, RunOptions, client, launch};
+use crate::spec::EngineKind;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The engine end of a run: the in-process simulator, a launched engine, or a server to
+/// attach to, and the client that talks to it.
+pub(super) struct EngineSide {
+    pub(super) client: client::Client,
+    sim: Option<crate::sim::Sim>,
+    launched: Option<launch::Engine>,
+    out: PathBuf,
+}
+
+impl EngineSide {
+    pub(super) async fn up(
+        spec: &crate::spec::Spec,
+        opts: &RunOptions,
+        out: &std::path::Path,
+        on: &(dyn Fn(Event) + Sync),
+    ) -> Result<EngineSide, RunError> {
+        let (base_url, sim) = match spec.engine.kind {
+            EngineKind::Sim => {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .map_err(|e| RunError::Engine(format!("cannot listen on 127.0.0.1: {e}")))?;
+                let server = crate::sim::start(listener, crate::sim::options_for(spec)?)
+                    .map_err(|e| RunError::Engine(format!("cannot start the simulator: {e}")))?;
+                (server.base_url(), Some(server))
+            }
+            _ => (
+                opts.base_url
+                    .clone()
+                    .unwrap_or_else(|| spec.engine.base_url.clone()),
+                None,
+            ),
+        };
+        let key = spec
+            .engine
+            .api_key_env
+            .as_ref()
+            .and_then(|name| std::env::var(name).ok());
+        let pool = spec.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
+        let client =
+            client::Client::new(&base_url, spec, key, pool + 2).map_err(RunError::Engine)?;
+        let mut side = EngineSide {
+            client,
+            sim,
+            launched: None,
+            out: out.to_path_buf(),
+        };
+        if spec.engine.kind != EngineKind::Sim && spec.engine.launch.is_some() {
+            side.launch(spec, on).await?;
+        }
+        Ok(side)
+    }
+
+    async fn launch(
+        &mut self,
+        spec: &crate::spec::Spec,
+        on: &(dyn Fn(Event) + Sync),
+    ) -> Result<(), RunError> {
+        let Some(l) = &spec.engine.launch else {
+            return Ok(());
+        };
+        on(Event::Note(format!(
+            "launching the engine (output in {})",
+            self.out.join("engine.log").display()
+        )));
+        let mut engine = launch::Engine::start(l, &self.out)?;
+        engine
+            .wait_ready(&self.client, &spec.model.served_name, l.ready_timeout.0)
+            .await?;
+        on(Event::Note("the engine is ready".into()));
+        self.launched = Some(engine);
+        Ok(())
+    }
+
+    /// A launched engine that died during a cell is relaunched (`restart_on_crash`) or ends the run.
+    pub(super) async fn after_cell(
+        &mut self,
+        cell: &str,
+        spec: &crate::spec::Spec,
+        on: &(dyn Fn(Event) + Sync),
+    ) -> Result<(), RunError> {
+        let Some(status) = self.launched.as_mut().and_then(launch::Engine::exited) else {
+            return Ok(());
+        };
+        let tail = launch::log_tail(&self.out.join("engine.log"), 20);
+        if let Some(e) = self.launched.take() {
+            e.stop().await;
+        }
+        let restart = spec
+            .engine
+            .launch
+            .as_ref()
+            .is_some_and(|l| l.restart_on_crash);
+        if !restart {
+            return Err(RunError::Engine(format!(
+                "the engine exited ({status}) during {cell}; the last lines of engine.log:\n{tail}"
+            )));
+        }
+        on(Event::Note(format!(
+            "the engine exited ({status}) during {cell}; relaunching (`restart_on_crash`)"
+        )));
+        self.launch(spec, on).await
+    }
+
+    /// The exit status of a launched engine that is no longer running.
+    pub(super) fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.launched.as_mut().and_then(launch::Engine::exited)
+    }
+
+    pub(super) async fn down(self) {
+        if let Some(e) = self.launched {
+            e.stop().await;
+        }
+        if let Some(sim) = self.sim {
+            let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;
+        }
+    }
+}

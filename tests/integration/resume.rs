@@ -1,0 +1,249 @@
+//! Reliability (contract §4–§5): faults become data — counted by kind, the verdict following
+//! `validity` — and a run killed mid-cell goes on with `--resume`, every cell recorded once.
+
+use super::cli::{Bench, tempdir::Dir};
+use benchspec::results::{self, Record, Status};
+use std::path::Path;
+
+const SPEC: &str = "version: 1\nname: reliability\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 64}\nmatrix: {contexts: [256, 1K], concurrency: [1, 2, 4]}\nphases: {decode: {duration: 1s}}\n";
+
+fn bin() -> String {
+    assert_cmd::cargo::cargo_bin("benchspec")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn records(out: &Path) -> Vec<Record> {
+    results::read(&out.join("results.jsonl")).unwrap()
+}
+
+#[test]
+fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
+    let dir = Dir::new();
+    let spec = dir.path().join("s.yaml");
+    std::fs::write(&spec, SPEC).unwrap();
+    let out = dir.path().join("run");
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ])
+        .spawn()
+        .unwrap();
+    // Wait for three records, then kill the runner inside the fourth cell (a 1 s window).
+    let results = out.join("results.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while std::fs::read_to_string(&results).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(std::time::Instant::now() < deadline, "no progress");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = records(&out);
+    assert!((3..8).contains(&before.len()), "{} records", before.len());
+    // A runner killed while writing leaves half a line.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&results)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        br#"{"schema":"benchspec.result.v1","cell":"decode/1K"#,
+    )
+    .unwrap();
+    drop(f);
+
+    let refused = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .arg(&spec)
+        .run();
+    assert_eq!(refused.code, 2, "without --resume: {}", refused.stderr);
+    assert!(
+        refused.stderr.contains("add `--resume` to go on"),
+        "{}",
+        refused.stderr
+    );
+
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap(), "--resume"])
+        .arg(&spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("the last line of results.jsonl was cut short"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr.contains(&format!(
+            "resuming: {} cell(s) recorded already, {} to run",
+            before.len(),
+            8 - before.len()
+        )),
+        "{}",
+        done.stderr
+    );
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(text.ends_with('\n'));
+    let after: Vec<Record> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut cells: Vec<&str> = after.iter().map(|r| r.cell.as_str()).collect();
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "the earlier records are untouched"
+    );
+    cells.sort_unstable();
+    let mut want = vec![
+        "prefill/256",
+        "decode/256/c1",
+        "decode/256/c2",
+        "decode/256/c4",
+        "prefill/1K",
+        "decode/1K/c1",
+        "decode/1K/c2",
+        "decode/1K/c4",
+    ];
+    want.sort_unstable();
+    assert_eq!(cells, want, "every cell exactly once");
+    assert!(after.iter().all(|r| r.status == Status::Valid), "{after:?}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["resumed_at"].as_array().unwrap().len(), 1);
+    assert!(manifest["ended_at"].is_string());
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!report.contains("Unfinished run"), "{report}");
+
+    // Nothing left to do: a second resume runs nothing and changes nothing.
+    let again = Bench::new(&["run", "--out", out.to_str().unwrap(), "--resume"])
+        .arg(&spec)
+        .run();
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(std::fs::read_to_string(&results).unwrap(), text);
+}
+
+#[test]
+fn resume_refuses_another_spec_and_a_directory_that_is_no_run() {
+    let dir = Dir::new();
+    let out = dir.path().join("run");
+    let one = SPEC.replace(
+        "contexts: [256, 1K], concurrency: [1, 2, 4]",
+        "contexts: [256], concurrency: [1]",
+    );
+    let first = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &one)
+        .run();
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let other = one.replace("duration: 1s", "duration: 2s");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap(), "--resume"])
+        .spec("t.yaml", &other)
+        .run();
+    assert_eq!(done.code, 2);
+    assert!(
+        done.stderr
+            .contains("was run from a different spec (sha256"),
+        "{}",
+        done.stderr
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let done = Bench::new(&["run", "--out", empty.to_str().unwrap(), "--resume"])
+        .spec("s.yaml", &one)
+        .run();
+    assert_eq!(done.code, 2);
+    assert!(
+        done.stderr
+            .contains("is not a run directory (no manifest.json)"),
+        "{}",
+        done.stderr
+    );
+    let done = Bench::new(&["run", "--resume"]).spec("s.yaml", &one).run();
+    assert_eq!(done.code, 2, "--resume needs --out");
+}
+
+#[test]
+fn an_unwritable_out_is_refused_before_anything_starts() {
+    let dir = Dir::new();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = file.join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", SPEC)
+        .run();
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    assert!(
+        done.stderr.contains("cannot write the run directory"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        !done.stderr.contains("run: "),
+        "nothing started: {}",
+        done.stderr
+    );
+}
+
+/// Run one decode cell against a faulty simulator; its measured records. Slots back off
+/// after a failure, so the active fraction allowed is lower than the default.
+fn run_faulty(faults: &str, max_error_rate: f64) -> (i32, Vec<Record>, String) {
+    let dir = Dir::new();
+    let out = dir.path().join("run");
+    let spec = format!(
+        "version: 1\nname: faults\nengine: {{kind: sim, sim: {{profile: tiny, faults: {{{faults}}}}}}}\nmodel: {{served_name: tiny}}\nworkload: {{max_output_tokens: 256}}\nmatrix: {{contexts: [256], concurrency: [4]}}\nphases: {{prefill: {{enabled: false}}, decode: {{duration: 2s}}}}\nvalidity: {{max_error_rate: {max_error_rate}, min_active_fraction: 0.5}}\n"
+    );
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &spec)
+        .run();
+    let measured = records(&out)
+        .into_iter()
+        .filter(|r| r.status != Status::Skipped)
+        .collect();
+    (done.code, measured, done.stderr)
+}
+
+#[test]
+fn failed_requests_are_counted_by_kind_and_the_verdict_follows_validity() {
+    for (faults, kind) in [
+        ("failure_rate: 0.3", "http_500"),
+        ("disconnect_rate: 0.3", "disconnect"),
+    ] {
+        let (code, recs, stderr) = run_faulty(faults, 0.0);
+        assert_eq!(code, 1, "{faults}: {stderr}");
+        let r = &recs[0];
+        assert_eq!(r.status, Status::Invalid, "{faults}: {r:?}");
+        assert!(r.errors > 0, "{faults}");
+        assert_eq!(
+            r.error_kinds.keys().collect::<Vec<_>>(),
+            [kind],
+            "{faults}: {r:?}"
+        );
+        assert_eq!(r.error_kinds[kind], r.errors, "{faults}");
+        assert!(
+            r.reasons.iter().any(|m| m.starts_with("error rate ")),
+            "{faults}: {:?}",
+            r.reasons
+        );
+        assert!(
+            r.output_tokens.unwrap_or(0) > 0,
+            "{faults}: the other requests are measured"
+        );
+        // The same faults within what `validity` allows: counted, and the cell valid.
+        let (code, recs, stderr) = run_faulty(faults, 1.0);
+        assert_eq!(code, 0, "{faults}: {stderr}");
+        assert_eq!(recs[0].status, Status::Valid, "{faults}: {:?}", recs[0]);
+        assert!(
+            recs[0].error_kinds.get(kind).copied().unwrap_or(0) > 0,
+            "{faults}"
+        );
+    }
+    // Every request refused: the cell failed, said why.
+    let (code, recs, _) = run_faulty("failure_rate: 1.0", 0.0);
+    assert_eq!(code, 1);
+    assert_eq!(recs[0].status, Status::Failed, "{:?}", recs[0]);
+}
