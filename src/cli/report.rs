@@ -76,10 +76,19 @@ pub enum CompareFormat {
     Json,
 }
 
-/// The user templates of the spec's `report.templates`, relative to the spec file.
+/// The user templates of the spec's `report.templates`, relative to the spec file, and a
+/// `report.md.j2` or `report.html.j2` beside the spec, which replaces the built-in one.
 pub fn spec_templates(spec_path: &Path, templates: &[String]) -> Vec<PathBuf> {
     let base = spec_path.parent().unwrap_or(Path::new(""));
-    templates.iter().map(|t| base.join(t)).collect()
+    let mut all: Vec<PathBuf> = templates.iter().map(|t| base.join(t)).collect();
+    for name in ["report.md.j2", "report.html.j2"] {
+        let beside = base.join(name);
+        let listed = all.iter().any(|t| t.file_name() == beside.file_name());
+        if beside.is_file() && !listed {
+            all.push(beside);
+        }
+    }
+    all
 }
 
 /// Run `benchspec report`.
@@ -91,7 +100,7 @@ pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
         args.format.iter().map(|f| Format::from(*f)).collect()
     };
     let mut user = args.template.clone();
-    if args.template.is_empty() && !run.spec.report.templates.is_empty() {
+    if args.template.is_empty() {
         // The spec's templates, beside the spec the run was made from.
         let spec_path = run
             .manifest

@@ -509,3 +509,45 @@ fn the_html_report_opens_in_chromium_without_errors_or_requests() {
         );
     }
 }
+
+#[test]
+fn run_renders_the_spec_templates_and_a_report_template_beside_the_spec() {
+    let dir = Dir::new();
+    let spec = dir.path().join("s.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\nname: templated\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [256], concurrency: [1]}\nphases: {decode: {duration: 1s}}\nreport: {formats: [markdown, csv], templates: [t/cells.txt.j2]}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("t")).unwrap();
+    std::fs::write(
+        dir.path().join("t/cells.txt.j2"),
+        "{% for c in cells %}{{ c.id }} {{ c.status }}\n{% endfor %}",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("report.md.j2"),
+        "# {{ subtitle }} by my team\n",
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .arg(&spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("reports: results.csv, cells.txt, report.md in"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("cells.txt")).unwrap(),
+        "prefill/256 valid\ndecode/256/c1 valid\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("report.md")).unwrap(),
+        "# templated by my team\n"
+    );
+    assert!(!out.join("report.html").exists(), "only the spec's formats");
+}
