@@ -76,10 +76,14 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         Ok(s) => s,
         Err(e) => {
             // What was measured before the run stopped is reported too.
-            if let run::RunError::Interrupted { results, .. } = &e
-                && let Some(dir) = std::path::Path::new(results).parent()
-            {
-                render_reports(dir, &loaded, out);
+            let dir = match &e {
+                run::RunError::Interrupted { results, .. } => {
+                    std::path::Path::new(results).parent().map(PathBuf::from)
+                }
+                _ => args.out.clone(),
+            };
+            if let Some(dir) = dir.filter(|d| d.join("manifest.json").is_file()) {
+                render_reports(&dir, &loaded, out);
             }
             return Err(e.into());
         }

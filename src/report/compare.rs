@@ -40,6 +40,8 @@ pub struct Side {
     pub name: String,
     /// `vllm · 0.27.2 · BF16`.
     pub engine_line: String,
+    /// `Discrete GPU · H200 NVL · 141 GB · linux`.
+    pub hardware_line: String,
     /// What the server reported as its version.
     pub reported_version: Option<String>,
     /// When the run started.
@@ -107,6 +109,12 @@ fn side(run: &RunDir) -> Side {
         dir: run.path.display().to_string(),
         name: cx.subtitle,
         engine_line: cx.engine_line,
+        hardware_line: cx
+            .hardware
+            .iter()
+            .map(|i| i.value.as_str())
+            .collect::<Vec<_>>()
+            .join(" · "),
         reported_version: cx.run.engine_reported_version,
         started_at: cx.run.started_at,
     }

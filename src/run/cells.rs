@@ -60,8 +60,31 @@ impl Cells<'_> {
                     ..rec
                 }
             };
+            let gone = match c.runs() {
+                true => engine.gone(&rec).await,
+                false => None,
+            };
+            let mut rec = rec;
+            if let Some(why) = &gone {
+                rec.status = Status::Failed;
+                rec.reasons.push(why.clone());
+            }
             let rec = self.finish(rec, engine)?;
             summary.count(rec.status);
+            if let Some(why) = gone {
+                on(Event::Done {
+                    index,
+                    total,
+                    record: Box::new(rec),
+                });
+                return Err(RunError::Engine(format!(
+                    "{why} ({}); the finished cells are kept in {}; once it answers again, go on with `benchspec run {} --out {} --resume`",
+                    c.id,
+                    out.join("results.jsonl").display(),
+                    self.loaded.path,
+                    out.display()
+                )));
+            }
             if c.runs() {
                 on(Event::Done {
                     index,

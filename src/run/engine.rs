@@ -109,6 +109,27 @@ impl EngineSide {
         self.launch(spec, on).await
     }
 
+    /// An engine benchspec did not launch that refused connections during a cell and still
+    /// does not answer: the reason to fail the cell with, and to end the run on.
+    pub(super) async fn gone(&self, rec: &crate::results::Record) -> Option<String> {
+        let refused = ["connection_refused", "connection_error"]
+            .iter()
+            .any(|k| rec.error_kinds.contains_key(*k));
+        if self.launched.is_some() || !refused {
+            return None;
+        }
+        for _ in 0..3 {
+            if self.client.get_ok("/v1/models").await {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Some(format!(
+            "the engine at {} stopped answering during the cell",
+            self.client.base
+        ))
+    }
+
     /// The exit status of a launched engine that is no longer running.
     pub(super) fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
         self.launched.as_mut().and_then(launch::Engine::exited)

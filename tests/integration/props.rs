@@ -168,7 +168,7 @@ fn to_toml(v: &Value) -> Option<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,400}") {

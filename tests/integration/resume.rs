@@ -247,3 +247,45 @@ fn failed_requests_are_counted_by_kind_and_the_verdict_follows_validity() {
     assert_eq!(code, 1);
     assert_eq!(recs[0].status, Status::Failed, "{:?}", recs[0]);
 }
+
+#[test]
+fn an_engine_that_is_gone_fails_its_cell_and_ends_the_run_resumably() {
+    // The in-process simulator stops answering 2.5 s in, inside one of its decode cells.
+    let dir = Dir::new();
+    let out = dir.path().join("run");
+    let spec = SPEC.replace(
+        "profile: tiny}",
+        "profile: tiny, faults: {die_after: 2500ms}}",
+    );
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &spec)
+        .run();
+    assert_eq!(done.code, 3, "{}", done.stderr);
+    assert!(
+        done.stderr.contains("stopped answering during the cell"),
+        "{}",
+        done.stderr
+    );
+    assert!(done.stderr.contains("--resume`"), "{}", done.stderr);
+    let recs = records(&out);
+    let (last, earlier) = recs.split_last().unwrap();
+    assert_eq!(last.status, Status::Failed, "{last:?}");
+    assert!(
+        last.reasons.iter().any(|r| r.contains("stopped answering")),
+        "{last:?}"
+    );
+    assert!(
+        last.error_kinds.contains_key("connection_refused"),
+        "{last:?}"
+    );
+    assert!(
+        !earlier.is_empty() && earlier.iter().all(|r| r.status == Status::Valid),
+        "{earlier:?}"
+    );
+    assert!(recs.len() < 8, "the run ended at the engine's loss");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("Unfinished run"),
+        "the reports show what was measured"
+    );
+}
