@@ -43,6 +43,14 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     let loaded = spec::load(&args.spec, Stage::Run)?;
     out.diagnostics(&loaded.warnings, super::DiagFormat::Auto);
+    // The report templates are checked before anything is measured.
+    let templates = super::report::spec_templates(
+        std::path::Path::new(&loaded.path),
+        &loaded.spec.report.templates,
+    );
+    for t in &templates {
+        crate::report::templates::check_file(t)?;
+    }
     let opts = RunOptions {
         out: args.out.clone(),
         base_url: args.base_url.clone(),

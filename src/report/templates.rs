@@ -138,6 +138,29 @@ pub fn render_file(path: &Path, cx: &Context) -> Result<(String, String), Report
     Ok((out.to_string(), text))
 }
 
+/// Read and compile the user template at `path` without rendering it: a missing file, a bad
+/// name or a syntax error is found before a run starts rather than after it.
+pub fn check_file(path: &Path) -> Result<(), ReportError> {
+    let file = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    if file.strip_suffix(".j2").is_none_or(str::is_empty) {
+        return Err(ReportError::Template(format!(
+            "`{}`: a report template's name ends in `.j2` (`summary.md.j2` writes `summary.md`)",
+            path.display()
+        )));
+    }
+    let source = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let mut env = environment();
+    env.add_template_owned(file, source)
+        .map_err(|e| template_error(&e))
+}
+
 /// The loader of user templates: a relative path inside `folder`, nothing above it.
 fn load_beside(folder: &Path, name: &str) -> Result<Option<String>, minijinja::Error> {
     let rel = PathBuf::from(name);

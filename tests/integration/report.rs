@@ -551,3 +551,31 @@ fn run_renders_the_spec_templates_and_a_report_template_beside_the_spec() {
     );
     assert!(!out.join("report.html").exists(), "only the spec's formats");
 }
+
+#[test]
+fn run_checks_the_spec_templates_before_measuring() {
+    let dir = Dir::new();
+    std::fs::write(
+        dir.path().join("bad.md.j2"),
+        "ok\n{% for c in cells %}never closed\n",
+    )
+    .unwrap();
+    for (templates, says) in [
+        ("[missing.md.j2]", "cannot read `"),
+        ("[bad.md.j2]", "template `bad.md.j2` line"),
+        (
+            "[notes.txt]",
+            "`notes.txt` is not a template; templates end in `.j2` (at /report/templates/0)",
+        ),
+    ] {
+        let spec = dir.path().join("s.yaml");
+        std::fs::write(&spec, format!("version: 1\nname: t\nengine: {{kind: sim, sim: {{profile: tiny}}}}\nmodel: {{served_name: tiny}}\nmatrix: {{contexts: [256], concurrency: [1]}}\nreport: {{templates: {templates}}}\n")).unwrap();
+        let out = dir.path().join("run");
+        let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+            .arg(&spec)
+            .run();
+        assert_eq!(done.code, 2, "{templates}: {}", done.stderr);
+        assert!(done.stderr.contains(says), "{templates}: {}", done.stderr);
+        assert!(!out.exists(), "{templates}: nothing started");
+    }
+}
