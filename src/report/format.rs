@@ -80,8 +80,9 @@ pub fn pct(x: f64) -> String {
     if !x.is_finite() {
         return DASH.to_string();
     }
-    let sign = if x > 0.0 { "+" } else { "" };
-    format!("{sign}{}%", grouped(x, 1))
+    let text = grouped(x, 1);
+    let sign = if x > 0.0 && text != "0.0" { "+" } else { "" };
+    format!("{sign}{text}%")
 }
 
 #[cfg(test)]
@@ -122,6 +123,8 @@ mod tests {
         assert_eq!(pct(5.24), "+5.2%");
         assert_eq!(pct(-12.0), "-12.0%");
         assert_eq!(pct(0.0), "0.0%");
+        assert_eq!(pct(0.03), "0.0%");
+        assert_eq!(pct(-0.03), "0.0%");
         assert_eq!(grouped(-1234.5, 1), "-1,234.5");
         assert_eq!(grouped(-0.01, 1), "0.0");
         assert_eq!(grouped(f64::NAN, 1), DASH);
