@@ -95,10 +95,36 @@ pub struct Loaded {
 
 /// Read and check the spec at `path` against the process environment.
 pub fn load(path: &str, stage: Stage) -> Result<Loaded, SpecError> {
-    let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
+    let read_err = |source| SpecError::Read {
         path: path.to_string(),
         source,
-    })?;
+    };
+    // At most one byte past the cap is read: a huge file or an endless stream (a pipe) is
+    // refused without being held in memory.
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(
+            std::fs::File::open(path).map_err(read_err)?,
+            MAX_SPEC_BYTES as u64 + 1,
+        ),
+        &mut bytes,
+    )
+    .map_err(read_err)?;
+    if bytes.len() > MAX_SPEC_BYTES {
+        let d = Diagnostic::new(
+            path,
+            "",
+            doc::Pos { line: 1, col: 1 },
+            1,
+            Severity::Error,
+            format!("the spec is larger than {MAX_SPEC_BYTES} bytes; a spec is a page of settings"),
+            String::new(),
+        );
+        return Err(SpecError::Invalid {
+            path: path.to_string(),
+            diagnostics: vec![d],
+        });
+    }
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {

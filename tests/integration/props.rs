@@ -311,3 +311,51 @@ fn an_endless_line_is_refused_after_the_cap_without_buffering_it() {
     );
     assert!(start.elapsed() < BOUND, "{:?}", start.elapsed());
 }
+
+#[test]
+fn an_endless_spec_is_refused_after_the_cap() {
+    // A named pipe fed without end: the loader reads past the 1 MiB cap by one byte and stops
+    // (reading to the end would never return).
+    let dir = std::env::temp_dir().join(format!("benchspec-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("endless.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let writer_path = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(writer_path)
+            .unwrap();
+        let chunk = vec![b'a'; 64 << 10];
+        let mut written: u64 = 0;
+        // Until the reader goes away (a broken pipe), or far past any sane spec.
+        while written < 1 << 30 {
+            if f.write_all(&chunk).is_err() {
+                break;
+            }
+            written += chunk.len() as u64;
+        }
+        written
+    });
+    let start = Instant::now();
+    let err = spec::load(fifo.to_str().unwrap(), Stage::Validate).unwrap_err();
+    assert!(start.elapsed() < BOUND, "{:?}", start.elapsed());
+    assert!(
+        err.diagnostics()[0]
+            .message
+            .contains("larger than 1048576 bytes"),
+        "{err}"
+    );
+    let written = writer.join().unwrap();
+    assert!(
+        written < 64 << 20,
+        "the loader stopped reading: {written} bytes written"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
