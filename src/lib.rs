@@ -28,6 +28,9 @@ pub enum Error {
     /// The simulator could not start.
     #[error(transparent)]
     Sim(#[from] sim::SimError),
+    /// Run directories could not be merged.
+    #[error(transparent)]
+    Merge(#[from] results::merge::MergeError),
     /// A report could not be rendered.
     #[error(transparent)]
     Report(#[from] report::ReportError),
@@ -49,6 +52,7 @@ impl Error {
             Error::Sim(e) => e.exit_code(),
             Error::Run(e) => e.exit_code(),
             Error::Report(e) => e.exit_code(),
+            Error::Merge(e) => e.exit_code(),
             Error::Write { .. } => 1,
         }
     }

@@ -80,6 +80,15 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Compare two runs cell by cell; exit 1 on a regression.
     Compare(report::CompareArgs),
+    /// Join the run directories of the shards of one plan into one, and render its reports.
+    Merge {
+        /// The shards' run directories.
+        #[arg(required = true, value_name = "RUN_DIR")]
+        dirs: Vec<std::path::PathBuf>,
+        /// The merged run directory (new or empty).
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+    },
     /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
     Sim(sim::SimArgs),
 }
@@ -132,6 +141,7 @@ pub fn main() -> i32 {
         Command::Run(args) => run::run(&args, &out),
         Command::Report(args) => report::report(&args, &out),
         Command::Compare(args) => report::compare_cmd(&args, &out),
+        Command::Merge { dirs, out: dir } => report::merge(&dirs, &dir, &out),
     };
     match result {
         Ok(code) => code,

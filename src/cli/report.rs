@@ -1,5 +1,5 @@
-//! `benchspec report` and `benchspec compare`: render a run directory's reports from disk
-//! alone, and set two runs side by side.
+//! `benchspec report`, `compare` and `merge`: render a run directory's reports from disk
+//! alone, set two runs side by side, and join the shards of one plan.
 
 use super::output::Out;
 use crate::Error;
@@ -142,4 +142,27 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
     };
     out.print(&text);
     Ok(if c.regressions > 0 { 1 } else { 0 })
+}
+
+/// Run `benchspec merge`: join the shards, then render the spec's reports of the whole.
+pub fn merge(dirs: &[PathBuf], dir: &Path, out: &Out) -> Result<i32, Error> {
+    let merged = crate::results::merge::merge(dirs, dir)?;
+    out.info(&format!(
+        "merged {} run directories: {} records into {}",
+        merged.parts,
+        merged.records,
+        dir.display()
+    ));
+    if !merged.missing_shards.is_empty() {
+        let list: Vec<String> = merged.missing_shards.iter().map(u32::to_string).collect();
+        out.info(&format!(
+            "note: shard(s) {} of the plan were not given; merge again with them for the whole plan",
+            list.join(", ")
+        ));
+    }
+    let run = RunDir::load(dir)?;
+    for w in report::render(&run, &run.spec.report.formats, &[], dir)? {
+        out.info(&format!("wrote {}", w.display()));
+    }
+    Ok(0)
 }

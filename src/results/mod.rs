@@ -2,6 +2,7 @@
 //! sink that appends each record whole — write, flush, fsync — as its cell ends, so a crash
 //! loses nothing already measured.
 
+pub mod merge;
 pub mod record;
 pub mod stats;
 

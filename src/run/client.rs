@@ -11,6 +11,9 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// How many times a request that fails before any response byte is sent.
+pub const SEND_TRIES: usize = 3;
+
 /// Why a request failed: the kinds counted in `error_kinds`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
@@ -144,6 +147,25 @@ impl Client {
         rb.send().await.is_ok_and(|r| r.status().is_success())
     }
 
+    /// Whether the server answers GET `path` at all (any HTTP status) on a new connection:
+    /// a pooled connection may outlive the server's listening socket.
+    pub async fn answers_afresh(&self, path: &str) -> bool {
+        let Ok(http) = reqwest::Client::builder()
+            .http1_only()
+            .no_proxy()
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(5))
+            .build()
+        else {
+            return false;
+        };
+        let mut rb = http.get(format!("{}{path}", self.base));
+        if let Some(key) = &self.key {
+            rb = rb.bearer_auth(key);
+        }
+        rb.send().await.is_ok()
+    }
+
     /// GET `path` as JSON.
     pub async fn get_json(&self, path: &str) -> Result<Value, String> {
         let mut rb = self.http.get(format!("{}{path}", self.base));
@@ -233,21 +255,24 @@ impl Client {
     }
 
     /// Write the request. A pooled keep-alive connection the server has closed in the
-    /// meantime (llama.cpp's server closes idle ones) fails before any response byte; that is
-    /// retried once on a fresh connection, with the clock restarted.
+    /// meantime (llama.cpp's server closes idle ones, and each after a number of requests)
+    /// fails before any response byte; that is retried, with the clock restarted, up to
+    /// [`SEND_TRIES`] times, as the next pooled connection may be as stale as the first.
     async fn send(
         &self,
         path: &str,
         body: &Value,
         out: &mut Outcome,
     ) -> Result<reqwest::Response, Failure> {
-        for attempt in 0..2 {
+        for attempt in 0..SEND_TRIES {
             out.sent = Instant::now();
             match tokio::time::timeout(self.stall, self.post(path, body).send()).await {
                 Err(_) => return Err(Failure::Stall),
                 Ok(Ok(r)) => return Ok(r),
                 Ok(Err(e))
-                    if attempt == 0 && !e.is_timeout() && classify(&e) != Failure::Refused =>
+                    if attempt + 1 < SEND_TRIES
+                        && !e.is_timeout()
+                        && classify(&e) != Failure::Refused =>
                 {
                     continue;
                 }

@@ -109,17 +109,18 @@ impl EngineSide {
         self.launch(spec, on).await
     }
 
-    /// An engine benchspec did not launch that refused connections during a cell and still
-    /// does not answer: the reason to fail the cell with, and to end the run on.
+    /// An engine benchspec did not launch that refused connections during a cell (or whose
+    /// cell failed) and still does not answer: the reason to fail the cell with, and to end the run on.
     pub(super) async fn gone(&self, rec: &crate::results::Record) -> Option<String> {
         let refused = ["connection_refused", "connection_error"]
             .iter()
             .any(|k| rec.error_kinds.contains_key(*k));
-        if self.launched.is_some() || !refused {
+        let failed = rec.status == crate::results::Status::Failed;
+        if self.launched.is_some() || !(refused || failed) {
             return None;
         }
         for _ in 0..3 {
-            if self.client.get_ok("/v1/models").await {
+            if self.client.answers_afresh("/v1/models").await {
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(500)).await;

@@ -32,7 +32,8 @@ fn llama_cpp_end_to_end() {
     let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
         .spec("llamacpp.yaml", &text)
         .run();
-    assert_eq!(done.code, 0, "{}", done.stderr);
+    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap_or_default();
+    assert_eq!(done.code, 0, "{}\n{lines}", done.stderr);
     let records = results::read(&out.join("results.jsonl")).unwrap();
     assert_eq!(records.len(), 6, "{records:#?}");
     for r in &records {

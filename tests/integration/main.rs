@@ -9,6 +9,7 @@ mod cli;
 mod faults;
 mod launch;
 mod llamacpp;
+mod merge;
 mod plan;
 mod props;
 mod report;

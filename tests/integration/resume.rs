@@ -275,10 +275,6 @@ fn an_engine_that_is_gone_fails_its_cell_and_ends_the_run_resumably() {
         "{last:?}"
     );
     assert!(
-        last.error_kinds.contains_key("connection_refused"),
-        "{last:?}"
-    );
-    assert!(
         !earlier.is_empty() && earlier.iter().all(|r| r.status == Status::Valid),
         "{earlier:?}"
     );
