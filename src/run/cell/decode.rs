@@ -1,128 +1,17 @@
-//! Running one cell: prompts and warm-up, C closed-loop slots reporting to the [`Window`],
-//! the window closing on time with in-flight requests cancelled, and the record with its
-//! verdict (contract §5). Prefill cells are single cold requests.
+//! A decode cell: prompts for C slots and their warm-up, C closed-loop slots reporting to the
+//! [`Window`], the window closing on time with in-flight requests cancelled, and the record
+//! filled from the window with its verdict (contract §5).
 
-use super::client::{Client, Outcome};
-use super::prompt::Synth;
-use super::window::{SlotEvent, Window};
+use super::{Ctx, failed, rand_tag, round, verdict};
 use crate::plan::{Cell, Mode};
-use crate::results::stats::{Latencies, median};
-use crate::results::{Record, Status, TokenSource};
+use crate::results::{Record, TokenSource};
+use crate::run::window::{SlotEvent, Window};
 use crate::spec::{PromptCache, Spec};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::sync::{Mutex, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
-
-/// What every cell of a run shares.
-pub struct Ctx {
-    /// The client.
-    pub client: Client,
-    /// The spec.
-    pub spec: Spec,
-    /// The prompt synthesizer.
-    pub synth: Mutex<Synth>,
-    /// Per-request detail of the cell being measured, when `--save-requests` asks for it.
-    pub requests: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
-}
-
-impl Ctx {
-    /// The warm prompt of `slot` at `context`: the same for every cell of the context.
-    async fn slot_prompt(&self, context: u64, tokens: u64, slot: usize) -> Result<String, String> {
-        self.synth
-            .lock()
-            .await
-            .exact(&self.client, tokens, &format!("slot{slot}x{context}"))
-            .await
-    }
-
-    /// A prompt never sent before.
-    async fn fresh_prompt(&self, tokens: u64, tag: &str) -> Result<String, String> {
-        self.synth
-            .lock()
-            .await
-            .exact(&self.client, tokens, tag)
-            .await
-    }
-}
-
-/// Measure a prefill cell: `repeats` cold requests (one in decode-warmup mode: the first,
-/// still cold, request of the context's warm-up), median of prompt tokens / TTFT.
-pub async fn prefill(cx: &Ctx, cell: &Cell, mut rec: Record) -> Record {
-    let repeats = if cell.mode == Mode::DecodeWarmup {
-        1
-    } else {
-        cell.repeats.unwrap_or(1).max(1)
-    };
-    let mut rates = Vec::new();
-    let mut ttft = Latencies::default();
-    for r in 0..repeats {
-        let prompt = if cell.mode == Mode::DecodeWarmup {
-            cx.slot_prompt(cell.context, cell.prompt_tokens, 0).await
-        } else {
-            cx.fresh_prompt(
-                cell.prompt_tokens,
-                &format!("prefill{}r{r}n{}", cell.context, rand_tag()),
-            )
-            .await
-        };
-        let prompt = match prompt {
-            Ok(p) => p,
-            Err(e) => return failed(rec, &e),
-        };
-        rec.requests_started += 1;
-        let mut first = None;
-        let out = cx
-            .client
-            .generate(&prompt, 1, |c| first = first.or(Some(c.at)))
-            .await;
-        if let Some(f) = &out.failure {
-            rec.errors += 1;
-            *rec.error_kinds.entry(f.kind()).or_default() += 1;
-            continue;
-        }
-        check_prompt(&mut rec, &out, cell.prompt_tokens);
-        if let Some(first) = first {
-            let secs = (first - out.sent).as_secs_f64();
-            ttft.record_s(secs);
-            rates.push(cell.prompt_tokens as f64 / secs);
-            rec.completed += 1;
-        }
-    }
-    rec.ttft_ms = ttft.summary();
-    rec.prefill_tok_s = median(&mut rates).map(|v| (v * 10.0).round() / 10.0);
-    rec.measured_s = rec.ttft_ms.map(|t| t.p50 / 1000.0);
-    let errors = rec.errors;
-    verdict(rec, errors, repeats as u64, &[])
-}
-
-fn check_prompt(rec: &mut Record, out: &Outcome, expected: u64) {
-    if let Some(p) = out.usage_prompt {
-        rec.server_prompt_tokens = Some(p);
-        if p != expected && !rec.reasons.iter().any(|r| r.starts_with("prompt length")) {
-            rec.reasons.push(format!(
-                "prompt length mismatch: sent {expected} tokens, the server counted {p}"
-            ));
-        }
-    }
-}
-
-fn rand_tag() -> u64 {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    t ^ N
-        .fetch_add(1, Ordering::Relaxed)
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-}
-
-fn failed(mut rec: Record, why: &str) -> Record {
-    rec.status = Status::Failed;
-    rec.reasons.push(why.to_string());
-    rec
-}
 
 /// Live state of a decode cell, for progress displays.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -400,26 +289,4 @@ fn fill(mut rec: Record, w: &mut Window, cell: &Cell, spec: &Spec) -> Record {
         ));
     }
     verdict(rec, w.errors, started, &reasons)
-}
-
-fn verdict(mut rec: Record, errors: u64, attempts: u64, reasons: &[String]) -> Record {
-    rec.reasons.extend(reasons.iter().cloned());
-    rec.status = if errors >= attempts
-        && attempts > 0
-        && rec.completed == 0
-        && rec.output_tokens.unwrap_or(0) == 0
-    {
-        rec.reasons.push("every request failed".into());
-        Status::Failed
-    } else if rec.reasons.is_empty() {
-        Status::Valid
-    } else {
-        Status::Invalid
-    };
-    rec
-}
-
-fn round(v: f64, digits: i32) -> f64 {
-    let m = 10f64.powi(digits);
-    (v * m).round() / m
 }
