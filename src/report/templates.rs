@@ -82,13 +82,19 @@ fn with_charts(env: &mut Environment<'static>, cx: &Context) {
     env.add_global("charts", Value::from(map));
 }
 
-/// Render the built-in template `name` over `cx`.
-pub fn render_builtin(name: &str, cx: &Context) -> Result<String, ReportError> {
+/// An environment holding the built-in templates.
+fn builtin_env() -> Result<Environment<'static>, ReportError> {
     let mut env = environment();
     for (n, source) in BUILTIN {
         env.add_template(n, source)
             .map_err(|e| template_error(&e))?;
     }
+    Ok(env)
+}
+
+/// Render the built-in template `name` over `cx`.
+pub fn render_builtin(name: &str, cx: &Context) -> Result<String, ReportError> {
+    let mut env = builtin_env()?;
     with_charts(&mut env, cx);
     let t = env.get_template(name).map_err(|e| template_error(&e))?;
     t.render(Value::from(Serde(cx)))
@@ -97,19 +103,15 @@ pub fn render_builtin(name: &str, cx: &Context) -> Result<String, ReportError> {
 
 /// Render a built-in template over any serializable value (no charts).
 pub fn render_value<T: serde::Serialize>(name: &str, value: &T) -> Result<String, ReportError> {
-    let mut env = environment();
-    for (n, source) in BUILTIN {
-        env.add_template(n, source)
-            .map_err(|e| template_error(&e))?;
-    }
+    let env = builtin_env()?;
     let t = env.get_template(name).map_err(|e| template_error(&e))?;
     t.render(Value::from(Serde(value)))
         .map_err(|e| template_error(&e))
 }
 
-/// Render the user template at `path`; returns the output's file name (the template's name
-/// without `.j2`) and the text. It may include files from its own folder only.
-pub fn render_file(path: &Path, cx: &Context) -> Result<(String, String), ReportError> {
+/// The user template at `path`, read and compiled into an environment that may include files
+/// from its folder only; with its file name and the name of the file it writes.
+fn user_env(path: &Path) -> Result<(Environment<'static>, String, String), ReportError> {
     let file = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -121,6 +123,7 @@ pub fn render_file(path: &Path, cx: &Context) -> Result<(String, String), Report
             path.display()
         )));
     };
+    let out = out.to_string();
     let source = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
         path: path.display().to_string(),
         source,
@@ -130,35 +133,25 @@ pub fn render_file(path: &Path, cx: &Context) -> Result<(String, String), Report
     env.set_loader(move |name| load_beside(&folder, name));
     env.add_template_owned(file.clone(), source)
         .map_err(|e| template_error(&e))?;
+    Ok((env, file, out))
+}
+
+/// Render the user template at `path`; returns the output's file name (the template's name
+/// without `.j2`) and the text.
+pub fn render_file(path: &Path, cx: &Context) -> Result<(String, String), ReportError> {
+    let (mut env, file, out) = user_env(path)?;
     with_charts(&mut env, cx);
     let t = env.get_template(&file).map_err(|e| template_error(&e))?;
     let text = t
         .render(Value::from(Serde(cx)))
         .map_err(|e| template_error(&e))?;
-    Ok((out.to_string(), text))
+    Ok((out, text))
 }
 
 /// Read and compile the user template at `path` without rendering it: a missing file, a bad
 /// name or a syntax error is found before a run starts rather than after it.
 pub fn check_file(path: &Path) -> Result<(), ReportError> {
-    let file = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default()
-        .to_string();
-    if file.strip_suffix(".j2").is_none_or(str::is_empty) {
-        return Err(ReportError::Template(format!(
-            "`{}`: a report template's name ends in `.j2` (`summary.md.j2` writes `summary.md`)",
-            path.display()
-        )));
-    }
-    let source = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let mut env = environment();
-    env.add_template_owned(file, source)
-        .map_err(|e| template_error(&e))
+    user_env(path).map(|_| ())
 }
 
 /// The loader of user templates: a relative path inside `folder`, nothing above it.
