@@ -105,9 +105,20 @@ pub fn chat_prompt(messages: &[Message], add_generation_prompt: bool) -> String 
     text
 }
 
+/// A request without one prompt to serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PromptMissing {
+    /// A batch of several prompts.
+    #[error("the simulator serves one prompt per request")]
+    Batch,
+    /// Neither a prompt nor messages.
+    #[error("either `prompt` or `messages` must be given")]
+    None,
+}
+
 impl GenRequest {
     /// The prompt's token ids (chat through the template).
-    pub fn prompt_ids(&self) -> Result<Vec<u32>, String> {
+    pub fn prompt_ids(&self) -> Result<Vec<u32>, PromptMissing> {
         if let Some(messages) = &self.messages {
             return Ok(tokenizer::encode(&chat_prompt(messages, true)));
         }
@@ -115,8 +126,8 @@ impl GenRequest {
             Some(Prompt::Text(t)) => Ok(tokenizer::encode(t)),
             Some(Prompt::Ids(ids)) => Ok(ids.clone()),
             Some(Prompt::Batch(b)) if b.len() == 1 => Ok(tokenizer::encode(&b[0])),
-            Some(Prompt::Batch(_)) => Err("the simulator serves one prompt per request".into()),
-            None => Err("either `prompt` or `messages` must be given".into()),
+            Some(Prompt::Batch(_)) => Err(PromptMissing::Batch),
+            None => Err(PromptMissing::None),
         }
     }
 
@@ -176,6 +187,16 @@ pub enum Kind {
     Completion,
     /// `/v1/chat/completions`.
     Chat,
+}
+
+impl Kind {
+    /// The prefix of a response id: `cmpl` or `chatcmpl`.
+    pub fn id_prefix(self) -> &'static str {
+        match self {
+            Kind::Completion => "cmpl",
+            Kind::Chat => "chatcmpl",
+        }
+    }
 }
 
 /// The fixed parts of every chunk of one response.

@@ -227,7 +227,7 @@ mod tests {
     /// model runs in virtual time and is deterministic.
     #[test]
     fn h200_profile_reproduces_the_seed_table_within_15_percent() {
-        let p = profile("h200-gemma-4-e2b").unwrap_or_else(|| unreachable!());
+        let p = profile(crate::spec::DEFAULT_SIM_PROFILE).unwrap_or_else(|| unreachable!());
         let rows = seed_table(&p, 30.0, 4096);
         assert_eq!(rows.len(), 46);
         let off: Vec<String> = rows

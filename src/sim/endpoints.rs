@@ -2,7 +2,7 @@
 //! llama.cpp's shapes), `/apply-template` and `/metrics` in Prometheus text with vLLM's names.
 
 use super::api::{self, TokenizeRequest};
-use super::server::{Shared, error, json_response, unix_now};
+use super::http::{Shared, error, json_response, unix_now};
 use super::tokenizer;
 use axum::body::Bytes;
 use axum::extract::State;

@@ -99,11 +99,6 @@ impl Engine {
         }
     }
 
-    /// The engine's profile.
-    pub fn profile(&self) -> &Profile {
-        &self.profile
-    }
-
     /// Queue a request.
     pub fn add(&mut self, r: NewRequest) -> ReqId {
         let id = self.next_id;

@@ -176,7 +176,8 @@ impl Kv {
     }
 
     /// Blocks a request needs that can be had now (free or evictable).
-    pub fn available(&self) -> usize {
+    #[cfg(test)]
+    fn available(&self) -> usize {
         self.free() + self.idle.len()
     }
 }

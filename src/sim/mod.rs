@@ -3,18 +3,22 @@
 //! a GPU. It is the quickstart's default engine, the test double of the integration tests
 //! and a what-if tool for capacity planning.
 
-pub mod api;
+mod api;
 pub mod calibrate;
-pub mod driver;
-pub mod endpoints;
-pub mod engine;
-pub mod kv;
+mod driver;
+mod endpoints;
+mod engine;
+mod generate;
+mod http;
+mod kv;
+mod options;
 pub mod profile;
-pub mod server;
-pub mod stream;
+mod server;
+mod stream;
 pub mod tokenizer;
 
-pub use server::{Dialect, Faults, Options, Sim, start};
+pub use options::{Dialect, Faults, Options};
+pub use server::{Sim, start};
 
 /// Why the simulator could not start.
 #[derive(Debug, thiserror::Error)]
@@ -58,13 +62,7 @@ pub fn find_profile(name: &str) -> Result<profile::Profile, SimError> {
 /// The simulator options a spec asks for (`engine.kind: sim`): its profile and faults, serving
 /// `model.served_name`.
 pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
-    let sim = spec.engine.sim.clone().unwrap_or(crate::spec::SimEngine {
-        profile: "h200-gemma-4-e2b".into(),
-        reasoning_tokens: 0,
-        tokens_per_chunk: 1,
-        dialect: crate::spec::SimDialect::Vllm,
-        faults: crate::spec::SimFaults::default(),
-    });
+    let sim = spec.engine.sim.clone().unwrap_or_default();
     let mut opts = Options::new(find_profile(&sim.profile)?);
     opts.served_name.clone_from(&spec.model.served_name);
     opts.reasoning_tokens = sim.reasoning_tokens as usize;
@@ -81,4 +79,38 @@ pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
         die_after: sim.faults.die_after.map(|d| d.0),
     };
     Ok(opts)
+}
+
+/// The rates a plan's estimate assumes for `spec`: a `sim` engine's profile knows its own
+/// speed; any other engine gets the plan's stated assumption.
+pub fn rates_for(spec: &crate::spec::Spec) -> crate::plan::Rates {
+    use crate::plan::Rates;
+    if spec.engine.kind != crate::spec::EngineKind::Sim {
+        return Rates::default();
+    }
+    let name = spec
+        .engine
+        .sim
+        .as_ref()
+        .map_or(crate::spec::DEFAULT_SIM_PROFILE, |s| s.profile.as_str());
+    let Some(p) = profile::profile(name) else {
+        return Rates::default();
+    };
+    let ctx = spec
+        .matrix
+        .contexts
+        .first()
+        .map_or(8192, |c| c.0 as usize)
+        .min(p.max_model_len as usize - 1);
+    let prefill = calibrate::prefill_tok_s(&p, ctx).max(1.0);
+    let step = p.step_s + p.decode_s(1, ctx as u64);
+    let decode = if step > 0.0 { 1.0 / step } else { 1e9 };
+    Rates {
+        prefill_tok_s: prefill,
+        decode_tok_s: decode,
+        source: format!(
+            "from the `{}` simulator profile: prefill {:.0} tok/s, decode {:.0} tok/s per request",
+            p.name, prefill, decode
+        ),
+    }
 }

@@ -5,7 +5,7 @@
 
 use super::api::{self, GenRequest, Head, Kind};
 use super::driver::{Ev, Msg};
-use super::server::{Dialect, Options};
+use super::options::{Dialect, Options};
 use super::tokenizer::output_piece;
 use axum::body::Bytes;
 use serde_json::Value;

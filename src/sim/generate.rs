@@ -1,0 +1,128 @@
+//! `/v1/completions` and `/v1/chat/completions`: a request checked as vLLM checks it (body,
+//! model, prompt, length), the `failure_rate` fault drawn, the request submitted to the
+//! engine's driver, and its tokens streamed back as SSE or collected into one body.
+
+use super::api::{self, GenRequest, Head, Kind};
+use super::driver::Msg;
+use super::engine::NewRequest;
+use super::http::{Shared, error, json_response, unix_now};
+use super::stream::{self, Plan};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// A request that passed vLLM's checks.
+struct Admitted {
+    req: GenRequest,
+    ids: Vec<u32>,
+    limit: usize,
+}
+
+/// Serve one generation request.
+pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Response {
+    let Admitted { req, ids, limit } = match admit(&s, &body) {
+        Ok(a) => a,
+        Err(response) => return *response,
+    };
+    let opts = &s.opts;
+    let key = s.next_key.fetch_add(1, Ordering::Relaxed);
+    if stream::unit(opts.seed, key, 1) < opts.faults.failure_rate {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "simulated engine failure (fault option `failure_rate`)",
+            None,
+        );
+    }
+    tokio::time::sleep(Duration::from_secs_f64(opts.profile.api_delay_s(ids.len()))).await;
+    let target = stream::target(&req, limit, &ids, opts.seed);
+    let prompt_len = ids.len();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let submit = Msg::Submit {
+        key,
+        req: NewRequest {
+            tokens: ids,
+            target,
+        },
+        tx,
+    };
+    if s.tx.send(submit).is_err() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "ServiceUnavailableError",
+            "the engine is shutting down",
+            None,
+        );
+    }
+    let head = Head {
+        id: format!("{}-{key:032x}", kind.id_prefix()),
+        created: unix_now(),
+        model: opts.served_name.clone(),
+        kind,
+    };
+    let plan = Plan::new(&req, opts, key, prompt_len, target, head);
+    let guard = stream::CancelOnDrop {
+        key,
+        tx: s.tx.clone(),
+    };
+    if req.stream {
+        respond_stream(stream::sse(rx, plan, guard))
+    } else {
+        match stream::collect(rx, plan, guard).await {
+            Some(body) => json_response(StatusCode::OK, &body),
+            None => error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalServerError",
+                "the engine stopped",
+                None,
+            ),
+        }
+    }
+}
+
+/// The checks vLLM makes before it schedules a request, with its error bodies.
+fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
+    let bad = |message: &str| {
+        Box::new(error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            message,
+            None,
+        ))
+    };
+    let req: GenRequest =
+        serde_json::from_slice(body).map_err(|e| bad(&format!("invalid request body: {e}")))?;
+    let opts = &s.opts;
+    if let Some(model) = req.model.as_deref().filter(|m| *m != opts.served_name) {
+        return Err(Box::new(error(
+            StatusCode::NOT_FOUND,
+            "NotFoundError",
+            &format!("The model `{model}` does not exist."),
+            Some("model"),
+        )));
+    }
+    let ids = req.prompt_ids().map_err(|e| bad(&e.to_string()))?;
+    let max_len = usize::try_from(opts.profile.max_model_len).unwrap_or(usize::MAX);
+    let limit = req.limit(ids.len(), max_len);
+    if ids.len() >= max_len || ids.len() + limit > max_len {
+        return Err(bad(&api::too_long(ids.len(), limit, max_len)));
+    }
+    Ok(Admitted { req, ids, limit })
+}
+
+fn respond_stream<S>(events: S) -> Response
+where
+    S: futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+{
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(events))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}

@@ -1,0 +1,62 @@
+//! How the simulator is set up: its performance profile, the model name it serves, the
+//! streaming dialect it speaks, and the faults it injects.
+
+use super::profile::Profile;
+use std::time::Duration;
+
+/// Faults to inject, for tests of everything that must survive them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// Fraction of requests answered with HTTP 500.
+    pub failure_rate: f64,
+    /// Fraction of streams cut mid-way (the connection drops).
+    pub disconnect_rate: f64,
+    /// Fraction of streams that go silent mid-way and stay open.
+    pub stall_rate: f64,
+    /// Stop serving this long after start.
+    pub die_after: Option<Duration>,
+}
+
+/// Whose streaming dialect the simulator speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Dialect {
+    /// vLLM: `continuous_usage_stats` honoured, usage in a separate final `choices: []` chunk.
+    #[default]
+    Vllm,
+    /// llama.cpp's server: no per-chunk usage, usage inside the last chunk.
+    LlamaCpp,
+}
+
+/// How the simulator is set up.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Performance profile.
+    pub profile: Profile,
+    /// The model name served; the profile's by default.
+    pub served_name: String,
+    /// Chat: the first this many generated tokens are `reasoning_content`.
+    pub reasoning_tokens: usize,
+    /// Tokens per streamed chunk (several, as speculative decoding sends them).
+    pub tokens_per_chunk: usize,
+    /// Faults.
+    pub faults: Faults,
+    /// Seed of the fault draws and of generated text.
+    pub seed: u64,
+    /// The streaming dialect.
+    pub dialect: Dialect,
+}
+
+impl Options {
+    /// Plain options for a profile.
+    pub fn new(profile: Profile) -> Options {
+        Options {
+            served_name: profile.served_name.to_string(),
+            profile,
+            reasoning_tokens: 0,
+            tokens_per_chunk: 1,
+            faults: Faults::default(),
+            seed: 1,
+            dialect: Dialect::Vllm,
+        }
+    }
+}
