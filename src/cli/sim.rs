@@ -13,7 +13,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// The performance profile.
-    #[arg(long, default_value = "h200-gemma-4-e2b")]
+    #[arg(long, default_value = crate::spec::DEFAULT_SIM_PROFILE)]
     pub profile: String,
     /// List the profiles and exit.
     #[arg(long)]

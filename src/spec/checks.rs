@@ -150,7 +150,10 @@ fn phases(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
         ));
     }
     let max_len: Option<Tokens> = cx.field("/model/max_model_len").ok().flatten();
-    let out_tokens = cx.or("/workload/max_output_tokens", Tokens(4096));
+    let out_tokens = cx.or(
+        "/workload/max_output_tokens",
+        super::workload::DEFAULT_MAX_OUTPUT_TOKENS,
+    );
     if let (Some(max), Some(n)) = (max_len, out_tokens) {
         if n.0 >= max.0 {
             // When the output length is the default, point at the limit the spec did write.
@@ -234,10 +237,13 @@ fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     if kind == Some(EngineKind::Sim) {
         sim_profile(cx, out);
     }
-    let base_url = cx.or("/engine/base_url", "http://127.0.0.1:8000".to_string());
+    let base_url = cx.or(
+        "/engine/base_url",
+        super::model::DEFAULT_BASE_URL.to_string(),
+    );
     let url = base_url.as_deref().map(parse_url);
     if let Some(Err(msg)) = &url {
-        out.push(Problem::error("/engine/base_url", msg.clone()));
+        out.push(Problem::error("/engine/base_url", msg.to_string()));
     }
     if cx.json.pointer("/engine/launch").is_none() {
         return;
@@ -253,8 +259,26 @@ fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     };
     let args = match command.args() {
         Ok(a) => a,
-        Err(msg) => return out.push(Problem::error("/engine/launch/command", msg)),
+        Err(msg) => return out.push(Problem::error("/engine/launch/command", msg.to_string())),
     };
+    launch_env(cx, &args, key_env, out);
+    if flag_value(&args, "--api-key").is_some_and(|key| env_refs(key).is_empty()) {
+        out.push(Problem::error("/engine/launch/command", "the command carries a literal API key; write `--api-key ${VLLM_API_KEY}` and set `api_key_env`"));
+    }
+    if let (Some(Ok(url)), Some(kind)) = (url, kind) {
+        launch_port(
+            kind,
+            &args,
+            url.port,
+            base_url.as_deref().unwrap_or_default(),
+            out,
+        );
+    }
+}
+
+/// Every `${VAR}` of the launch command and its environment must be set (once each; the
+/// API key's variable is checked already).
+fn launch_env(cx: &Ctx<'_>, args: &[String], key_env: Option<String>, out: &mut Vec<Problem>) {
     let env: BTreeMap<String, String> = cx
         .field("/engine/launch/env")
         .ok()
@@ -275,18 +299,6 @@ fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             });
         }
         seen.push(name);
-    }
-    if flag_value(&args, "--api-key").is_some_and(|key| env_refs(key).is_empty()) {
-        out.push(Problem::error("/engine/launch/command", "the command carries a literal API key; write `--api-key ${VLLM_API_KEY}` and set `api_key_env`"));
-    }
-    if let (Some(Ok(url)), Some(kind)) = (url, kind) {
-        launch_port(
-            kind,
-            &args,
-            url.port,
-            base_url.as_deref().unwrap_or_default(),
-            out,
-        );
     }
 }
 
@@ -335,7 +347,10 @@ fn report(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 
 /// A `sim` engine's profile must exist, and hold the spec's `max_model_len`.
 fn sim_profile(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
-    let Some(name) = cx.or("/engine/sim/profile", "h200-gemma-4-e2b".to_string()) else {
+    let Some(name) = cx.or(
+        "/engine/sim/profile",
+        super::model::DEFAULT_SIM_PROFILE.to_string(),
+    ) else {
         return;
     };
     let Some(profile) = crate::sim::profile::profile(&name) else {

@@ -3,11 +3,28 @@
 
 use super::model::Command;
 
+/// Why a launch command or a URL cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// A quote that does not close.
+    #[error("unterminated `{0}` quote in the command")]
+    Unterminated(char),
+    /// A backslash at the very end.
+    #[error("the command ends with a lone `\\`")]
+    LoneBackslash,
+    /// No words at all.
+    #[error("the command is empty")]
+    Empty,
+    /// Not an http(s) URL.
+    #[error("`{0}` is not an http(s) URL such as `http://127.0.0.1:8000`")]
+    NotUrl(String),
+}
+
 impl Command {
     /// The command's arguments, the program first. A string is split like a POSIX shell
     /// splits words: blanks separate, `'…'` is literal, `"…"` honours `\"`, `\\`, `\$`, and a
     /// backslash outside quotes escapes the next character. Nothing is expanded here.
-    pub fn args(&self) -> Result<Vec<String>, String> {
+    pub fn args(&self) -> Result<Vec<String>, CommandError> {
         match self {
             Command::Args(args) => Ok(args.clone()),
             Command::Line(line) => split(line),
@@ -16,7 +33,7 @@ impl Command {
 }
 
 /// Split a command line into words.
-pub fn split(line: &str) -> Result<Vec<String>, String> {
+pub fn split(line: &str) -> Result<Vec<String>, CommandError> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -35,7 +52,7 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(ch) => word.push(ch),
-                        None => return Err("unterminated `'` quote in the command".into()),
+                        None => return Err(CommandError::Unterminated('\'')),
                     }
                 }
             }
@@ -50,10 +67,10 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                                 word.push('\\');
                                 word.push(ch);
                             }
-                            None => return Err("unterminated `\"` quote in the command".into()),
+                            None => return Err(CommandError::Unterminated('"')),
                         },
                         Some(ch) => word.push(ch),
-                        None => return Err("unterminated `\"` quote in the command".into()),
+                        None => return Err(CommandError::Unterminated('"')),
                     }
                 }
             }
@@ -61,7 +78,7 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                 in_word = true;
                 match chars.next() {
                     Some(ch) => word.push(ch),
-                    None => return Err("the command ends with a lone `\\`".into()),
+                    None => return Err(CommandError::LoneBackslash),
                 }
             }
             ch => {
@@ -74,7 +91,7 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
         words.push(word);
     }
     if words.is_empty() {
-        return Err("the command is empty".into());
+        return Err(CommandError::Empty);
     }
     Ok(words)
 }
@@ -150,8 +167,8 @@ pub struct Url {
 }
 
 /// Parse a base URL.
-pub fn parse_url(url: &str) -> Result<Url, String> {
-    let bad = || format!("`{url}` is not an http(s) URL such as `http://127.0.0.1:8000`");
+pub fn parse_url(url: &str) -> Result<Url, CommandError> {
+    let bad = || CommandError::NotUrl(url.to_string());
     let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
     let default_port = match scheme {
         "http" => 80,

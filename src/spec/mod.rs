@@ -2,22 +2,22 @@
 //! Schema and the meaning rules of contract §2, and hand back the typed [`Spec`] — or every
 //! problem, each located at `FILE:LINE:COL`. Nothing here touches the network or an engine.
 
-pub mod checks;
+mod checks;
 pub mod command;
-pub mod diag;
-pub mod doc;
-pub mod model;
+mod diag;
+mod doc;
+mod model;
 pub mod schema;
-pub mod units;
-pub mod workload;
+mod units;
+mod workload;
 
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use model::{
-    Command, Engine, EngineKind, Hardware, HardwareType, Launch, Model, SimDialect, SimEngine,
-    SimFaults, Spec,
+    Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Hardware, HardwareType, Launch, Model,
+    SimDialect, SimEngine, SimFaults, Spec,
 };
-pub use units::{Size, Span, Tokens};
+pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{
     Api, Decode, DecodeMode, Format, Matrix, Phases, Prefill, PrefillMode, PromptCache, Report,
     Validity, Workload,
@@ -161,47 +161,7 @@ pub fn parse(
         path: path.to_string(),
         diagnostics,
     };
-    let at_start = |message: String| {
-        Diagnostic::new(
-            path,
-            text,
-            doc::Pos { line: 1, col: 1 },
-            1,
-            Severity::Error,
-            message,
-            String::new(),
-        )
-    };
-    if text.len() > MAX_SPEC_BYTES {
-        return Err(invalid(vec![at_start(format!(
-            "the spec is {} bytes; a spec may be at most {MAX_SPEC_BYTES}",
-            text.len()
-        ))]));
-    }
-    let Some(syntax) = Syntax::of(path) else {
-        return Err(invalid(vec![at_start(
-            "cannot tell the spec's syntax; name it `.yaml`, `.yml` or `.toml`".into(),
-        )]));
-    };
-    let parsed = match syntax {
-        Syntax::Yaml => doc::parse_yaml(text),
-        Syntax::Toml => doc::parse_toml(text),
-    };
-    let root = parsed.map_err(|e| {
-        let what = match syntax {
-            Syntax::Yaml => "invalid YAML",
-            Syntax::Toml => "invalid TOML",
-        };
-        invalid(vec![Diagnostic::new(
-            path,
-            text,
-            e.pos,
-            1,
-            Severity::Error,
-            format!("{what}: {}", e.message),
-            String::new(),
-        )])
-    })?;
+    let root = read_tree(path, text).map_err(|d| invalid(vec![*d]))?;
     let json = root.to_json();
     let mut problems = schema::check(&root, &json);
     problems.extend(checks::check(&json, stage, env));
@@ -232,4 +192,41 @@ pub fn parse(
         }),
         _ => Err(invalid(diagnostics)),
     }
+}
+
+/// The located tree of `text`, or the one diagnostic that says why there is none: too big,
+/// an extension that names no syntax, or a syntax error.
+fn read_tree(path: &str, text: &str) -> Result<doc::Node, Box<Diagnostic>> {
+    let at = |pos: doc::Pos, message: String| {
+        Box::new(Diagnostic::new(
+            path,
+            text,
+            pos,
+            1,
+            Severity::Error,
+            message,
+            String::new(),
+        ))
+    };
+    let start = doc::Pos { line: 1, col: 1 };
+    if text.len() > MAX_SPEC_BYTES {
+        return Err(at(
+            start,
+            format!(
+                "the spec is {} bytes; a spec may be at most {MAX_SPEC_BYTES}",
+                text.len()
+            ),
+        ));
+    }
+    let Some(syntax) = Syntax::of(path) else {
+        return Err(at(
+            start,
+            "cannot tell the spec's syntax; name it `.yaml`, `.yml` or `.toml`".into(),
+        ));
+    };
+    let (parsed, what) = match syntax {
+        Syntax::Yaml => (doc::parse_yaml(text), "invalid YAML"),
+        Syntax::Toml => (doc::parse_toml(text), "invalid TOML"),
+    };
+    parsed.map_err(|e| at(e.pos, format!("{what}: {}", e.message)))
 }

@@ -125,8 +125,11 @@ pub struct Engine {
     pub launch: Option<Launch>,
 }
 
+/// `engine.base_url` when the spec gives none (vLLM's default port).
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8000";
+
 fn default_base_url() -> String {
-    "http://127.0.0.1:8000".to_string()
+    DEFAULT_BASE_URL.to_string()
 }
 
 /// Which engine serves the API.
@@ -217,8 +220,23 @@ pub struct SimFaults {
     pub die_after: Option<Span>,
 }
 
+/// The simulator profile used when a spec names none (calibrated to the seed page).
+pub const DEFAULT_SIM_PROFILE: &str = "h200-gemma-4-e2b";
+
 fn default_sim_profile() -> String {
-    "h200-gemma-4-e2b".to_string()
+    DEFAULT_SIM_PROFILE.to_string()
+}
+
+impl Default for SimEngine {
+    fn default() -> Self {
+        SimEngine {
+            profile: default_sim_profile(),
+            reasoning_tokens: 0,
+            tokens_per_chunk: one_token(),
+            dialect: SimDialect::default(),
+            faults: SimFaults::default(),
+        }
+    }
 }
 
 /// How benchspec launches and stops the engine.

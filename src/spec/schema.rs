@@ -6,7 +6,7 @@
 use super::Spec;
 use super::diag::{Problem, suggest};
 use super::doc::{Kind, Node, escape_token};
-use super::units::{Size, Span, Tokens};
+use super::units::{Size, Span, Tokens, UnitError};
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::{Map, Value};
@@ -66,12 +66,16 @@ fn drop_null_branches(v: &mut Value) {
     }
 }
 
-fn validator() -> Result<&'static Validator, String> {
-    static VALIDATOR: OnceLock<Result<Validator, String>> = OnceLock::new();
+/// The schema generated from the Rust types did not compile (a bug, said as a problem).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("internal schema error: {0}")]
+struct SchemaBug(String);
+
+fn validator() -> Result<&'static Validator, SchemaBug> {
+    static VALIDATOR: OnceLock<Result<Validator, SchemaBug>> = OnceLock::new();
     VALIDATOR
         .get_or_init(|| {
-            jsonschema::draft202012::new(&spec_schema())
-                .map_err(|e| format!("internal schema error: {e}"))
+            jsonschema::draft202012::new(&spec_schema()).map_err(|e| SchemaBug(e.to_string()))
         })
         .as_ref()
         .map_err(Clone::clone)
@@ -88,7 +92,7 @@ pub fn check(root: &Node, json: &Value) -> Vec<Problem> {
                 problems.extend(describe(&error));
             }
         }
-        Err(e) => problems.push(Problem::error("", e)),
+        Err(e) => problems.push(Problem::error("", e.to_string())),
     }
     problems
 }
@@ -225,21 +229,24 @@ fn unit_message(schema_path: &str, instance: &Value) -> Option<String> {
     let message = match (def, text) {
         ("Tokens", Some(t)) => Tokens::parse(t)
             .err()
-            .unwrap_or_else(|| format!("`{t}` is not a token count; write e.g. `8192` or `8K`")),
+            .unwrap_or_else(|| UnitError::NotTokens(t.to_string()))
+            .to_string(),
         ("Tokens", None) => format!(
             "expected a positive token count such as `8192` or `8K`, found {}",
             found(instance)
         ),
-        ("Duration", Some(t)) => Span::parse(t).err().unwrap_or_else(|| {
-            format!("`{t}` is not a duration; write e.g. `500ms`, `30s`, `2m` or `1h`")
-        }),
+        ("Duration", Some(t)) => Span::parse(t)
+            .err()
+            .unwrap_or_else(|| UnitError::NotDuration(t.to_string()))
+            .to_string(),
         ("Duration", None) => format!(
             "expected a duration such as `30s`, found {}",
             found(instance)
         ),
         ("Size", Some(t)) => Size::parse(t)
             .err()
-            .unwrap_or_else(|| format!("`{t}` is not a size; write e.g. `141GB` or `80GiB`")),
+            .unwrap_or_else(|| UnitError::NotSize(t.to_string()))
+            .to_string(),
         ("Size", None) => format!("expected a size such as `141GB`, found {}", found(instance)),
         ("Command", _) => format!(
             "expected the launch command as a string or a list of strings, found {}",

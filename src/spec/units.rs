@@ -15,13 +15,30 @@ pub const DURATION_PATTERN: &str = r"^[0-9]+(\.[0-9]+)?(ms|s|m|h)$";
 /// The pattern of a size.
 pub const SIZE_PATTERN: &str = r"^[0-9]+(\.[0-9]+)? ?(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$";
 
+/// A token count, duration or size that cannot be read; the message says how to write one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    /// Not a number of tokens.
+    #[error("`{0}` is not a token count; write e.g. `8192` or `8K`")]
+    NotTokens(String),
+    /// A token count of zero or one that overflows.
+    #[error("`{0}` is not a positive token count")]
+    NotPositive(String),
+    /// Not a duration.
+    #[error("`{0}` is not a duration; write e.g. `500ms`, `30s`, `2m` or `1h`")]
+    NotDuration(String),
+    /// Not a size.
+    #[error("`{0}` is not a size; write e.g. `141GB` or `80GiB`")]
+    NotSize(String),
+}
+
 /// A number of tokens. Written as an integer or with a `K` suffix, where `K` = 1024.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Tokens(pub u64);
 
 impl Tokens {
     /// Parse `8192`, `8K` or `8k`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
         let t = text.trim();
         let (digits, mult) = match t.strip_suffix(['K', 'k']) {
             Some(d) => (d, 1024),
@@ -29,11 +46,11 @@ impl Tokens {
         };
         let n: u64 = digits
             .parse()
-            .map_err(|_| format!("`{text}` is not a token count; write e.g. `8192` or `8K`"))?;
+            .map_err(|_| UnitError::NotTokens(text.to_string()))?;
         n.checked_mul(mult)
             .filter(|&v| v > 0)
             .map(Tokens)
-            .ok_or_else(|| format!("`{text}` is not a positive token count"))
+            .ok_or_else(|| UnitError::NotPositive(text.to_string()))
     }
 }
 
@@ -102,9 +119,9 @@ pub struct Span(pub Duration);
 
 impl Span {
     /// Parse a duration with its unit.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
         let t = text.trim();
-        let bad = || format!("`{text}` is not a duration; write e.g. `500ms`, `30s`, `2m` or `1h`");
+        let bad = || UnitError::NotDuration(text.to_string());
         let split = t.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(bad)?;
         let (num, unit) = t.split_at(split);
         let value: f64 = num.parse().map_err(|_| bad())?;
@@ -179,9 +196,9 @@ pub struct Size {
 
 impl Size {
     /// Parse a size with its unit.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
         let t = text.trim();
-        let bad = || format!("`{text}` is not a size; write e.g. `141GB` or `80GiB`");
+        let bad = || UnitError::NotSize(text.to_string());
         let split = t.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(bad)?;
         let (num, unit) = t.split_at(split);
         let value: f64 = num.trim().parse().map_err(|_| bad())?;

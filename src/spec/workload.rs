@@ -49,8 +49,11 @@ impl Default for Workload {
     }
 }
 
+/// `workload.max_output_tokens` when the spec gives none.
+pub const DEFAULT_MAX_OUTPUT_TOKENS: Tokens = Tokens(4096);
+
 fn default_max_output() -> Tokens {
-    Tokens(4096)
+    DEFAULT_MAX_OUTPUT_TOKENS
 }
 fn yes() -> bool {
     true
