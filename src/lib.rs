@@ -10,6 +10,7 @@ pub mod plan;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod rundir;
 pub mod sim;
 pub mod spec;
 
@@ -28,9 +29,9 @@ pub enum Error {
     /// The simulator could not start.
     #[error(transparent)]
     Sim(#[from] sim::SimError),
-    /// Run directories could not be merged.
+    /// A run directory could not be read, written or merged.
     #[error(transparent)]
-    Merge(#[from] results::merge::MergeError),
+    RunDir(#[from] rundir::RunDirError),
     /// A report could not be rendered.
     #[error(transparent)]
     Report(#[from] report::ReportError),
@@ -52,7 +53,7 @@ impl Error {
             Error::Sim(e) => e.exit_code(),
             Error::Run(e) => e.exit_code(),
             Error::Report(e) => e.exit_code(),
-            Error::Merge(e) => e.exit_code(),
+            Error::RunDir(e) => e.exit_code(),
             Error::Write { .. } => 1,
         }
     }

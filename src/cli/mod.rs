@@ -7,7 +7,7 @@ mod run;
 mod sim;
 
 use crate::Error;
-use crate::plan::{self, Rates, Shard};
+use crate::plan::{self, Shard};
 use crate::spec::{self, Stage};
 use clap::{Parser, Subcommand, ValueEnum};
 use output::Out;
@@ -216,7 +216,7 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
     let shard = shard.map(Shard::parse).transpose()?;
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
-    let mut plan = plan::expand(&loaded.spec, &Rates::for_spec(&loaded.spec));
+    let mut plan = plan::expand(&loaded.spec, &crate::sim::rates_for(&loaded.spec));
     if let Some(s) = shard {
         plan = plan.shard(s);
     }

@@ -3,7 +3,7 @@
 
 use super::output::Out;
 use crate::Error;
-use crate::report::{self, ReportError, RunDir, compare, templates};
+use crate::report::{self, ReportError, compare, templates};
 use crate::spec::Format;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -93,7 +93,7 @@ pub fn spec_templates(spec_path: &Path, templates: &[String]) -> Vec<PathBuf> {
 
 /// Run `benchspec report`.
 pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
-    let run = RunDir::load(&args.run_dir)?;
+    let run = report::load(&args.run_dir)?;
     let formats: Vec<Format> = if args.format.is_empty() {
         run.spec.report.formats.clone()
     } else {
@@ -102,12 +102,7 @@ pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
     let mut user = args.template.clone();
     if args.template.is_empty() {
         // The spec's templates, beside the spec the run was made from.
-        let spec_path = run
-            .manifest
-            .get("spec")
-            .and_then(|s| s.as_str())
-            .map(PathBuf::from)
-            .unwrap_or_default();
+        let spec_path = PathBuf::from(&run.manifest.spec);
         for t in spec_templates(&spec_path, &run.spec.report.templates) {
             if t.is_file() {
                 user.push(t);
@@ -130,8 +125,8 @@ pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
 /// Run `benchspec compare`: exit 1 when a cell regressed.
 pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
     let threshold = compare::parse_threshold(&args.threshold)?;
-    let base = RunDir::load(&args.base)?;
-    let new = RunDir::load(&args.new)?;
+    let base = report::load(&args.base)?;
+    let new = report::load(&args.new)?;
     let c = compare::compare(&base, &new, threshold);
     let text = match args.format {
         CompareFormat::Markdown => templates::render_value("compare.md.j2", &c)?,
@@ -146,7 +141,7 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
 
 /// Run `benchspec merge`: join the shards, then render the spec's reports of the whole.
 pub fn merge(dirs: &[PathBuf], dir: &Path, out: &Out) -> Result<i32, Error> {
-    let merged = crate::results::merge::merge(dirs, dir)?;
+    let merged = crate::rundir::merge(dirs, dir)?;
     out.info(&format!(
         "merged {} run directories: {} records into {}",
         merged.parts,
@@ -160,7 +155,7 @@ pub fn merge(dirs: &[PathBuf], dir: &Path, out: &Out) -> Result<i32, Error> {
             list.join(", ")
         ));
     }
-    let run = RunDir::load(dir)?;
+    let run = report::load(dir)?;
     for w in report::render(&run, &run.spec.report.formats, &[], dir)? {
         out.info(&format!("wrote {}", w.display()));
     }

@@ -76,7 +76,9 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
             }
         }
     };
-    let result = run::run(&loaded, &opts, &on);
+    let interrupt = run::Interrupt::new();
+    listen_for_ctrl_c(&interrupt);
+    let result = run::run(&loaded, &opts, &interrupt, &on);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -84,13 +86,8 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         Ok(s) => s,
         Err(e) => {
             // What was measured before the run stopped is reported too.
-            let dir = match &e {
-                run::RunError::Interrupted { results, .. } => {
-                    std::path::Path::new(results).parent().map(PathBuf::from)
-                }
-                _ => args.out.clone(),
-            };
-            if let Some(dir) = dir.filter(|d| d.join("manifest.json").is_file()) {
+            let dir = e.run_dir().map(PathBuf::from).or_else(|| args.out.clone());
+            if let Some(dir) = dir.filter(|d| crate::rundir::RunDir::open(d).is_ok()) {
                 render_reports(&dir, &loaded, out);
             }
             return Err(e.into());
@@ -103,9 +100,37 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         summary.invalid,
         summary.failed,
         summary.skipped,
-        summary.out.join("results.jsonl").display()
+        summary.out.join(crate::rundir::RESULTS).display()
     ));
     Ok(summary.exit_code())
+}
+
+/// Ctrl-C asks the run to stop: the cell in flight is cancelled, finished cells stay on disk,
+/// the engine is stopped. A second Ctrl-C leaves at once, after killing a launched engine's
+/// process group, which the terminal's signal does not reach. Records on disk are whole lines
+/// (each appended in one write), so leaving then corrupts nothing.
+fn listen_for_ctrl_c(interrupt: &run::Interrupt) {
+    let interrupt = interrupt.clone();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let Ok(rt) = rt else {
+        return;
+    };
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.request();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    if let Some(pgid) = interrupt.engine_group() {
+                        let pid = nix::unistd::Pid::from_raw(pgid);
+                        let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+                    }
+                    std::process::exit(130);
+                }
+            }
+        });
+    });
 }
 
 /// Render the spec's report formats and templates into the run directory. A report that
@@ -115,7 +140,7 @@ fn render_reports(dir: &std::path::Path, loaded: &spec::Loaded, out: &Out) {
         std::path::Path::new(&loaded.path),
         &loaded.spec.report.templates,
     );
-    let rendered = crate::report::RunDir::load(dir)
+    let rendered = crate::report::load(dir)
         .and_then(|run| crate::report::render(&run, &loaded.spec.report.formats, &templates, dir));
     match rendered {
         Ok(files) if !files.is_empty() => {
@@ -154,12 +179,12 @@ fn draw(bar: &indicatif::ProgressBar, ev: &Event) {
                 .tok_s
                 .map(|t| format!(" {t:.1} tok/s"))
                 .unwrap_or_default();
-            let window = if tick.phase == "window" {
+            let window = if tick.stage == crate::run::Stage::Window {
                 format!(" {:.0}s", tick.window_s)
             } else {
                 String::new()
             };
-            bar.set_message(format!("{id} {}{window}{rate}", tick.phase));
+            bar.set_message(format!("{id} {}{window}{rate}", tick.stage));
         }
         Event::Done { .. } => {
             bar.println(line(ev));
@@ -180,7 +205,7 @@ fn line(ev: &Event) -> String {
             out.display()
         ),
         Event::Note(n) => format!("note: {n}"),
-        Event::Tick { id, tick } => format!("{id} {}", tick.phase),
+        Event::Tick { id, tick } => format!("{id} {}", tick.stage),
         Event::Cell { index, total, id } => format!("[{index:>3}/{total}] {id} ..."),
         Event::Done {
             index,

@@ -3,16 +3,19 @@
 //! clamping and an estimate of the wall time. The spec is what a person wrote; the plan is
 //! what will run (the `LowArgs`/`HiArgs` split of ripgrep).
 
+mod cell;
 mod estimate;
 mod shard;
 mod table;
 
+pub use cell::{Cell, CellFileError, Decode, Measure, Mode, Phase, Prefill, decode_id, prefill_id};
 pub use estimate::Rates;
 pub use shard::Shard;
 pub use table::render_table;
 
-use crate::spec::{DecodeMode, PrefillMode, Spec, Tokens};
-use serde::Serialize;
+use crate::spec::{DecodeMode, PrefillMode, PromptCache, Span, Spec, Tokens, Validity};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The version tag of `plan.json`.
 pub const PLAN_SCHEMA: &str = "benchspec.plan.v1";
@@ -26,10 +29,10 @@ pub enum PlanError {
 }
 
 /// The expanded plan.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// Always [`PLAN_SCHEMA`].
-    pub schema: &'static str,
+    pub schema: String,
     /// The spec's name.
     pub name: String,
     /// The max_model_len the plan assumed; `None` when it is read from the server at run time.
@@ -37,6 +40,7 @@ pub struct Plan {
     /// `max_tokens` of decode requests.
     pub max_output_tokens: u64,
     /// The shard this plan is, when sharded.
+    #[serde(default)]
     pub shard: Option<Shard>,
     /// Cells in run order, skipped ones in their place.
     pub cells: Vec<Cell>,
@@ -44,84 +48,74 @@ pub struct Plan {
     pub rates: Rates,
     /// Estimated wall time of the runnable cells, in seconds.
     pub estimate_s: f64,
+    /// What every measured cell needs of the workload (absent from plans of older runs).
+    #[serde(default)]
+    pub workload: Workload,
 }
 
-/// Which phase a cell belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Phase {
-    /// Prompt processing at concurrency 1.
-    Prefill,
-    /// Sustained generation.
-    Decode,
+/// The workload settings a cell is measured with, resolved from the spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// `max_tokens` of decode requests.
+    pub max_output_tokens: u64,
+    /// Warm: every slot reuses one prompt; cold: every request a new one.
+    pub prompt_cache: PromptCache,
+    /// A stream silent this long is a failed request.
+    pub stall_timeout: Span,
+    /// The seed of prompt synthesis.
+    pub seed: u64,
+    /// The validity thresholds of a measured cell.
+    pub validity: Validity,
+    /// Copied into every record.
+    pub labels: BTreeMap<String, String>,
 }
 
-/// How a cell is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Prefill from the first warm-up request of the context's first decode cell.
-    DecodeWarmup,
-    /// Prefill from `repeats` cold requests with max_tokens 1.
-    Standalone,
-    /// Decode over a window of fixed length.
-    FixedDuration,
-    /// Decode until a number of requests have finished.
-    RequestCount,
-}
-
-/// One cell of the plan.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Cell {
-    /// `prefill/8K` or `decode/8K/c4`.
-    pub id: String,
-    /// Prefill or decode.
-    pub phase: Phase,
-    /// The context length the matrix names, in tokens.
-    pub context: u64,
-    /// Simultaneous requests (1 for prefill).
-    pub concurrency: u32,
-    /// The exact prompt length sent.
-    pub prompt_tokens: u64,
-    /// The prompt was shortened to max_model_len − 1.
-    pub clamped: bool,
-    /// How the cell is measured.
-    pub mode: Mode,
-    /// The measured window (fixed-duration decode).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub duration_s: Option<f64>,
-    /// Measured requests (request-count decode).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub requests: Option<u32>,
-    /// Cold requests (standalone prefill).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub repeats: Option<u32>,
-    /// Why the cell is not run; `None` for a runnable cell.
-    pub skip: Option<String>,
-    /// Estimated wall time in seconds (0 for a skipped cell).
-    pub estimate_s: f64,
-}
-
-impl Cell {
-    /// Whether the cell will be run.
-    pub fn runs(&self) -> bool {
-        self.skip.is_none()
+impl Default for Workload {
+    fn default() -> Self {
+        let w = crate::spec::Workload::default();
+        Workload {
+            max_output_tokens: w.max_output_tokens.0,
+            prompt_cache: w.prompt_cache,
+            stall_timeout: w.stall_timeout,
+            seed: w.seed,
+            validity: Validity::default(),
+            labels: BTreeMap::new(),
+        }
     }
 }
 
-/// The id of a prefill cell.
-pub fn prefill_id(context: u64) -> String {
-    format!("prefill/{}", Tokens(context))
-}
+impl Workload {
+    /// The settings `spec` asks for.
+    pub fn of(spec: &Spec) -> Workload {
+        Workload {
+            max_output_tokens: spec.workload.max_output_tokens.0,
+            prompt_cache: spec.workload.prompt_cache,
+            stall_timeout: spec.workload.stall_timeout,
+            seed: spec.workload.seed,
+            validity: spec.validity.clone(),
+            labels: spec.labels.clone(),
+        }
+    }
 
-/// The id of a decode cell.
-pub fn decode_id(context: u64, concurrency: u32) -> String {
-    format!("decode/{}/c{concurrency}", Tokens(context))
+    /// Whether each slot warms one prompt and reuses it.
+    pub fn warm(&self) -> bool {
+        self.prompt_cache == PromptCache::Warm
+    }
 }
 
 /// Expand `spec` into its plan.
 pub fn expand(spec: &Spec, rates: &Rates) -> Plan {
-    let max_len = spec.model.max_model_len.map(|t| t.0);
+    expand_for(spec, rates, None)
+}
+
+/// Expand `spec` for a server that reports `server_max_model_len`, which counts when the
+/// spec states none.
+pub fn expand_for(spec: &Spec, rates: &Rates, server_max_model_len: Option<u64>) -> Plan {
+    let max_len = spec
+        .model
+        .max_model_len
+        .map(|t| t.0)
+        .or(server_max_model_len);
     let out = spec.workload.max_output_tokens.0;
     let mut cells = Vec::new();
     for ctx in &spec.matrix.contexts {
@@ -135,10 +129,11 @@ pub fn expand(spec: &Spec, rates: &Rates) -> Plan {
         cells.push(prefill_cell(spec, ctx.0, max_len, has_decode));
         cells.extend(decode);
     }
-    estimate::apply(&mut cells, rates, spec);
+    let workload = Workload::of(spec);
+    estimate::apply(&mut cells, rates, &workload);
     let estimate_s = cells.iter().map(|c| c.estimate_s).sum();
     Plan {
-        schema: PLAN_SCHEMA,
+        schema: PLAN_SCHEMA.to_string(),
         name: spec.name.clone(),
         max_model_len: max_len,
         max_output_tokens: out,
@@ -146,6 +141,7 @@ pub fn expand(spec: &Spec, rates: &Rates) -> Plan {
         cells,
         rates: rates.clone(),
         estimate_s,
+        workload,
     }
 }
 
@@ -166,22 +162,20 @@ fn prefill_cell(spec: &Spec, ctx: u64, max_len: Option<u64>, has_decode: bool) -
     } else {
         None
     };
-    let warmup = p.mode == PrefillMode::DecodeWarmup && has_decode;
+    let how = if p.mode == PrefillMode::DecodeWarmup && has_decode {
+        Prefill::DecodeWarmup
+    } else {
+        Prefill::Standalone {
+            repeats: p.repeats.max(1),
+        }
+    };
     Cell {
         id: prefill_id(ctx),
-        phase: Phase::Prefill,
         context: ctx,
         concurrency: 1,
         prompt_tokens,
         clamped,
-        mode: if warmup {
-            Mode::DecodeWarmup
-        } else {
-            Mode::Standalone
-        },
-        duration_s: None,
-        requests: None,
-        repeats: (!warmup).then_some(p.repeats),
+        measure: Measure::Prefill(how),
         skip,
         estimate_s: 0.0,
     }
@@ -206,22 +200,17 @@ fn decode_cell(spec: &Spec, ctx: u64, conc: u32, max_len: Option<u64>, out: u64)
     } else {
         None
     };
-    let fixed = d.mode == DecodeMode::FixedDuration;
+    let load = match d.mode {
+        DecodeMode::FixedDuration => Decode::FixedDuration(d.duration.0),
+        DecodeMode::RequestCount => Decode::RequestCount(d.requests),
+    };
     Cell {
         id: decode_id(ctx, conc),
-        phase: Phase::Decode,
         context: ctx,
         concurrency: conc,
         prompt_tokens: ctx,
         clamped: false,
-        mode: if fixed {
-            Mode::FixedDuration
-        } else {
-            Mode::RequestCount
-        },
-        duration_s: fixed.then(|| d.duration.secs()),
-        requests: (!fixed).then_some(d.requests),
-        repeats: None,
+        measure: Measure::Decode(load),
         skip,
         estimate_s: 0.0,
     }
@@ -236,5 +225,10 @@ impl Plan {
     /// The skipped cells.
     pub fn skipped(&self) -> impl Iterator<Item = &Cell> {
         self.cells.iter().filter(|c| !c.runs())
+    }
+
+    /// The most streams any runnable cell keeps in flight at once.
+    pub fn max_concurrency(&self) -> u32 {
+        self.runnable().map(|c| c.concurrency).max().unwrap_or(1)
     }
 }

@@ -4,11 +4,11 @@
 //! never leaves the decode cell whose warm-up measures it. Skipped cells belong to shard 1,
 //! so that merged shards list every cell of the plan exactly once.
 
-use super::{Mode, Phase, Plan, PlanError};
-use serde::Serialize;
+use super::{Measure, Plan, PlanError, Prefill};
+use serde::{Deserialize, Serialize};
 
 /// Shard K of N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
     /// This shard, from 1.
     pub k: u32,
@@ -71,7 +71,7 @@ impl Plan {
                 Some(last) if join_next => last.push(i),
                 _ => units.push(vec![i]),
             }
-            join_next = cell.phase == Phase::Prefill && cell.mode == Mode::DecodeWarmup;
+            join_next = cell.measure == Measure::Prefill(Prefill::DecodeWarmup);
         }
         units
     }

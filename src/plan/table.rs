@@ -2,14 +2,14 @@
 //! reasons, then the estimate and what it assumes.
 
 use super::estimate::human_duration;
-use super::{Cell, Mode, Phase, Plan};
+use super::{Cell, Decode, Measure, Phase, Plan, Prefill};
 use std::fmt::Write as _;
 
 /// Render `plan` (of the spec at `path`) as text.
 pub fn render_table(plan: &Plan, path: &str) -> String {
     let mut out = String::new();
     let run: Vec<&Cell> = plan.runnable().collect();
-    let prefill = run.iter().filter(|c| c.phase == Phase::Prefill).count();
+    let prefill = run.iter().filter(|c| c.phase() == Phase::Prefill).count();
     let decode = run.len() - prefill;
     let shard = plan
         .shard
@@ -82,13 +82,15 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
 }
 
 fn how(c: &Cell) -> String {
-    match c.mode {
-        Mode::DecodeWarmup => "during decode warm-up".to_string(),
-        Mode::Standalone => match c.repeats {
-            Some(1) | None => "standalone, 1 cold request".to_string(),
-            Some(r) => format!("standalone, median of {r}"),
-        },
-        Mode::FixedDuration => format!("{} s window", c.duration_s.unwrap_or_default()),
-        Mode::RequestCount => format!("{} requests", c.requests.unwrap_or_default()),
+    match c.measure {
+        Measure::Prefill(Prefill::DecodeWarmup) => "during decode warm-up".to_string(),
+        Measure::Prefill(Prefill::Standalone { repeats: 1 }) => {
+            "standalone, 1 cold request".to_string()
+        }
+        Measure::Prefill(Prefill::Standalone { repeats }) => {
+            format!("standalone, median of {repeats}")
+        }
+        Measure::Decode(Decode::FixedDuration(d)) => format!("{} s window", d.as_secs_f64()),
+        Measure::Decode(Decode::RequestCount(n)) => format!("{n} requests"),
     }
 }

@@ -2,8 +2,9 @@
 //! runs, with regressions marked — a rate down, or a latency up, by more than the threshold,
 //! or a cell that was valid and is no longer — and the cells that only one run has.
 
-use super::{ReportError, RunDir, context};
+use super::{ReportError, context};
 use crate::results::{Record, Status};
+use crate::rundir::Run as RunDir;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -97,10 +98,7 @@ pub fn parse_threshold(text: &str) -> Result<f64, ReportError> {
 }
 
 fn status(r: &Record) -> String {
-    serde_json::to_value(r.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+    r.status.as_str().to_string()
 }
 
 fn side(run: &RunDir) -> Side {

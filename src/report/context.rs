@@ -4,10 +4,12 @@
 //! nothing else, so a user template can show anything they show. `results.json` is this
 //! context as JSON.
 
-use super::facts::{engine, engine_line, hardware, matrix_line, settings};
+pub use super::facts::Item;
+use super::facts::{engine, engine_line, hardware, settings};
 use super::format::ctx;
-use super::{Planned, RunDir};
+use crate::plan::Phase;
 use crate::results::{Record, Status};
+use crate::rundir::Run;
 use crate::spec::PromptCache;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -59,15 +61,6 @@ pub struct Context {
     pub spec: Value,
 }
 
-/// A labelled fact.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Item {
-    /// `GPU`.
-    pub label: String,
-    /// `H200 NVL`.
-    pub value: String,
-}
-
 /// The run: where, when, by what, and how far it got.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RunInfo {
@@ -112,7 +105,7 @@ pub struct CellView {
     /// `decode/8K/c4`.
     pub id: String,
     /// `prefill` or `decode`.
-    pub phase: String,
+    pub phase: Phase,
     /// `Prefill` or `Sustained decode`.
     pub phase_label: String,
     /// Context tokens.
@@ -122,7 +115,7 @@ pub struct CellView {
     /// Simultaneous requests.
     pub concurrency: u32,
     /// `valid`, `invalid`, `failed`, `skipped`, or `missing` (planned, no record yet).
-    pub status: String,
+    pub status: CellStatus,
     /// `Valid`, `Invalid`, `Failed`, `Skipped`, `Not run`.
     pub status_label: String,
     /// The prompt was clamped to max_model_len − 1.
@@ -131,6 +124,76 @@ pub struct CellView {
     pub reasons: Vec<String>,
     /// The record (contract §6); `null` for a missing cell.
     pub record: Option<Record>,
+}
+
+/// A cell's state in a report: its record's status, or `missing` (planned, no record yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CellStatus {
+    /// Measured and within the validity thresholds.
+    Valid,
+    /// Measured, but a threshold was missed.
+    Invalid,
+    /// Could not be measured.
+    Failed,
+    /// In the plan, never sent.
+    Skipped,
+    /// Planned, no record yet.
+    Missing,
+}
+
+impl CellStatus {
+    /// As the context and CSV write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellStatus::Valid => "valid",
+            CellStatus::Invalid => "invalid",
+            CellStatus::Failed => "failed",
+            CellStatus::Skipped => "skipped",
+            CellStatus::Missing => "missing",
+        }
+    }
+
+    /// Whether the cell was measured (valid or invalid).
+    pub fn measured(self) -> bool {
+        matches!(self, CellStatus::Valid | CellStatus::Invalid)
+    }
+}
+
+/// A cell the plan lists, or one only a record names.
+struct Planned {
+    id: String,
+    phase: Phase,
+    context: u64,
+    concurrency: u32,
+    clamped: bool,
+    skip: Option<String>,
+}
+
+impl From<&crate::plan::Cell> for Planned {
+    fn from(c: &crate::plan::Cell) -> Planned {
+        Planned {
+            id: c.id.clone(),
+            phase: c.phase(),
+            context: c.context,
+            concurrency: c.concurrency,
+            clamped: c.clamped,
+            skip: c.skip.clone(),
+        }
+    }
+}
+
+impl From<&Record> for Planned {
+    fn from(r: &Record) -> Planned {
+        Planned {
+            id: r.cell.clone(),
+            phase: r.phase,
+            context: r.context,
+            concurrency: r.concurrency,
+            clamped: false,
+            skip: None,
+        }
+    }
 }
 
 /// The decode matrix.
@@ -153,60 +216,44 @@ pub struct DecodeRow {
     pub cells: Vec<Option<CellView>>,
 }
 
-fn text(v: &Value, pointer: &str) -> Option<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-}
-
 impl Context {
     /// Arrange `run` for templates.
-    pub fn build(run: &RunDir) -> Context {
+    pub fn build(run: &Run) -> Context {
         let spec = &run.spec;
         let m = &run.manifest;
-        let mut cells: Vec<CellView> = run
-            .planned
-            .iter()
-            .map(|p| view(p, run.record(&p.id)))
-            .collect();
-        for r in &run.records {
-            if !run.planned.iter().any(|p| p.id == r.cell) {
-                cells.push(view(&planned_of(r), Some(r)));
-            }
-        }
-        // As the seed page lists them: prefill cells, then decode cells, each in run order.
-        cells.sort_by_key(|c| c.phase != "prefill");
+        let cells = cells(run);
         let mut counts = Counts::default();
         for c in &cells {
-            match c.status.as_str() {
-                "valid" => counts.valid += 1,
-                "invalid" => counts.invalid += 1,
-                "failed" => counts.failed += 1,
-                "skipped" => counts.skipped += 1,
-                _ => counts.missing += 1,
+            match c.status {
+                CellStatus::Valid => counts.valid += 1,
+                CellStatus::Invalid => counts.invalid += 1,
+                CellStatus::Failed => counts.failed += 1,
+                CellStatus::Skipped => counts.skipped += 1,
+                CellStatus::Missing => counts.missing += 1,
             }
         }
-        let reported = text(m, "/engine/reported_version");
+        let reported = m.engine.reported_version.clone();
+        let some = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
         let run_info = RunInfo {
             dir: run.path.display().to_string(),
-            started_at: text(m, "/started_at"),
-            ended_at: text(m, "/ended_at"),
+            started_at: some(&m.started_at),
+            ended_at: m.ended_at.clone(),
             finished: counts.missing == 0,
-            host: text(m, "/host"),
-            spec_sha256: text(m, "/spec_sha256"),
-            tool_version: text(m, "/tool_version"),
+            host: some(&m.host),
+            spec_sha256: some(&m.spec_sha256),
+            tool_version: some(&m.tool_version),
             engine_reported_version: reported.clone(),
             counts,
         };
         let prefill: Vec<CellView> = cells
             .iter()
-            .filter(|c| c.phase == "prefill")
+            .filter(|c| c.phase == Phase::Prefill)
             .cloned()
             .collect();
         let decode = matrix(&cells);
         let problems = cells
             .iter()
-            .filter(|c| c.status == "invalid" || c.status == "failed")
+            .filter(|c| matches!(c.status, CellStatus::Invalid | CellStatus::Failed))
             .cloned()
             .collect();
         Context {
@@ -219,7 +266,7 @@ impl Context {
             hardware: hardware(spec),
             engine: engine(spec, reported),
             settings: settings(spec, run_info.tool_version.as_deref()),
-            launch_command: text(m, "/launch_command"),
+            launch_command: m.launch_command.clone(),
             prompt_cache: match spec.workload.prompt_cache {
                 PromptCache::Warm => "warm".into(),
                 PromptCache::Cold => "cold".into(),
@@ -238,39 +285,44 @@ impl Context {
     }
 }
 
-fn planned_of(r: &Record) -> Planned {
-    Planned {
-        id: r.cell.clone(),
-        phase: r.phase.clone(),
-        context: r.context,
-        concurrency: r.concurrency,
-        clamped: false,
-        skip: None,
+/// Every cell: the plan's, then records of cells it does not list; prefill cells first, as
+/// the seed page lists them, each phase in run order.
+fn cells(run: &Run) -> Vec<CellView> {
+    let planned = &run.plan.cells;
+    let mut cells: Vec<CellView> = planned
+        .iter()
+        .map(|c| view(&c.into(), run.record(&c.id)))
+        .collect();
+    for r in &run.records {
+        if !planned.iter().any(|c| c.id == r.cell) {
+            cells.push(view(&r.into(), Some(r)));
+        }
     }
+    cells.sort_by_key(|c| c.phase != Phase::Prefill);
+    cells
 }
 
 fn view(p: &Planned, record: Option<&Record>) -> CellView {
     let (status, status_label) = match record.map(|r| r.status) {
-        Some(Status::Valid) => ("valid", "Valid"),
-        Some(Status::Invalid) => ("invalid", "Invalid"),
-        Some(Status::Failed) => ("failed", "Failed"),
-        Some(Status::Skipped) => ("skipped", "Skipped"),
-        None if p.skip.is_some() => ("skipped", "Skipped"),
-        None => ("missing", "Not run"),
+        Some(Status::Valid) => (CellStatus::Valid, "Valid"),
+        Some(Status::Invalid) => (CellStatus::Invalid, "Invalid"),
+        Some(Status::Failed) => (CellStatus::Failed, "Failed"),
+        Some(Status::Skipped) => (CellStatus::Skipped, "Skipped"),
+        None if p.skip.is_some() => (CellStatus::Skipped, "Skipped"),
+        None => (CellStatus::Missing, "Not run"),
     };
     CellView {
         id: p.id.clone(),
-        phase: p.phase.clone(),
-        phase_label: if p.phase == "prefill" {
-            "Prefill"
-        } else {
-            "Sustained decode"
+        phase: p.phase,
+        phase_label: match p.phase {
+            Phase::Prefill => "Prefill",
+            Phase::Decode => "Sustained decode",
         }
         .into(),
         context: p.context,
         context_label: ctx(p.context),
         concurrency: p.concurrency,
-        status: status.into(),
+        status,
         status_label: status_label.into(),
         clamped: p.clamped,
         reasons: match record {
@@ -284,8 +336,8 @@ fn view(p: &Planned, record: Option<&Record>) -> CellView {
 /// The decode cells as a grid; a context or concurrency whose cells are all skipped has no
 /// row or column (they are listed as skipped cells instead).
 fn matrix(cells: &[CellView]) -> DecodeMatrix {
-    let all: Vec<&CellView> = cells.iter().filter(|c| c.phase == "decode").collect();
-    let shown = |c: &&CellView| c.status != "skipped";
+    let all: Vec<&CellView> = cells.iter().filter(|c| c.phase == Phase::Decode).collect();
+    let shown = |c: &&CellView| c.status != CellStatus::Skipped;
     let decode: Vec<&CellView> = all
         .iter()
         .filter(|c| all.iter().any(|o| o.context == c.context && shown(o)))
@@ -333,4 +385,32 @@ pub fn context_schema_text() -> String {
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// `5 contexts (8K–123K) × 8 concurrency levels (1–128) · prefill at 8K, 16K`.
+fn matrix_line(prefill: &[CellView], decode: &DecodeMatrix) -> String {
+    let mut parts = Vec::new();
+    if let (Some(first), Some(last)) = (decode.rows.first(), decode.rows.last()) {
+        let n = decode.rows.len();
+        let contexts = if n == 1 {
+            format!("1 context ({})", first.context_label)
+        } else {
+            format!(
+                "{n} contexts ({}–{})",
+                first.context_label, last.context_label
+            )
+        };
+        let c = &decode.concurrency;
+        let levels = match (c.first(), c.last(), c.len()) {
+            (Some(a), _, 1) => format!("1 concurrency level ({a})"),
+            (Some(a), Some(b), n) => format!("{n} concurrency levels ({a}–{b})"),
+            _ => String::new(),
+        };
+        parts.push(format!("{contexts} × {levels}"));
+    }
+    if !prefill.is_empty() {
+        let at: Vec<&str> = prefill.iter().map(|p| p.context_label.as_str()).collect();
+        parts.push(format!("prefill at {}", at.join(", ")));
+    }
+    parts.join(" · ")
 }

@@ -5,6 +5,7 @@
 
 use super::ReportError;
 use super::context::Context;
+use crate::results::TokenSource;
 use crate::results::stats::Summary;
 
 const STATS: [&str; 6] = ["mean", "min", "p50", "p90", "p99", "max"];
@@ -71,10 +72,10 @@ pub fn render(cx: &Context) -> Result<String, ReportError> {
     for c in &cx.cells {
         let mut row = vec![
             c.id.clone(),
-            c.phase.clone(),
+            c.phase.as_str().to_string(),
             c.context.to_string(),
             c.concurrency.to_string(),
-            c.status.clone(),
+            c.status.as_str().to_string(),
         ];
         match &c.record {
             Some(r) => {
@@ -85,7 +86,7 @@ pub fn render(cx: &Context) -> Result<String, ReportError> {
                     r.prompt_tokens.to_string(),
                     opt(r.server_prompt_tokens),
                     opt(r.output_tokens),
-                    opt(r.token_source.map(|t| format!("{t:?}").to_lowercase())),
+                    opt(r.token_source.map(TokenSource::as_str)),
                     opt(r.total_tok_s),
                     opt(r.per_request_tok_s),
                     opt(r.avg_active),

@@ -1,9 +1,19 @@
 //! The labelled facts of a report — hardware, engine, how the run measured — and the two
 //! header lines, worded as the seed page words them. Absent values are left out.
 
-use super::context::{CellView, DecodeMatrix, Item};
 use super::format::{grouped, secs};
 use crate::spec::{DecodeMode, HardwareType, PrefillMode, PromptCache, Spec};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// A labelled fact.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Item {
+    /// `GPU`.
+    pub label: String,
+    /// `H200 NVL`.
+    pub value: String,
+}
 
 fn item(label: &str, value: Option<String>) -> Option<Item> {
     value.filter(|v| !v.is_empty()).map(|value| Item {
@@ -24,34 +34,6 @@ pub fn engine_line(spec: &Spec) -> String {
     .flatten()
     .collect::<Vec<_>>()
     .join(" · ")
-}
-
-/// `5 contexts (8K–123K) × 8 concurrency levels (1–128) · prefill at 8K, 16K`.
-pub fn matrix_line(prefill: &[CellView], decode: &DecodeMatrix) -> String {
-    let mut parts = Vec::new();
-    if let (Some(first), Some(last)) = (decode.rows.first(), decode.rows.last()) {
-        let n = decode.rows.len();
-        let contexts = if n == 1 {
-            format!("1 context ({})", first.context_label)
-        } else {
-            format!(
-                "{n} contexts ({}–{})",
-                first.context_label, last.context_label
-            )
-        };
-        let c = &decode.concurrency;
-        let levels = match (c.first(), c.last(), c.len()) {
-            (Some(a), _, 1) => format!("1 concurrency level ({a})"),
-            (Some(a), Some(b), n) => format!("{n} concurrency levels ({a}–{b})"),
-            _ => String::new(),
-        };
-        parts.push(format!("{contexts} × {levels}"));
-    }
-    if !prefill.is_empty() {
-        let at: Vec<&str> = prefill.iter().map(|p| p.context_label.as_str()).collect();
-        parts.push(format!("prefill at {}", at.join(", ")));
-    }
-    parts.join(" · ")
 }
 
 /// Hardware facts.

@@ -4,45 +4,33 @@
 //! Markdown, HTML, CSV and JSON. `compare` sets two runs side by side. Nothing here measures;
 //! every function is pure apart from reading the run directory and writing the outputs.
 
-pub mod compare;
-pub mod context;
+pub(crate) mod compare;
+pub(crate) mod context;
 mod csv;
 mod facts;
-pub mod format;
+mod format;
 mod svg;
-pub mod templates;
+pub(crate) mod templates;
 
-pub use context::Context;
+pub use context::{Context, context_schema_text};
 
-use crate::results::Record;
-use crate::spec::{Format, Spec, Stage};
-use serde::Deserialize;
-use serde_json::Value;
+use crate::rundir::{Run, RunDir, RunDirError};
+use crate::spec::Format;
 use std::path::{Path, PathBuf};
 
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// A file could not be read.
-    #[error("cannot read `{path}`: {source}")]
+    /// The run directory could not be read.
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+    /// A template file could not be read.
+    #[error("cannot read `{}`: {source}", path.display())]
     Read {
         /// The path.
-        path: String,
+        path: PathBuf,
         /// The I/O error.
         source: std::io::Error,
-    },
-    /// The directory is not a run directory.
-    #[error(
-        "`{0}` is not a run directory (it has no manifest.json); give the `--out` of a `benchspec run`"
-    )]
-    NotRun(String),
-    /// A file of the run directory is damaged.
-    #[error("`{path}` cannot be read as a run file: {message}")]
-    Damaged {
-        /// The path.
-        path: String,
-        /// What is wrong.
-        message: String,
     },
     /// A template could not be loaded or rendered.
     #[error("{0}")]
@@ -65,133 +53,15 @@ impl ReportError {
     pub fn exit_code(&self) -> i32 {
         match self {
             ReportError::Write { .. } => 1,
+            ReportError::RunDir(e) => e.exit_code(),
             _ => 2,
         }
     }
 }
 
-/// A cell as `plan.json` lists it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Planned {
-    /// `prefill/8K` or `decode/8K/c4`.
-    pub id: String,
-    /// `prefill` or `decode`.
-    pub phase: String,
-    /// The context length in tokens.
-    pub context: u64,
-    /// Simultaneous requests.
-    pub concurrency: u32,
-    /// The prompt was clamped to max_model_len − 1.
-    #[serde(default)]
-    pub clamped: bool,
-    /// Why the cell is not run.
-    #[serde(default)]
-    pub skip: Option<String>,
-}
-
-/// Everything a run directory holds that a report shows.
-#[derive(Debug, Clone)]
-pub struct RunDir {
-    /// The directory.
-    pub path: PathBuf,
-    /// `manifest.json` as written.
-    pub manifest: Value,
-    /// The spec copy, checked again.
-    pub spec: Spec,
-    /// The plan's cells in run order.
-    pub planned: Vec<Planned>,
-    /// The records of `results.jsonl`; for a cell recorded twice, the last.
-    pub records: Vec<Record>,
-}
-
-impl RunDir {
-    /// Read the run directory at `path`.
-    pub fn load(path: &Path) -> Result<RunDir, ReportError> {
-        let manifest_path = path.join("manifest.json");
-        if !manifest_path.is_file() {
-            return Err(ReportError::NotRun(path.display().to_string()));
-        }
-        let manifest: Value = read_json(&manifest_path)?;
-        let spec = read_spec(path)?;
-        let plan: Value = read_json(&path.join("plan.json"))?;
-        let planned: Vec<Planned> = plan
-            .get("cells")
-            .cloned()
-            .map(serde_json::from_value)
-            .transpose()
-            .map_err(|e| damaged(&path.join("plan.json"), e.to_string()))?
-            .unwrap_or_default();
-        let results = path.join("results.jsonl");
-        let mut records = if results.exists() {
-            crate::results::read(&results).map_err(|source| ReportError::Read {
-                path: results.display().to_string(),
-                source,
-            })?
-        } else {
-            Vec::new()
-        };
-        // The last record of a cell wins (a cell measured again after a crash).
-        let mut seen = std::collections::HashSet::new();
-        records.reverse();
-        records.retain(|r| seen.insert(r.cell.clone()));
-        records.reverse();
-        Ok(RunDir {
-            path: path.to_path_buf(),
-            manifest,
-            spec,
-            planned,
-            records,
-        })
-    }
-
-    /// The record of cell `id`.
-    pub fn record(&self, id: &str) -> Option<&Record> {
-        self.records.iter().find(|r| r.cell == id)
-    }
-}
-
-fn damaged(path: &Path, message: String) -> ReportError {
-    ReportError::Damaged {
-        path: path.display().to_string(),
-        message,
-    }
-}
-
-fn read_text(path: &Path) -> Result<String, ReportError> {
-    std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-        path: path.display().to_string(),
-        source,
-    })
-}
-
-fn read_json(path: &Path) -> Result<Value, ReportError> {
-    serde_json::from_str(&read_text(path)?).map_err(|e| damaged(path, e.to_string()))
-}
-
-/// The spec copy (`spec.yaml`, `spec.yml` or `spec.toml`), checked as `validate` would.
-fn read_spec(dir: &Path) -> Result<Spec, ReportError> {
-    let Some(path) = ["spec.yaml", "spec.yml", "spec.toml"]
-        .iter()
-        .map(|n| dir.join(n))
-        .find(|p| p.is_file())
-    else {
-        return Err(damaged(
-            &dir.join("spec.yaml"),
-            "the spec copy is missing".into(),
-        ));
-    };
-    let text = read_text(&path)?;
-    let name = path.display().to_string();
-    crate::spec::parse(&name, &text, Stage::Validate, &|_| None)
-        .map(|l| l.spec)
-        .map_err(|e| {
-            let first = e
-                .diagnostics()
-                .first()
-                .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.column, d.message))
-                .unwrap_or_else(|| e.to_string());
-            damaged(&path, first)
-        })
+/// Read the run directory at `path` for a report.
+pub fn load(path: &Path) -> Result<Run, ReportError> {
+    Ok(RunDir::open(path)?.load()?)
 }
 
 /// The file a built-in format is written to.
@@ -207,7 +77,7 @@ pub fn output_name(format: Format) -> &'static str {
 /// Render `formats` and the user `templates` of `run` into `out`; returns the files written.
 /// A user template named like a built-in one (`report.md.j2`) replaces it.
 pub fn render(
-    run: &RunDir,
+    run: &Run,
     formats: &[Format],
     user_templates: &[PathBuf],
     out: &Path,

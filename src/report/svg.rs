@@ -121,27 +121,13 @@ pub fn prefill(cx: &Context) -> String {
     s
 }
 
+/// One line of a chart: its name and a value (or none) per column.
+type Series = (String, Vec<Option<f64>>);
+
 /// A decode rate (`pick` of each record) against concurrency, one line per context.
 pub fn decode(cx: &Context, pick: fn(&Record) -> Option<f64>, label: &str) -> String {
     let cols = &cx.decode.concurrency;
-    let series: Vec<(String, Vec<Option<f64>>)> = cx
-        .decode
-        .rows
-        .iter()
-        .map(|row| {
-            let points = row
-                .cells
-                .iter()
-                .map(|c| {
-                    let c = c.as_ref()?;
-                    (c.status == "valid" || c.status == "invalid")
-                        .then_some(())
-                        .and(c.record.as_ref().and_then(pick))
-                })
-                .collect();
-            (row.context_label.clone(), points)
-        })
-        .collect();
+    let series = decode_series(cx, pick);
     let max = series
         .iter()
         .flat_map(|(_, p)| p.iter().flatten())
@@ -152,7 +138,6 @@ pub fn decode(cx: &Context, pick: fn(&Record) -> Option<f64>, label: &str) -> St
     ));
     y_axis(&mut s, max, step, label);
     let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
     let x_of = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / cols.len().max(1) as f64;
     for (i, c) in cols.iter().enumerate() {
         let _ = write!(
@@ -162,43 +147,8 @@ pub fn decode(cx: &Context, pick: fn(&Record) -> Option<f64>, label: &str) -> St
             H - BOTTOM + 16.0
         );
     }
-    for (k, (name, points)) in series.iter().enumerate() {
-        let color = PALETTE[k % PALETTE.len()];
-        let coords: Vec<(f64, f64, f64)> = points
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| v.map(|v| (x_of(i), TOP + plot_h * (1.0 - v / max), v)))
-            .collect();
-        let path: Vec<String> = coords
-            .iter()
-            .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
-            .collect();
-        let _ = write!(
-            s,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
-            path.join(" ")
-        );
-        for (x, y, v) in &coords {
-            let _ = write!(
-                s,
-                "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{color}\"><title>{} context: {} {}</title></circle>",
-                esc(name),
-                tok_s(*v),
-                esc(label)
-            );
-        }
-        let ly = TOP + 14.0 + 18.0 * k as f64;
-        let _ = write!(
-            s,
-            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{} context</text>",
-            W - RIGHT + 12.0,
-            W - RIGHT + 32.0,
-            ly - 4.0,
-            ly - 4.0,
-            W - RIGHT + 38.0,
-            ly,
-            esc(name)
-        );
+    for (k, line) in series.iter().enumerate() {
+        polyline(&mut s, k, line, max, &x_of, label);
     }
     let _ = write!(
         s,
@@ -207,6 +157,73 @@ pub fn decode(cx: &Context, pick: fn(&Record) -> Option<f64>, label: &str) -> St
         H - 6.0
     );
     s
+}
+
+/// The measured value of every decode cell, a series per context row.
+fn decode_series(cx: &Context, pick: fn(&Record) -> Option<f64>) -> Vec<Series> {
+    cx.decode
+        .rows
+        .iter()
+        .map(|row| {
+            let points = row
+                .cells
+                .iter()
+                .map(|c| {
+                    let c = c.as_ref().filter(|c| c.status.measured())?;
+                    c.record.as_ref().and_then(pick)
+                })
+                .collect();
+            (row.context_label.clone(), points)
+        })
+        .collect()
+}
+
+/// The `k`th series as a line with a dot per value and its legend entry.
+fn polyline(
+    s: &mut String,
+    k: usize,
+    (name, points): &Series,
+    max: f64,
+    x_of: &dyn Fn(usize) -> f64,
+    label: &str,
+) {
+    let plot_h = H - TOP - BOTTOM;
+    let color = PALETTE[k % PALETTE.len()];
+    let coords: Vec<(f64, f64, f64)> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.map(|v| (x_of(i), TOP + plot_h * (1.0 - v / max), v)))
+        .collect();
+    let path: Vec<String> = coords
+        .iter()
+        .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+        .collect();
+    let _ = write!(
+        s,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+        path.join(" ")
+    );
+    for (x, y, v) in &coords {
+        let _ = write!(
+            s,
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{color}\"><title>{} context: {} {}</title></circle>",
+            esc(name),
+            tok_s(*v),
+            esc(label)
+        );
+    }
+    let ly = TOP + 14.0 + 18.0 * k as f64;
+    let _ = write!(
+        s,
+        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{} context</text>",
+        W - RIGHT + 12.0,
+        W - RIGHT + 32.0,
+        ly - 4.0,
+        ly - 4.0,
+        W - RIGHT + 38.0,
+        ly,
+        esc(name)
+    );
 }
 
 #[cfg(test)]

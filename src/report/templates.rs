@@ -125,7 +125,7 @@ fn user_env(path: &Path) -> Result<(Environment<'static>, String, String), Repor
     };
     let out = out.to_string();
     let source = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-        path: path.display().to_string(),
+        path: path.to_path_buf(),
         source,
     })?;
     let folder = path.parent().map(Path::to_path_buf).unwrap_or_default();

@@ -41,7 +41,7 @@ pub struct Record {
     /// `prefill/8K` or `decode/8K/c4`.
     pub cell: String,
     /// `prefill` or `decode`.
-    pub phase: String,
+    pub phase: crate::plan::Phase,
     /// The context length in tokens.
     pub context: u64,
     /// Simultaneous requests.
@@ -101,6 +101,28 @@ pub fn record_schema_text() -> String {
     text
 }
 
+impl TokenSource {
+    /// `usage` or `chunks`, as records write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenSource::Usage => "usage",
+            TokenSource::Chunks => "chunks",
+        }
+    }
+}
+
+impl Status {
+    /// `valid`, `invalid`, `failed` or `skipped`, as records write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Invalid => "invalid",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+        }
+    }
+}
+
 impl Record {
     /// An empty record for `cell`, to be filled in.
     pub fn new(
@@ -111,10 +133,7 @@ impl Record {
         Record {
             schema: RESULT_SCHEMA.to_string(),
             cell: cell.id.clone(),
-            phase: match cell.phase {
-                crate::plan::Phase::Prefill => "prefill".into(),
-                crate::plan::Phase::Decode => "decode".into(),
-            },
+            phase: cell.phase(),
             context: cell.context,
             concurrency: cell.concurrency,
             status: Status::Failed,

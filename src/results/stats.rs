@@ -61,16 +61,6 @@ impl Latencies {
         }
     }
 
-    /// How many were recorded.
-    pub fn len(&self) -> u64 {
-        self.hist.as_ref().map_or(0, Histogram::len)
-    }
-
-    /// Whether none were recorded.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The summary in milliseconds; `None` when empty.
     pub fn summary(&self) -> Option<Summary> {
         let h = self.hist.as_ref().filter(|h| !h.is_empty())?;

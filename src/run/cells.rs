@@ -1,21 +1,22 @@
 //! The cell loop of a run: each cell of the plan in order — measured, or recorded as skipped —
-//! its requests and record appended as it ends, Ctrl-C answered between and within cells, and
-//! a launched engine that died failing the cell it died in.
+//! its requests and record appended as it ends, a stop request answered between and within
+//! cells, and a launched engine that died failing the cell it died in.
 
 use super::engine::EngineSide;
-use super::{Event, RunError, Summary, cell, dir, interrupt, measure};
-use crate::plan::Plan;
-use crate::results::{self, Record, Status};
+use super::{Event, Interrupt, RunError, Summary, cell, dir, measure};
+use crate::plan::{Cell, Plan};
+use crate::results::{Record, Status, record::utc_now};
+use crate::rundir::{Manifest, RunDir};
 use crate::spec::Loaded;
 use std::sync::Arc;
 
 /// What the cell loop needs.
 pub(super) struct Cells<'a> {
     pub(super) loaded: &'a Loaded,
-    pub(super) spec: &'a crate::spec::Spec,
-    pub(super) out: &'a std::path::Path,
-    pub(super) server: &'a dir::ServerInfo,
+    pub(super) dir: &'a RunDir,
+    pub(super) manifest: &'a Manifest,
     pub(super) cx: Arc<cell::Ctx>,
+    pub(super) interrupt: &'a Interrupt,
     pub(super) on: &'a (dyn Fn(Event) + Sync),
 }
 
@@ -27,74 +28,97 @@ impl Cells<'_> {
         engine: &mut EngineSide,
         summary: &mut Summary,
     ) -> Result<(), RunError> {
-        let (on, out) = (self.on, self.out);
         let total = plan.runnable().count();
         let mut index = 0;
         for c in &plan.cells {
-            let rec = Record::new(c, results::record::utc_now(), &self.spec.labels);
-            let rec = if c.runs() {
-                index += 1;
-                on(Event::Cell {
-                    index,
-                    total,
-                    id: c.id.clone(),
-                });
-                tokio::select! {
-                    rec = measure(&self.cx, c, rec, on) => rec,
-                    () = interrupt::requested() => {
-                        // The cell in flight is dropped (its requests cancelled); the cells
-                        // already on disk stay; the engine is stopped by the caller.
-                        dir::write_end(out, self.loaded, self.server)?;
-                        return Err(RunError::Interrupted {
-                            cell: c.id.clone(),
-                            results: out.join("results.jsonl").display().to_string(),
-                            kept: summary.recorded(),
-                            resume: format!("benchspec run {} --out {} --resume", self.loaded.path, out.display()),
-                        });
-                    }
-                }
-            } else {
-                Record {
+            let rec = Record::new(c, utc_now(), &plan.workload.labels);
+            if !c.runs() {
+                let rec = Record {
                     status: Status::Skipped,
                     reasons: c.skip.iter().cloned().collect(),
                     ..rec
-                }
-            };
-            let gone = match c.runs() {
-                true => engine.gone(&rec).await,
-                false => None,
-            };
-            let mut rec = rec;
-            if let Some(why) = &gone {
-                rec.status = Status::Failed;
-                rec.reasons.push(why.clone());
+                };
+                self.finish(rec, engine)?;
+                summary.count(Status::Skipped);
+                continue;
             }
-            let rec = self.finish(rec, engine)?;
-            summary.count(rec.status);
-            if let Some(why) = gone {
-                on(Event::Done {
-                    index,
-                    total,
-                    record: Box::new(rec),
-                });
-                return Err(RunError::Engine(format!(
-                    "{why} ({}); the finished cells are kept in {}; once it answers again, go on with `benchspec run {} --out {} --resume`",
-                    c.id,
-                    out.join("results.jsonl").display(),
-                    self.loaded.path,
-                    out.display()
-                )));
-            }
-            if c.runs() {
-                on(Event::Done {
-                    index,
-                    total,
-                    record: Box::new(rec),
-                });
-                engine.after_cell(&c.id, self.spec, on).await?;
-            }
+            index += 1;
+            (self.on)(Event::Cell {
+                index,
+                total,
+                id: c.id.clone(),
+            });
+            let rec = self.measure_or_stop(c, rec, summary).await?;
+            self.after(c, rec, engine, summary, (index, total)).await?;
         }
         Ok(())
+    }
+
+    /// Measure `c`, unless a stop is asked for first: then the cell in flight is dropped (its
+    /// requests cancelled), the cells already on disk stay, and the engine is stopped by the
+    /// caller.
+    async fn measure_or_stop(
+        &self,
+        c: &Cell,
+        rec: Record,
+        summary: &Summary,
+    ) -> Result<Record, RunError> {
+        tokio::select! {
+            rec = measure(&self.cx, c, rec, self.on) => Ok(rec),
+            () = self.interrupt.requested() => {
+                dir::write_end(self.dir, self.manifest)?;
+                Err(RunError::Interrupted {
+                    cell: c.id.clone(),
+                    out: self.dir.path().to_path_buf(),
+                    kept: summary.recorded(),
+                    resume: self.resume_command(),
+                })
+            }
+        }
+    }
+
+    /// Record a measured cell; an engine that stopped answering fails it and ends the run,
+    /// one that died is relaunched or ends the run.
+    async fn after(
+        &self,
+        c: &Cell,
+        mut rec: Record,
+        engine: &mut EngineSide,
+        summary: &mut Summary,
+        (index, total): (usize, usize),
+    ) -> Result<(), RunError> {
+        let gone = engine.gone(&rec).await;
+        if let Some(why) = &gone {
+            rec.status = Status::Failed;
+            rec.reasons.push(why.clone());
+        }
+        let rec = self.finish(rec, engine)?;
+        summary.count(rec.status);
+        (self.on)(Event::Done {
+            index,
+            total,
+            record: Box::new(rec),
+        });
+        if let Some(why) = gone {
+            return Err(RunError::EngineLost {
+                why,
+                cell: c.id.clone(),
+                out: self.dir.path().to_path_buf(),
+                resume: format!(
+                    "once it answers again, go on with `{}`",
+                    self.resume_command()
+                ),
+            });
+        }
+        engine.after_cell(&c.id, self.on).await
+    }
+
+    fn resume_command(&self) -> String {
+        format!(
+            "benchspec run {} --out {} --resume",
+            self.loaded.path,
+            self.dir.path().display()
+        )
     }
 
     /// Write a cell's requests and record; a launched engine that died during the cell fails
@@ -105,18 +129,14 @@ impl Cells<'_> {
                 .lock()
                 .map(|mut l| std::mem::take(&mut *l))
                 .unwrap_or_default();
-            dir::append_lines(&self.out.join("requests.jsonl"), &lines)?;
+            self.dir.append_requests(&lines)?;
         }
         if let Some(status) = engine.exit_status() {
             rec.status = Status::Failed;
             rec.reasons
                 .push(format!("the engine exited ({status}) during the cell"));
         }
-        let path = self.out.join("results.jsonl");
-        results::append(&path, &rec).map_err(|source| RunError::Dir {
-            path: path.display().to_string(),
-            source,
-        })?;
+        self.dir.append(&rec)?;
         Ok(rec)
     }
 }

@@ -2,7 +2,7 @@
 //! carry (cumulative usage differenced, else one, reconciled later), did the stream finish or
 //! report an error.
 
-use super::client::{Chunk, Failure, Outcome};
+use super::outcome::{Chunk, Failure, Outcome};
 use serde_json::Value;
 use tokio::time::Instant;
 

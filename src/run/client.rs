@@ -5,6 +5,7 @@
 //! measuring code sees what the network delivered and when.
 
 use super::chunk::ChunkState;
+pub use super::outcome::{Chunk, Failure, Outcome};
 use super::sse::SseParser;
 use crate::spec::{Api, EngineKind};
 use serde_json::{Value, json};
@@ -14,74 +15,37 @@ use tokio::time::Instant;
 /// How many times a request that fails before any response byte is sent.
 pub const SEND_TRIES: usize = 3;
 
-/// Why a request failed: the kinds counted in `error_kinds`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
-    /// The server answered with this HTTP status.
-    Http(u16),
-    /// The connection was refused (nothing listens).
-    Refused,
-    /// The connection failed or was reset before the response.
-    Connect,
-    /// The stream ended before the response was complete.
-    Disconnect,
-    /// A line of the stream was not valid SSE.
-    Sse,
-    /// A chunk was not the JSON expected.
-    Json,
-    /// The stream carried an error event.
-    StreamError,
-    /// No bytes for `stall_timeout`.
-    Stall,
-    /// Fewer tokens than asked although `ignore_eos` was set.
-    Short,
-}
-
-impl Failure {
-    /// The key in `error_kinds`.
-    pub fn kind(&self) -> String {
-        match self {
-            Failure::Http(code) => format!("http_{code}"),
-            Failure::Refused => "connection_refused".into(),
-            Failure::Connect => "connection_error".into(),
-            Failure::Disconnect => "disconnect".into(),
-            Failure::Sse => "malformed_sse".into(),
-            Failure::Json => "malformed_json".into(),
-            Failure::StreamError => "stream_error".into(),
-            Failure::Stall => "stall_timeout".into(),
-            Failure::Short => "short_output".into(),
-        }
-    }
-}
-
-/// What one token-bearing chunk carried.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Chunk {
-    /// When it arrived.
-    pub at: Instant,
-    /// Tokens in it: from cumulative usage when the server sends it, else 1.
-    pub tokens: u64,
-    /// Whether `tokens` came from the server's usage.
-    pub from_usage: bool,
-}
-
-/// How a request ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    /// Just before the request was written.
-    pub sent: Instant,
-    /// Token-bearing chunks received.
-    pub chunks: u64,
-    /// Tokens counted from the chunks (usage differences or one per chunk).
-    pub counted: u64,
-    /// The server's final `usage.completion_tokens`.
-    pub usage_completion: Option<u64>,
-    /// The server's `usage.prompt_tokens`.
-    pub usage_prompt: Option<u64>,
-    /// Whether every token-bearing chunk carried usage.
-    pub all_usage: bool,
-    /// Why it failed, if it did.
-    pub failure: Option<Failure>,
+/// Why a request to one of the engine's informational endpoints failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The HTTP client could not be made.
+    #[error("cannot build the HTTP client: {}", describe(.0))]
+    Build(reqwest::Error),
+    /// The request could not be sent or its answer not read.
+    #[error("{}", describe(.0))]
+    Send(reqwest::Error),
+    /// The server answered with an error status.
+    #[error("{path} answered HTTP {status}")]
+    Status {
+        /// The endpoint.
+        path: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The answer was not JSON.
+    #[error("{path} did not answer JSON: {}", describe(source))]
+    NotJson {
+        /// The endpoint.
+        path: String,
+        /// The error.
+        source: reqwest::Error,
+    },
+    /// The tokenize answer had no count.
+    #[error("{path} answered without `count` or `tokens`")]
+    NoCount {
+        /// The endpoint.
+        path: String,
+    },
 }
 
 /// The client of one run.
@@ -106,7 +70,7 @@ impl Client {
         spec: &crate::spec::Spec,
         key: Option<String>,
         pool: usize,
-    ) -> Result<Client, String> {
+    ) -> Result<Client, ApiError> {
         // https endpoints use rustls with the ring provider (installed once per process).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
@@ -116,7 +80,7 @@ impl Client {
             .connect_timeout(Duration::from_secs(10))
             .tcp_nodelay(true)
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(ApiError::Build)?;
         let w = &spec.workload;
         Ok(Client {
             http,
@@ -167,23 +131,16 @@ impl Client {
     }
 
     /// GET `path` as JSON.
-    pub async fn get_json(&self, path: &str) -> Result<Value, String> {
+    pub async fn get_json(&self, path: &str) -> Result<Value, ApiError> {
         let mut rb = self.http.get(format!("{}{path}", self.base));
         if let Some(key) = &self.key {
             rb = rb.bearer_auth(key);
         }
-        let r = rb.send().await.map_err(|e| describe(&e))?;
-        let status = r.status();
-        if !status.is_success() {
-            return Err(format!("{path} answered HTTP {}", status.as_u16()));
-        }
-        r.json()
-            .await
-            .map_err(|e| format!("{path} did not answer JSON: {e}"))
+        json_of(path, rb.send().await.map_err(ApiError::Send)?).await
     }
 
     /// The prompt's length in tokens as the engine counts it, chat template included.
-    pub async fn count_tokens(&self, text: &str) -> Result<u64, String> {
+    pub async fn count_tokens(&self, text: &str) -> Result<u64, ApiError> {
         let messages = json!([{"role": "user", "content": text}]);
         let (path, body) = match (self.kind, self.api) {
             (EngineKind::LlamaCpp, Api::Completions) => {
@@ -214,22 +171,12 @@ impl Client {
                     .and_then(Value::as_array)
                     .map(|t| t.len() as u64)
             })
-            .ok_or_else(|| format!("{path} answered without `count` or `tokens`"))
+            .ok_or_else(|| ApiError::NoCount { path: path.into() })
     }
 
-    async fn post_json(&self, path: &str, body: &Value) -> Result<Value, String> {
-        let r = self
-            .post(path, body)
-            .send()
-            .await
-            .map_err(|e| describe(&e))?;
-        let status = r.status();
-        if !status.is_success() {
-            return Err(format!("{path} answered HTTP {}", status.as_u16()));
-        }
-        r.json()
-            .await
-            .map_err(|e| format!("{path} did not answer JSON: {e}"))
+    async fn post_json(&self, path: &str, body: &Value) -> Result<Value, ApiError> {
+        let r = self.post(path, body).send().await.map_err(ApiError::Send)?;
+        json_of(path, r).await
     }
 
     /// The streamed generation request body.
@@ -365,6 +312,22 @@ fn classify(e: &reqwest::Error) -> Failure {
 }
 
 /// A reqwest error in words, for messages (never carries the key: headers are not printed).
+/// The JSON body of a successful answer from `path`.
+async fn json_of(path: &str, r: reqwest::Response) -> Result<Value, ApiError> {
+    let status = r.status();
+    if !status.is_success() {
+        return Err(ApiError::Status {
+            path: path.into(),
+            status: status.as_u16(),
+        });
+    }
+    r.json().await.map_err(|source| ApiError::NotJson {
+        path: path.into(),
+        source,
+    })
+}
+
+/// A reqwest error with its chain of causes.
 pub fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);

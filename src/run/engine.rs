@@ -1,8 +1,8 @@
 //! The engine end of a run: the in-process simulator, a launched engine (relaunched after a
 //! crash when the spec asks), or a server to attach to, and the client that talks to it.
 
-use super::{Event, RunError, RunOptions, client, launch};
-use crate::spec::EngineKind;
+use super::{EngineError, Event, Interrupt, RunError, RunOptions, client, launch};
+use crate::spec::{EngineKind, Launch};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,24 +11,31 @@ use std::time::Duration;
 pub(super) struct EngineSide {
     pub(super) client: client::Client,
     sim: Option<crate::sim::Sim>,
+    /// How to (re)launch the engine, when benchspec launches it.
+    launch: Option<Launch>,
+    served_name: String,
     launched: Option<launch::Engine>,
     out: PathBuf,
+    interrupt: Interrupt,
 }
 
 impl EngineSide {
+    /// The engine end of a run of `spec`, its client's pool sized for `pool` streams.
     pub(super) async fn up(
         spec: &crate::spec::Spec,
         opts: &RunOptions,
         out: &std::path::Path,
+        pool: usize,
+        interrupt: &Interrupt,
         on: &(dyn Fn(Event) + Sync),
     ) -> Result<EngineSide, RunError> {
         let (base_url, sim) = match spec.engine.kind {
             EngineKind::Sim => {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                     .await
-                    .map_err(|e| RunError::Engine(format!("cannot listen on 127.0.0.1: {e}")))?;
+                    .map_err(EngineError::SimStart)?;
                 let server = crate::sim::start(listener, crate::sim::options_for(spec)?)
-                    .map_err(|e| RunError::Engine(format!("cannot start the simulator: {e}")))?;
+                    .map_err(EngineError::SimStart)?;
                 (server.base_url(), Some(server))
             }
             _ => (
@@ -43,36 +50,37 @@ impl EngineSide {
             .api_key_env
             .as_ref()
             .and_then(|name| std::env::var(name).ok());
-        let pool = spec.matrix.concurrency.iter().copied().max().unwrap_or(1) as usize;
         let client =
-            client::Client::new(&base_url, spec, key, pool + 2).map_err(RunError::Engine)?;
+            client::Client::new(&base_url, spec, key, pool + 2).map_err(EngineError::Api)?;
+        let launch = match spec.engine.kind {
+            EngineKind::Sim => None,
+            _ => spec.engine.launch.clone(),
+        };
         let mut side = EngineSide {
             client,
             sim,
+            launch,
+            served_name: spec.model.served_name.clone(),
             launched: None,
             out: out.to_path_buf(),
+            interrupt: interrupt.clone(),
         };
-        if spec.engine.kind != EngineKind::Sim && spec.engine.launch.is_some() {
-            side.launch(spec, on).await?;
-        }
+        side.launch(on).await?;
         Ok(side)
     }
 
-    async fn launch(
-        &mut self,
-        spec: &crate::spec::Spec,
-        on: &(dyn Fn(Event) + Sync),
-    ) -> Result<(), RunError> {
-        let Some(l) = &spec.engine.launch else {
+    async fn launch(&mut self, on: &(dyn Fn(Event) + Sync)) -> Result<(), RunError> {
+        let Some(l) = &self.launch else {
             return Ok(());
         };
         on(Event::Note(format!(
             "launching the engine (output in {})",
-            self.out.join("engine.log").display()
+            self.out.join(crate::rundir::ENGINE_LOG).display()
         )));
         let mut engine = launch::Engine::start(l, &self.out)?;
+        self.interrupt.set_engine_group(engine.group().unwrap_or(0));
         engine
-            .wait_ready(&self.client, &spec.model.served_name, l.ready_timeout.0)
+            .wait_ready(&self.client, &self.served_name, l.ready_timeout.0)
             .await?;
         on(Event::Note("the engine is ready".into()));
         self.launched = Some(engine);
@@ -83,30 +91,29 @@ impl EngineSide {
     pub(super) async fn after_cell(
         &mut self,
         cell: &str,
-        spec: &crate::spec::Spec,
         on: &(dyn Fn(Event) + Sync),
     ) -> Result<(), RunError> {
         let Some(status) = self.launched.as_mut().and_then(launch::Engine::exited) else {
             return Ok(());
         };
-        let tail = launch::log_tail(&self.out.join("engine.log"), 20);
+        let tail = launch::log_tail(&self.out.join(crate::rundir::ENGINE_LOG), 20);
         if let Some(e) = self.launched.take() {
             e.stop().await;
+            self.interrupt.set_engine_group(0);
         }
-        let restart = spec
-            .engine
-            .launch
-            .as_ref()
-            .is_some_and(|l| l.restart_on_crash);
+        let restart = self.launch.as_ref().is_some_and(|l| l.restart_on_crash);
         if !restart {
-            return Err(RunError::Engine(format!(
-                "the engine exited ({status}) during {cell}; the last lines of engine.log:\n{tail}"
-            )));
+            return Err(EngineError::Exited {
+                status,
+                cell: cell.to_string(),
+                tail,
+            }
+            .into());
         }
         on(Event::Note(format!(
             "the engine exited ({status}) during {cell}; relaunching (`restart_on_crash`)"
         )));
-        self.launch(spec, on).await
+        self.launch(on).await
     }
 
     /// An engine benchspec did not launch that refused connections during a cell (or whose
@@ -139,6 +146,7 @@ impl EngineSide {
     pub(super) async fn down(self) {
         if let Some(e) = self.launched {
             e.stop().await;
+            self.interrupt.set_engine_group(0);
         }
         if let Some(sim) = self.sim {
             let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;

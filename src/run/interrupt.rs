@@ -1,50 +1,82 @@
-//! Ctrl-C during a run: the first one stops the run cleanly (the cell in flight is cancelled,
-//! finished cells stay on disk, the engine is stopped); a second one exits at once, after
-//! killing a launched engine's process group, which the terminal's signal does not reach.
+//! Asking a run to stop (Ctrl-C), owned by whoever runs it: the CLI listens for the signal
+//! and calls [`Interrupt::request`]; a test calls it directly. On a request the cell in flight
+//! is cancelled, finished cells stay on disk and the engine is stopped. The handle also knows
+//! a launched engine's process group, so that a caller who must leave at once (a second
+//! Ctrl-C) can kill it: the terminal's signal does not reach it. No process-global state.
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use tokio::sync::watch;
 
-static ENGINE_GROUP: AtomicI32 = AtomicI32::new(0);
-static FLAG: OnceLock<watch::Receiver<bool>> = OnceLock::new();
-
-/// Remember the launched engine's process group (0: none).
-pub fn set_engine_group(pgid: i32) {
-    ENGINE_GROUP.store(pgid, Ordering::SeqCst);
+/// A stop request shared between a run and its caller.
+#[derive(Debug, Clone)]
+pub struct Interrupt {
+    flag: Arc<watch::Sender<bool>>,
+    engine_group: Arc<AtomicI32>,
 }
 
-/// Start listening for Ctrl-C (once per process, inside the runtime).
-pub fn listen() {
-    FLAG.get_or_init(|| {
-        let (tx, rx) = watch::channel(false);
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                let _ = tx.send(true);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    let pgid = ENGINE_GROUP.load(Ordering::SeqCst);
-                    if pgid > 0 {
-                        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-                    }
-                    // Records on disk are whole lines (each appended in one write), so
-                    // leaving now corrupts nothing.
-                    std::process::exit(130);
-                }
-            }
-        });
-        rx
-    });
+impl Default for Interrupt {
+    fn default() -> Self {
+        Interrupt {
+            flag: Arc::new(watch::channel(false).0),
+            engine_group: Arc::new(AtomicI32::new(0)),
+        }
+    }
 }
 
-/// Resolves when Ctrl-C was pressed (never, before [`listen`]).
-pub async fn requested() {
-    let Some(rx) = FLAG.get() else {
-        return std::future::pending().await;
-    };
-    let mut rx = rx.clone();
-    if rx.wait_for(|v| *v).await.is_err() {
-        std::future::pending::<()>().await;
+impl Interrupt {
+    /// A handle nobody has pulled yet.
+    pub fn new() -> Interrupt {
+        Interrupt::default()
+    }
+
+    /// Ask the run to stop.
+    pub fn request(&self) {
+        self.flag.send_replace(true);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_requested(&self) -> bool {
+        *self.flag.borrow()
+    }
+
+    /// Resolves once a stop is asked for.
+    pub(crate) async fn requested(&self) {
+        let mut rx = self.flag.subscribe();
+        if rx.wait_for(|v| *v).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// The process group of the engine the run launched, while it runs.
+    pub fn engine_group(&self) -> Option<i32> {
+        Some(self.engine_group.load(Ordering::SeqCst)).filter(|g| *g > 0)
+    }
+
+    pub(crate) fn set_engine_group(&self, pgid: i32) {
+        self.engine_group.store(pgid, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Interrupt;
+
+    #[tokio::test]
+    async fn a_request_wakes_every_clone() {
+        let a = Interrupt::new();
+        let b = a.clone();
+        assert!(!b.is_requested());
+        let waiter = tokio::spawn(async move { b.requested().await });
+        a.request();
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+            .await
+            .expect("woken")
+            .expect("joined");
+        assert!(a.is_requested());
+        a.set_engine_group(42);
+        assert_eq!(a.engine_group(), Some(42));
+        a.set_engine_group(0);
+        assert_eq!(a.engine_group(), None);
     }
 }

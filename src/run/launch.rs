@@ -5,8 +5,8 @@
 //! `stop_timeout`, then SIGKILLs it. Dropping an [`Engine`] kills its group, so no process is
 //! left behind on any exit path.
 
-use super::RunError;
 use super::client::Client;
+use super::{EngineError, RunError};
 use crate::spec::Launch;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -24,7 +24,7 @@ pub struct Engine {
 }
 
 /// Replace every `${VAR}` in `text` from `env`; an unset variable is an error naming it.
-pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, EngineError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -35,11 +35,7 @@ pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
             return Ok(out);
         };
         let name = &after[..end];
-        let value = env(name).ok_or_else(|| {
-            format!(
-                "`${{{name}}}` in `engine.launch` names an environment variable that is not set"
-            )
-        })?;
+        let value = env(name).ok_or_else(|| EngineError::UnsetVar(name.to_string()))?;
         out.push_str(&value);
         rest = &after[end + 1..];
     }
@@ -58,19 +54,20 @@ impl Engine {
     /// Start the engine, its output going to `out/engine.log`.
     pub fn start(launch: &Launch, out: &Path) -> Result<Engine, RunError> {
         let env = |name: &str| std::env::var(name).ok();
-        let args = launch.command.args().map_err(RunError::Engine)?;
+        let args = launch.command.args().map_err(EngineError::Command)?;
         let args: Vec<String> = args
             .iter()
             .map(|a| expand(a, &env))
-            .collect::<Result<_, _>>()
-            .map_err(RunError::Engine)?;
+            .collect::<Result<_, _>>()?;
         let Some((program, rest)) = args.split_first() else {
-            return Err(RunError::Engine("`engine.launch.command` is empty".into()));
+            return Err(EngineError::Command(crate::spec::command::CommandError::Empty).into());
         };
-        let log = out.join("engine.log");
-        let io = |source| RunError::Dir {
-            path: log.display().to_string(),
-            source,
+        let log = out.join(crate::rundir::ENGINE_LOG);
+        let io = |source| {
+            RunError::RunDir(crate::rundir::RunDirError::Write {
+                path: log.clone(),
+                source,
+            })
         };
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -85,21 +82,16 @@ impl Engine {
             .process_group(0)
             .kill_on_drop(true);
         for (k, v) in &launch.env {
-            cmd.env(k, expand(v, &env).map_err(RunError::Engine)?);
+            cmd.env(k, expand(v, &env)?);
         }
-        let mut child = cmd.spawn().map_err(|e| {
-            let hint = if e.kind() == std::io::ErrorKind::NotFound {
-                " (is it installed and on PATH?)"
-            } else {
-                ""
-            };
-            RunError::Engine(format!("cannot start the engine `{program}`: {e}{hint}"))
+        let mut child = cmd.spawn().map_err(|source| EngineError::Spawn {
+            program: program.clone(),
+            source,
         })?;
         let pgid = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw);
-        super::interrupt::set_engine_group(pgid.map_or(0, Pid::as_raw));
         // The engine's output reaches engine.log through benchspec, with every secret the
         // command refers to replaced (engines like vLLM print their arguments, key included).
         let secrets = secrets(launch, &env);
@@ -124,15 +116,15 @@ impl Engine {
         client: &Client,
         served: &str,
         timeout: Duration,
-    ) -> Result<(), RunError> {
+    ) -> Result<(), EngineError> {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().ok().flatten() {
-                return Err(RunError::Engine(format!(
-                    "the engine exited ({status}) before it was ready; the last lines of {}:\n{}",
-                    self.log.display(),
-                    log_tail(&self.log, 20)
-                )));
+                return Err(EngineError::ExitedEarly {
+                    status,
+                    log: self.log.clone(),
+                    tail: log_tail(&self.log, 20),
+                });
             }
             if client.get_ok("/health").await {
                 match client.get_json("/v1/models").await {
@@ -141,15 +133,20 @@ impl Engine {
                 }
             }
             if Instant::now() >= deadline {
-                return Err(RunError::Engine(format!(
-                    "the engine was not ready within {}: `/health` and `/v1/models` listing `{served}` did not both answer; the last lines of {}:\n{}",
-                    crate::spec::Span(timeout),
-                    self.log.display(),
-                    log_tail(&self.log, 20)
-                )));
+                return Err(EngineError::NotReady {
+                    timeout: crate::spec::Span(timeout),
+                    served: served.to_string(),
+                    log: self.log.clone(),
+                    tail: log_tail(&self.log, 20),
+                });
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// The engine's process group, while it runs.
+    pub fn group(&self) -> Option<i32> {
+        self.pgid.map(Pid::as_raw)
     }
 
     /// Whether the engine process has exited.
@@ -171,7 +168,6 @@ impl Engine {
             // Children of the engine that outlived it go too.
             let _ = killpg(pgid, Signal::SIGKILL);
             self.pgid = None;
-            super::interrupt::set_engine_group(0);
         }
     }
 }
@@ -244,11 +240,14 @@ mod tests {
     fn expansion() {
         let env = |n: &str| (n == "KEY").then(|| "s3cret".to_string());
         assert_eq!(
-            expand("--api-key ${KEY}", &env),
-            Ok("--api-key s3cret".into())
+            expand("--api-key ${KEY}", &env).ok(),
+            Some("--api-key s3cret".into())
         );
-        assert_eq!(expand("$HOME/${KEY}x", &env), Ok("$HOME/s3cretx".into()));
-        assert_eq!(expand("${KEY", &env), Ok("${KEY".into()));
-        assert!(expand("${NOPE}", &env).is_err_and(|e| e.contains("`${NOPE}`")));
+        assert_eq!(
+            expand("$HOME/${KEY}x", &env).ok(),
+            Some("$HOME/s3cretx".into())
+        );
+        assert_eq!(expand("${KEY", &env).ok(), Some("${KEY".into()));
+        assert!(expand("${NOPE}", &env).is_err_and(|e| e.to_string().contains("`${NOPE}`")));
     }
 }

@@ -3,23 +3,30 @@
 //! says, measure each cell in order and append its record to `results.jsonl` as it ends. The
 //! core reports progress as [`Event`]s and never prints.
 
-pub mod cell;
+mod cell;
 mod cells;
 mod chunk;
 pub mod client;
 mod dir;
 mod engine;
+mod error;
 pub use dir::redact as redact_args;
-pub mod interrupt;
-pub mod launch;
-pub mod prompt;
+pub use error::{EngineError, RunError};
+mod interrupt;
+mod outcome;
+pub use interrupt::Interrupt;
+mod launch;
+mod prompt;
 pub mod sse;
-pub mod window;
+mod window;
+pub use cell::{Stage, Tick};
 
-use crate::plan::{self, Phase, Plan, Rates, Shard};
+use crate::plan::{self, Measure, Plan, Rates, Shard};
 use crate::results::{Record, Status};
-use crate::spec::{Loaded, Tokens};
+use crate::rundir::{Resumed, RunDir};
+use crate::spec::Loaded;
 use engine::EngineSide;
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -81,75 +88,6 @@ pub enum Event {
     },
 }
 
-/// Why a run could not go on.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The run directory could not be made or written.
-    #[error("cannot write the run directory `{path}`: {source}")]
-    Dir {
-        /// The path.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The run directory exists and holds files.
-    #[error(
-        "`{0}` exists and is not empty; choose another `--out`, or add `--resume` to go on with the run there"
-    )]
-    NotEmpty(String),
-    /// Ctrl-C.
-    #[error(
-        "interrupted during {cell}; the finished cells ({kept}) are kept in {results}; go on with `{resume}`"
-    )]
-    Interrupted {
-        /// The command that goes on where the run stopped.
-        resume: String,
-        /// The cell that was being measured.
-        cell: String,
-        /// The results file.
-        results: String,
-        /// Records written.
-        kept: usize,
-    },
-    /// `--resume` of a directory that is not a run directory.
-    #[error(
-        "`{0}` is not a run directory (no manifest.json); `--resume` goes on with the `--out` of an earlier run"
-    )]
-    NotARun(String),
-    /// `--resume` with a spec other than the run's.
-    #[error(
-        "`{dir}` was run from a different spec (sha256 {was}, this one is {now}); resume with the spec the run began with, or choose another `--out`"
-    )]
-    SpecChanged {
-        /// The run directory.
-        dir: String,
-        /// The run's spec sha256.
-        was: String,
-        /// This spec's sha256.
-        now: String,
-    },
-    /// The engine could not be started or reached, or does not serve the model.
-    #[error("{0}")]
-    Engine(String),
-    /// The simulator could not start.
-    #[error(transparent)]
-    Sim(#[from] crate::sim::SimError),
-}
-
-impl RunError {
-    /// Exit code: 3 for the engine, 2 for what the user must change first.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RunError::Engine(_) | RunError::Sim(_) => 3,
-            RunError::Dir { .. }
-            | RunError::NotEmpty(_)
-            | RunError::NotARun(_)
-            | RunError::SpecChanged { .. } => 2,
-            RunError::Interrupted { .. } => 1,
-        }
-    }
-}
-
 /// How a run ended.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
@@ -172,112 +110,144 @@ impl Summary {
     }
 }
 
-/// Run `loaded` to the end.
+/// Run `loaded` to the end, or until `interrupt` is requested.
 pub fn run(
     loaded: &Loaded,
     opts: &RunOptions,
+    interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<Summary, RunError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| RunError::Engine(format!("cannot start the runtime: {e}")))?;
-    rt.block_on(run_async(loaded, opts, on))
+        .map_err(EngineError::Runtime)?;
+    rt.block_on(run_async(loaded, opts, interrupt, on))
+}
+
+/// The run directory: a new one, or the one `--resume` goes on with (with its records).
+fn open_dir(
+    loaded: &Loaded,
+    opts: &RunOptions,
+    on: &(dyn Fn(Event) + Sync),
+) -> Result<(RunDir, Option<Resumed>), RunError> {
+    match (&opts.out, opts.resume) {
+        (Some(out), true) => {
+            let dir = RunDir::open(out)?;
+            let resumed = dir.resume(&loaded.source)?;
+            if resumed.repaired_bytes > 0 {
+                on(Event::Note(format!(
+                    "the last line of results.jsonl was cut short ({} bytes, a run killed while writing); it was removed",
+                    resumed.repaired_bytes
+                )));
+            }
+            Ok((dir, Some(resumed)))
+        }
+        _ => Ok((RunDir::create(opts.out.clone(), &loaded.path)?, None)),
+    }
 }
 
 async fn run_async(
     loaded: &Loaded,
     opts: &RunOptions,
+    interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<Summary, RunError> {
-    let mut spec = loaded.spec.clone();
-    let (out, earlier) = match (&opts.out, opts.resume) {
-        (Some(out), true) => {
-            let resumed = dir::resume(out, loaded)?;
-            if let Some(note) = &resumed.repaired {
-                on(Event::Note(note.clone()));
-            }
-            (out.clone(), Some(resumed))
-        }
-        _ => (dir::prepare(opts.out.clone(), &loaded.path)?, None),
-    };
-    interrupt::listen();
-    let mut engine = EngineSide::up(&spec, opts, &out, on).await?;
-    let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name)
-        .await
-        .map_err(RunError::Engine)?;
-    if spec.model.max_model_len.is_none() {
-        spec.model.max_model_len = server.max_model_len.map(Tokens);
-    }
-    if let (Some(want), Some(got)) = (&spec.engine.version, &server.version)
-        && want != got
-    {
-        on(Event::Note(format!(
-            "the spec says engine version {want}, the server reports {got}"
-        )));
-    }
-    let plan = select(plan::expand(&spec, &Rates::for_spec(&spec)), opts);
+    let spec = &loaded.spec;
+    let (dir, earlier) = open_dir(loaded, opts, on)?;
+    // The plan before the server is asked sizes the connection pool; the cells that will
+    // run after `--only`/`--shard` are what count.
+    let pool = select(plan::expand(spec, &Rates::default()), opts).max_concurrency();
+    let mut engine = EngineSide::up(spec, opts, dir.path(), pool as usize, interrupt, on).await?;
+    let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name).await?;
+    let plan = plan::expand_for(spec, &crate::sim::rates_for(spec), server.max_model_len);
     let mut summary = Summary {
-        out: out.clone(),
+        out: dir.path().to_path_buf(),
         ..Summary::default()
     };
-    let done = match &earlier {
-        Some(e) => {
-            dir::write_resumed(&out, loaded, &server, &e.manifest)?;
-            for r in &e.records {
-                summary.count(r.status);
-            }
-            e.records.iter().map(|r| r.cell.clone()).collect()
-        }
-        None => {
-            dir::write_start(&out, loaded, &plan, &server)?;
-            std::collections::HashSet::new()
-        }
+    let start = Start {
+        loaded,
+        dir: &dir,
+        server: &server,
+        on,
     };
-    let todo = Plan {
-        cells: plan
-            .cells
-            .into_iter()
-            .filter(|c| !done.contains(&c.id))
-            .collect(),
-        ..plan
-    };
-    if earlier.is_some() {
-        on(Event::Note(format!(
-            "resuming: {} cell(s) recorded already, {} to run",
-            done.len(),
-            todo.runnable().count()
-        )));
-    }
+    let (manifest, todo) = start.begin(select(plan, opts), earlier, &mut summary)?;
     on(Event::Started {
-        out: out.clone(),
+        out: dir.path().to_path_buf(),
         base_url: engine.client.base.clone(),
         cells: todo.runnable().count(),
     });
-    let cx = Arc::new(cell::Ctx {
-        client: engine.client.clone(),
-        spec: spec.clone(),
-        synth: tokio::sync::Mutex::new(prompt::Synth::new(spec.workload.seed)),
-        requests: opts
-            .save_requests
-            .then(|| std::sync::Mutex::new(Vec::new())),
-    });
-    let run = cells::Cells {
+    let cells = cells::Cells {
         loaded,
-        spec: &spec,
-        out: &out,
-        server: &server,
-        cx,
+        dir: &dir,
+        manifest: &manifest,
+        cx: Arc::new(cell::Ctx::new(
+            engine.client.clone(),
+            &todo.workload,
+            opts.save_requests,
+        )),
+        interrupt,
         on,
     };
-    let result = run.all(&todo, &mut engine, &mut summary).await;
-    if let Err(e) = result {
-        engine.down().await;
-        return Err(e);
+    let result = cells.all(&todo, &mut engine, &mut summary).await;
+    if result.is_ok() {
+        dir::write_end(&dir, &manifest)?;
     }
-    dir::write_end(&out, loaded, &server)?;
     engine.down().await;
-    Ok(summary)
+    result.map(|()| summary)
+}
+
+/// What the start of a run writes and says.
+struct Start<'a> {
+    loaded: &'a Loaded,
+    dir: &'a RunDir,
+    server: &'a dir::ServerInfo,
+    on: &'a (dyn Fn(Event) + Sync),
+}
+
+impl Start<'_> {
+    /// Write the run directory's start (a new run: the spec copy, the plan and the manifest;
+    /// a resumed one: its manifest) and return the manifest and the cells still to run.
+    fn begin(
+        &self,
+        plan: Plan,
+        earlier: Option<Resumed>,
+        summary: &mut Summary,
+    ) -> Result<(crate::rundir::Manifest, Plan), RunError> {
+        let manifest = dir::manifest(self.loaded, self.server);
+        for w in &manifest.warnings {
+            (self.on)(Event::Note(w.clone()));
+        }
+        let (manifest, done) = match earlier {
+            Some(e) => {
+                for r in &e.records {
+                    summary.count(r.status);
+                }
+                let done: HashSet<String> = e.records.iter().map(|r| r.cell.clone()).collect();
+                (self.on)(Event::Note(format!(
+                    "resuming: {} cell(s) recorded already, {} to run",
+                    done.len(),
+                    plan.runnable().filter(|c| !done.contains(&c.id)).count()
+                )));
+                (dir::resumed(manifest, &e.manifest), done)
+            }
+            None => {
+                self.dir
+                    .write_spec_copy(&self.loaded.path, &self.loaded.source)?;
+                self.dir.write_plan(&plan)?;
+                (manifest, HashSet::new())
+            }
+        };
+        self.dir.write_manifest(&manifest)?;
+        let todo = Plan {
+            cells: plan
+                .cells
+                .into_iter()
+                .filter(|c| !done.contains(&c.id))
+                .collect(),
+            ..plan
+        };
+        Ok((manifest, todo))
+    }
 }
 
 /// Measure one runnable cell, forwarding a decode cell's ticks as events.
@@ -287,11 +257,11 @@ async fn measure(
     rec: Record,
     on: &(dyn Fn(Event) + Sync),
 ) -> Record {
-    match c.phase {
-        Phase::Prefill => cell::prefill(cx, c, rec).await,
-        Phase::Decode => {
+    match c.measure {
+        Measure::Prefill(how) => cell::prefill(cx, c, how, rec).await,
+        Measure::Decode(load) => {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let measuring = cell::decode(cx.clone(), c, rec, tx);
+            let measuring = cell::decode(cx.clone(), c, load, rec, tx);
             tokio::pin!(measuring);
             loop {
                 tokio::select! {

@@ -17,6 +17,30 @@ const WORDS: [&str; 64] = [
     "any", "your", "what", "some", "time", "only", "other", "new", "also", "may", "first", "these",
 ];
 
+/// Why a prompt of an exact length could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// The engine could not count tokens.
+    #[error(transparent)]
+    Tokenize(#[from] super::client::ApiError),
+    /// Even the header is longer than the prompt asked for.
+    #[error("cannot make a prompt of {tokens} tokens: the header alone is {count}")]
+    HeaderTooLong {
+        /// The length asked for.
+        tokens: u64,
+        /// The header's length.
+        count: u64,
+    },
+    /// The search did not land on the exact length.
+    #[error("no prompt of exactly {tokens} tokens after {tries} tokenize round trips")]
+    NoExact {
+        /// The length asked for.
+        tokens: u64,
+        /// Round trips tried.
+        tries: usize,
+    },
+}
+
 /// Makes prompts of exact lengths, remembering how many body words each length needed.
 #[derive(Debug)]
 pub struct Synth {
@@ -69,7 +93,7 @@ impl Synth {
         client: &Client,
         tokens: u64,
         tag: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, PromptError> {
         let header = format!("{tag} {}", unique_words(tag));
         let mut words = self
             .words_for
@@ -95,15 +119,14 @@ impl Synth {
             last_step = step;
             let next = words as i64 + step;
             if next < 0 {
-                return Err(format!(
-                    "cannot make a prompt of {tokens} tokens: the header alone is {count}"
-                ));
+                return Err(PromptError::HeaderTooLong { tokens, count });
             }
             words = next as usize;
         }
-        Err(format!(
-            "no prompt of exactly {tokens} tokens after {MAX_TRIES} tokenize round trips"
-        ))
+        Err(PromptError::NoExact {
+            tokens,
+            tries: MAX_TRIES,
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //! collector consumes the stream events of a cell in arrival order and keeps bounded state:
 //! histograms, one small record per request in flight, counters.
 
-use super::client::{Chunk, Failure, Outcome};
+use super::outcome::{Chunk, Failure, Outcome};
 use crate::results::stats::{Latencies, median};
 use std::collections::{BTreeMap, HashMap};
 use tokio::time::Instant;
@@ -97,6 +97,11 @@ impl Window {
         if p != self.expected_prompt {
             self.prompt_mismatches += 1;
         }
+    }
+
+    /// The number of streams.
+    pub fn slots(&self) -> usize {
+        self.slots
     }
 
     /// Keep one line of detail per request, with times relative to `since`.
@@ -313,5 +318,220 @@ impl Window {
     /// Median per-request tok/s.
     pub fn per_request(&mut self) -> Option<f64> {
         median(&mut self.rates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The window as a state machine over instants the test passes in: a script of sends,
+    //! chunks and ends at known milliseconds, and what the window must conclude from it.
+
+    use super::{SlotEvent, Window};
+    use crate::run::outcome::{Chunk, Failure, Outcome};
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    /// One step of a script: at `ms`, slot `slot`'s request `n` …
+    #[derive(Clone, Copy)]
+    enum Step {
+        Send(u64, usize, u64),
+        Token(u64, usize, u64),
+        Done(u64, usize, u64),
+        Fail(u64, usize, u64),
+    }
+    use Step::{Done, Fail, Send, Token};
+
+    fn play(slots: usize, window_s: Option<f64>, script: &[Step], finish_ms: u64) -> Window {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut w = Window::new(slots, 100);
+        if window_s.is_none() {
+            w.open_at(t0, None);
+        }
+        let mut sent = std::collections::HashMap::new();
+        for step in script {
+            let ev = match *step {
+                Send(ms, s, n) => {
+                    sent.insert((s, n), at(ms));
+                    SlotEvent::Start((s, n), at(ms))
+                }
+                Token(ms, s, n) => SlotEvent::Chunk(
+                    (s, n),
+                    Chunk {
+                        at: at(ms),
+                        tokens: 1,
+                        from_usage: true,
+                    },
+                ),
+                Done(ms, s, n) | Fail(ms, s, n) => SlotEvent::End(
+                    (s, n),
+                    Box::new(Outcome {
+                        sent: sent.get(&(s, n)).copied().unwrap_or(t0),
+                        chunks: 0,
+                        counted: 0,
+                        usage_completion: None,
+                        usage_prompt: Some(100),
+                        all_usage: true,
+                        failure: matches!(step, Fail(..)).then_some(Failure::Disconnect),
+                    }),
+                    at(ms),
+                ),
+            };
+            w.event(ev, window_s);
+        }
+        w.finish(at(finish_ms));
+        w
+    }
+
+    /// Slot 0 streams a token every 10 ms from 100 ms; slot 1 from 200 ms. The window opens at
+    /// 200 ms (both produce) and, at 1 s long, closes at 1200 ms.
+    fn two_streams() -> Vec<Step> {
+        let mut s = vec![Send(0, 0, 0), Send(50, 1, 0)];
+        for ms in (100..=1500).step_by(10) {
+            s.push(Token(ms, 0, 0));
+            if ms >= 200 {
+                s.push(Token(ms, 1, 0));
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn opens_when_every_stream_produces_and_closes_exactly_on_time() {
+        let w = play(2, Some(1.0), &two_streams(), 1600);
+        let t0 = w.open.map(|o| o - Duration::from_millis(200));
+        assert!(t0.is_some(), "the window opened");
+        assert!((w.length_s() - 1.0).abs() < 1e-9, "{}", w.length_s());
+        // Tokens strictly after the open, up to and including the close: 100 per stream.
+        assert_eq!(w.tokens, 200.0);
+        assert!((w.avg_active() - 2.0).abs() < 1e-9, "{}", w.avg_active());
+        assert_eq!(w.started, 2);
+        assert_eq!(w.completed, 0, "nothing ended inside the window");
+        let ttft = w.ttft.summary().map(|s| s.p50);
+        assert!(ttft.is_some_and(|t| (t - 100.0).abs() < 0.5 || (t - 150.0).abs() < 0.5));
+        let tbt = w.tbt.summary().map(|s| s.p50);
+        assert!(tbt.is_some_and(|t| (t - 10.0).abs() < 0.1), "{tbt:?}");
+    }
+
+    #[test]
+    fn per_request_rate_counts_from_the_open_or_from_the_first_token() {
+        let mut w = play(2, Some(1.0), &two_streams(), 1600);
+        // Both streams: 100 tokens over 1 s of the window → 100 tok/s.
+        let rate = w.per_request();
+        assert!(rate.is_some_and(|r| (r - 100.0).abs() < 1.5), "{rate:?}");
+    }
+
+    #[test]
+    fn the_table() {
+        // (name, slots, window, script, finish, tokens, avg_active, completed, errors, open?)
+        type Case = (
+            &'static str,
+            usize,
+            Option<f64>,
+            Vec<Step>,
+            u64,
+            f64,
+            f64,
+            u64,
+            u64,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "one stream never producing: the window never opens",
+                2,
+                Some(1.0),
+                vec![Send(0, 0, 0), Send(0, 1, 0), Token(10, 0, 0)],
+                500,
+                0.0,
+                0.0,
+                0,
+                0,
+                false,
+            ),
+            (
+                "a request ending inside the window is completed and its slot is replaced",
+                1,
+                Some(0.1),
+                vec![
+                    Send(0, 0, 0),
+                    Token(10, 0, 0),
+                    Token(20, 0, 0),
+                    Token(30, 0, 0),
+                    Done(30, 0, 0),
+                    Send(30, 0, 1),
+                    Token(50, 0, 1),
+                    Token(120, 0, 1),
+                ],
+                200,
+                // After the open at 10 ms: 20, 30, 50; 120 is past the close at 110.
+                3.0,
+                // In flight over [10, 110] except nothing: the replacement starts at once.
+                1.0,
+                1,
+                0,
+                true,
+            ),
+            (
+                "a failure inside the window is counted; one after the close is not",
+                1,
+                Some(0.1),
+                vec![
+                    Send(0, 0, 0),
+                    Token(10, 0, 0),
+                    Fail(60, 0, 0),
+                    Send(60, 0, 1),
+                    Fail(200, 0, 1),
+                ],
+                300,
+                0.0,
+                1.0,
+                0,
+                1,
+                true,
+            ),
+            (
+                "request-count mode opens at the first send and spans to the last event",
+                1,
+                None,
+                vec![
+                    Send(0, 0, 0),
+                    Token(100, 0, 0),
+                    Token(200, 0, 0),
+                    Done(200, 0, 0),
+                ],
+                400,
+                2.0,
+                // In flight 0..200 of a 400 ms span.
+                0.5,
+                1,
+                0,
+                true,
+            ),
+        ];
+        for (name, slots, window, script, finish, tokens, active, completed, errors, open) in cases
+        {
+            let w = play(slots, window, &script, finish);
+            assert_eq!(w.open.is_some(), open, "{name}: open");
+            assert_eq!(w.tokens, tokens, "{name}: tokens");
+            assert!(
+                (w.avg_active() - active).abs() < 1e-6,
+                "{name}: avg_active {}",
+                w.avg_active()
+            );
+            assert_eq!(w.completed, completed, "{name}: completed");
+            assert_eq!(w.errors, errors, "{name}: errors");
+        }
+    }
+
+    #[test]
+    fn requests_in_flight_at_close_are_measured_up_to_it() {
+        // One long request: its tokens after the close never count, and it is no error.
+        let mut script = vec![Send(0, 0, 0)];
+        script.extend((10..=500).step_by(10).map(|ms| Token(ms, 0, 0)));
+        let w = play(1, Some(0.2), &script, 600);
+        assert_eq!(w.tokens, 20.0, "20..=210 by 10 ms");
+        assert_eq!((w.completed, w.errors), (0, 0));
+        assert!((w.length_s() - 0.2).abs() < 1e-9);
     }
 }

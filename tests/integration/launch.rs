@@ -161,7 +161,7 @@ fn an_engine_that_dies_mid_run_is_relaunched_and_later_cells_are_valid() {
         "{}",
         done.stderr
     );
-    let records = benchspec::results::read(&out.join("results.jsonl")).unwrap();
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     use benchspec::results::Status;
     let hit = records
         .iter()
@@ -271,7 +271,7 @@ fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
         report.contains("**Unfinished run:** 2 planned cell(s)"),
         "{report}"
     );
-    let records = benchspec::results::read(&out.join("results.jsonl")).unwrap();
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     assert_eq!(
         records.iter().map(|r| r.cell.as_str()).collect::<Vec<_>>(),
         ["prefill/512"]

@@ -3,7 +3,7 @@
 //! benchspec through `engine.launch`.
 
 use super::cli::Bench;
-use benchspec::results::{self, Status};
+use benchspec::results::Status;
 
 #[test]
 fn llama_cpp_end_to_end() {
@@ -34,7 +34,7 @@ fn llama_cpp_end_to_end() {
         .run();
     let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap_or_default();
     assert_eq!(done.code, 0, "{}\n{lines}", done.stderr);
-    let records = results::read(&out.join("results.jsonl")).unwrap();
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     assert_eq!(records.len(), 6, "{records:#?}");
     for r in &records {
         assert_eq!(r.status, Status::Valid, "{r:#?}");

@@ -2,7 +2,7 @@
 //! directory with every cell once and in plan order; mixed specs and overlaps are refused.
 
 use super::cli::{Bench, tempdir::Dir};
-use benchspec::results::{self, Status};
+use benchspec::results::Status;
 use std::path::{Path, PathBuf};
 
 const SPEC: &str = "version: 1\nname: sharded\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [256, 1K], concurrency: [1, 2]}\nphases: {decode: {duration: 1s}}\n";
@@ -23,7 +23,7 @@ fn shard(dir: &Path, spec: &Path, k: u32) -> PathBuf {
 }
 
 fn cells(out: &Path) -> Vec<String> {
-    results::read(&out.join("results.jsonl"))
+    benchspec::rundir::read_records(&out.join("results.jsonl"))
         .unwrap()
         .into_iter()
         .map(|r| r.cell)
@@ -64,7 +64,7 @@ fn shards_merge_into_the_whole_plan() {
     );
     assert_eq!(cells(&out), order, "every cell once, in plan order");
     assert!(
-        results::read(&out.join("results.jsonl"))
+        benchspec::rundir::read_records(&out.join("results.jsonl"))
             .unwrap()
             .iter()
             .all(|r| r.status == Status::Valid)

@@ -21,8 +21,14 @@ fn yaml_and_toml_twins_give_identical_plans() {
 fn seed_plan_has_6_prefill_and_40_decode_cells() {
     let p = seed("yaml");
     let run: Vec<_> = p.runnable().collect();
-    assert_eq!(run.iter().filter(|c| c.phase == Phase::Prefill).count(), 6);
-    assert_eq!(run.iter().filter(|c| c.phase == Phase::Decode).count(), 40);
+    assert_eq!(
+        run.iter().filter(|c| c.phase() == Phase::Prefill).count(),
+        6
+    );
+    assert_eq!(
+        run.iter().filter(|c| c.phase() == Phase::Decode).count(),
+        40
+    );
     let skipped: Vec<_> = p.skipped().map(|c| c.id.as_str()).collect();
     assert_eq!(skipped.len(), 8);
     assert!(skipped.iter().all(|id| id.starts_with("decode/128K/c")));
@@ -33,12 +39,12 @@ fn prefill_128k_is_clamped_and_standalone() {
     let p = seed("yaml");
     let cell = p.cells.iter().find(|c| c.id == "prefill/128K").unwrap();
     assert_eq!(
-        (cell.prompt_tokens, cell.clamped, cell.mode),
+        (cell.prompt_tokens, cell.clamped, cell.mode()),
         (131_071, true, Mode::Standalone)
     );
     let cell = p.cells.iter().find(|c| c.id == "prefill/123K").unwrap();
     assert_eq!(
-        (cell.prompt_tokens, cell.clamped, cell.mode),
+        (cell.prompt_tokens, cell.clamped, cell.mode()),
         (125_952, false, Mode::DecodeWarmup)
     );
 }
@@ -78,9 +84,9 @@ fn shards_partition_the_runnable_cells() {
             let ids: Vec<String> = shard.runnable().map(|c| c.id.clone()).collect();
             // A decode-warmup prefill stays with the decode cell whose warm-up measures it.
             for (i, c) in shard.runnable().enumerate() {
-                if c.mode == Mode::DecodeWarmup {
+                if c.mode() == Mode::DecodeWarmup {
                     let next = shard.runnable().nth(i + 1).unwrap();
-                    assert_eq!((next.phase, next.context), (Phase::Decode, c.context));
+                    assert_eq!((next.phase(), next.context), (Phase::Decode, c.context));
                 }
             }
             if k > 1 {
@@ -148,11 +154,11 @@ fn matrix_defaults_and_skips() {
     );
     let prefill16 = &p.cells[3];
     assert_eq!(
-        (prefill16.prompt_tokens, prefill16.clamped, prefill16.mode),
+        (prefill16.prompt_tokens, prefill16.clamped, prefill16.mode()),
         (16_383, true, Mode::Standalone)
     );
     // The decode-warmup prefill of 8K is measured during decode/8K/c2, its first decode cell.
-    assert_eq!(p.cells[0].mode, Mode::DecodeWarmup);
+    assert_eq!(p.cells[0].mode(), Mode::DecodeWarmup);
 }
 
 #[test]

@@ -225,7 +225,7 @@ fn committed_context_schema_is_up_to_date() {
         std::fs::read_to_string(super::root().join("schemas/report-context-v1.schema.json"))
             .unwrap_or_default();
     assert!(
-        committed == benchspec::report::context::context_schema_text(),
+        committed == benchspec::report::context_schema_text(),
         "schemas/report-context-v1.schema.json is stale: run `cargo run -- schema --context --out schemas/report-context-v1.schema.json`"
     );
 }

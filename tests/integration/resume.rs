@@ -2,7 +2,7 @@
 //! `validity` — and a run killed mid-cell goes on with `--resume`, every cell recorded once.
 
 use super::cli::{Bench, tempdir::Dir};
-use benchspec::results::{self, Record, Status};
+use benchspec::results::{Record, Status};
 use std::path::Path;
 
 const SPEC: &str = "version: 1\nname: reliability\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 64}\nmatrix: {contexts: [256, 1K], concurrency: [1, 2, 4]}\nphases: {decode: {duration: 1s}}\n";
@@ -14,7 +14,7 @@ fn bin() -> String {
 }
 
 fn records(out: &Path) -> Vec<Record> {
-    results::read(&out.join("results.jsonl")).unwrap()
+    benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap()
 }
 
 #[test]
@@ -159,7 +159,7 @@ fn resume_refuses_another_spec_and_a_directory_that_is_no_run() {
     assert_eq!(done.code, 2);
     assert!(
         done.stderr
-            .contains("is not a run directory (no manifest.json)"),
+            .contains("is not a run directory (it has no manifest.json)"),
         "{}",
         done.stderr
     );
@@ -284,4 +284,47 @@ fn an_engine_that_is_gone_fails_its_cell_and_ends_the_run_resumably() {
         report.contains("Unfinished run"),
         "the reports show what was measured"
     );
+}
+
+#[test]
+fn two_runs_in_one_process_each_answer_their_own_interrupt() {
+    use benchspec::run::{self, Event, Interrupt, RunError, RunOptions};
+    let dir = Dir::new();
+    let yaml = SPEC.replace(
+        "phases: {decode: {duration: 1s}}",
+        "phases: {decode: {duration: 300ms}}",
+    );
+    assert_ne!(yaml, SPEC, "the spec was edited");
+    let loaded = benchspec::spec::parse("s.yaml", &yaml, benchspec::spec::Stage::Run, &|_| None)
+        .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
+    let opts = |name: &str| RunOptions {
+        out: Some(dir.path().join(name)),
+        ..RunOptions::default()
+    };
+    // The first run is never interrupted and runs to the end.
+    let first = run::run(&loaded, &opts("one"), &Interrupt::new(), &|_| {}).unwrap();
+    assert_eq!(first.exit_code(), 0);
+    assert_eq!(records(&dir.path().join("one")).len(), 8);
+    // The second is interrupted by its caller when its third measured cell starts.
+    let stop = Interrupt::new();
+    let on = |ev: Event| {
+        if let Event::Cell { index: 3, .. } = ev {
+            stop.request();
+        }
+    };
+    let err = run::run(&loaded, &opts("two"), &stop, &on).err().unwrap();
+    assert_eq!(err.exit_code(), 1, "{err}");
+    assert!(
+        matches!(&err, RunError::Interrupted { cell, .. } if cell == "decode/256/c2"),
+        "{err}"
+    );
+    assert_eq!(err.run_dir(), Some(dir.path().join("two").as_path()));
+    let kept = records(&dir.path().join("two"));
+    let ids: Vec<&str> = kept.iter().map(|r| r.cell.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["prefill/256", "decode/256/c1"],
+        "the finished cells are kept"
+    );
+    assert!(err.to_string().contains("--resume"), "{err}");
 }

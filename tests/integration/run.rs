@@ -2,7 +2,7 @@
 //! simulator's own ground truth: its performance model replayed in virtual time
 //! (`sim::calibrate`) and its step costs. Tolerances are written beside each check.
 
-use benchspec::results::{self, Record, Status, TokenSource};
+use benchspec::results::{Record, Status, TokenSource};
 use benchspec::run::{self, RunOptions};
 use benchspec::sim::{calibrate, profile};
 use benchspec::spec::{self, Stage};
@@ -21,8 +21,8 @@ fn run_spec(yaml: &str) -> (Vec<Record>, run::Summary, Dir) {
         out: Some(out.clone()),
         ..RunOptions::default()
     };
-    let summary = run::run(&loaded, &opts, &|_| {}).unwrap();
-    let records = results::read(&out.join("results.jsonl")).unwrap();
+    let summary = run::run(&loaded, &opts, &run::Interrupt::new(), &|_| {}).unwrap();
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     // Every line is a whole record that the committed schema accepts.
     let schema: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(super::repo_path("schemas/result-v1.schema.json")).unwrap(),
@@ -224,7 +224,9 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
         out: Some(dir.path().join("run")),
         ..RunOptions::default()
     };
-    let err = run::run(&loaded, &opts, &|_| {}).err().unwrap();
+    let err = run::run(&loaded, &opts, &run::Interrupt::new(), &|_| {})
+        .err()
+        .unwrap();
     assert_eq!(err.exit_code(), 3);
     assert_eq!(
         err.to_string(),
@@ -244,6 +246,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
             out: Some(dir.path().join("tls")),
             ..RunOptions::default()
         },
+        &run::Interrupt::new(),
         &|_| {},
     )
     .err()
@@ -257,6 +260,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
             out: Some(dir.path().join("run2")),
             ..RunOptions::default()
         },
+        &run::Interrupt::new(),
         &|_| {},
     )
     .err()

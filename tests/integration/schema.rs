@@ -57,7 +57,7 @@ fn committed_result_schema_is_up_to_date() {
     let committed = std::fs::read_to_string(super::repo_path("schemas/result-v1.schema.json"))
         .unwrap_or_default();
     assert!(
-        committed == benchspec::results::record::record_schema_text(),
+        committed == benchspec::results::record_schema_text(),
         "schemas/result-v1.schema.json is stale: run `cargo run -- schema --result --out schemas/result-v1.schema.json`"
     );
 }

@@ -4,14 +4,13 @@
 
 mod decode;
 
-pub use decode::{Tick, decode};
+pub use decode::{Stage, Tick, decode};
 
 use super::client::{Client, Outcome};
-use super::prompt::Synth;
-use crate::plan::{Cell, Mode};
+use super::prompt::{PromptError, Synth};
+use crate::plan::{Cell, Prefill, Workload};
 use crate::results::stats::{Latencies, median};
 use crate::results::{Record, Status};
-use crate::spec::Spec;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Mutex;
 
@@ -19,8 +18,8 @@ use tokio::sync::Mutex;
 pub struct Ctx {
     /// The client.
     pub client: Client,
-    /// The spec.
-    pub spec: Spec,
+    /// The workload settings of the plan.
+    pub workload: Workload,
     /// The prompt synthesizer.
     pub synth: Mutex<Synth>,
     /// Per-request detail of the cell being measured, when `--save-requests` asks for it.
@@ -28,8 +27,23 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The context of a run's cells, keeping per-request detail when `save_requests`.
+    pub fn new(client: Client, workload: &Workload, save_requests: bool) -> Ctx {
+        Ctx {
+            client,
+            synth: Mutex::new(Synth::new(workload.seed)),
+            workload: workload.clone(),
+            requests: save_requests.then(|| std::sync::Mutex::new(Vec::new())),
+        }
+    }
+
     /// The warm prompt of `slot` at `context`: the same for every cell of the context.
-    async fn slot_prompt(&self, context: u64, tokens: u64, slot: usize) -> Result<String, String> {
+    async fn slot_prompt(
+        &self,
+        context: u64,
+        tokens: u64,
+        slot: usize,
+    ) -> Result<String, PromptError> {
         self.synth
             .lock()
             .await
@@ -38,7 +52,7 @@ impl Ctx {
     }
 
     /// A prompt never sent before.
-    async fn fresh_prompt(&self, tokens: u64, tag: &str) -> Result<String, String> {
+    async fn fresh_prompt(&self, tokens: u64, tag: &str) -> Result<String, PromptError> {
         self.synth
             .lock()
             .await
@@ -49,16 +63,15 @@ impl Ctx {
 
 /// Measure a prefill cell: `repeats` cold requests (one in decode-warmup mode: the first,
 /// still cold, request of the context's warm-up), median of prompt tokens / TTFT.
-pub async fn prefill(cx: &Ctx, cell: &Cell, mut rec: Record) -> Record {
-    let repeats = if cell.mode == Mode::DecodeWarmup {
-        1
-    } else {
-        cell.repeats.unwrap_or(1).max(1)
+pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Record {
+    let repeats = match how {
+        Prefill::DecodeWarmup => 1,
+        Prefill::Standalone { repeats } => repeats.max(1),
     };
     let mut rates = Vec::new();
     let mut ttft = Latencies::default();
     for r in 0..repeats {
-        let prompt = if cell.mode == Mode::DecodeWarmup {
+        let prompt = if how == Prefill::DecodeWarmup {
             cx.slot_prompt(cell.context, cell.prompt_tokens, 0).await
         } else {
             cx.fresh_prompt(
@@ -118,7 +131,27 @@ pub(super) fn rand_tag() -> u64 {
         .wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-pub(super) fn failed(mut rec: Record, why: &str) -> Record {
+/// Why a cell could not be measured, written into its record's reasons.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CellFailure {
+    /// A prompt of the exact length could not be made.
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    /// Every warm-up request failed (their kinds).
+    #[error("every warm-up request failed ({kinds:?})")]
+    WarmUp {
+        /// The failure kinds.
+        kinds: Vec<String>,
+    },
+    /// The streams went silent.
+    #[error("no stream produced a token for {0}")]
+    Silent(crate::spec::Span),
+    /// Requests kept failing before every stream produced.
+    #[error("every request failed before the window opened")]
+    BeforeWindow,
+}
+
+pub(super) fn failed(mut rec: Record, why: &dyn std::fmt::Display) -> Record {
     rec.status = Status::Failed;
     rec.reasons.push(why.to_string());
     rec

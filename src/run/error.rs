@@ -1,0 +1,162 @@
+//! Why a run, or the engine under it, could not go on: typed until they are shown.
+
+use super::client::ApiError;
+use crate::rundir::{RESULTS, RunDirError};
+use crate::spec::Span;
+use crate::spec::command::CommandError;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The run directory could not be made, read or written.
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+    /// The caller asked the run to stop.
+    #[error(
+        "interrupted during {cell}; the finished cells ({kept}) are kept in {}; go on with `{resume}`",
+        out.join(RESULTS).display()
+    )]
+    Interrupted {
+        /// The command that goes on where the run stopped.
+        resume: String,
+        /// The cell that was being measured.
+        cell: String,
+        /// The run directory.
+        out: PathBuf,
+        /// Records written.
+        kept: usize,
+    },
+    /// The engine stopped answering during a cell, and the run cannot go on.
+    #[error(
+        "{why} ({cell}); the finished cells are kept in {}; {resume}",
+        out.join(RESULTS).display()
+    )]
+    EngineLost {
+        /// What happened.
+        why: String,
+        /// The cell it happened in.
+        cell: String,
+        /// The run directory.
+        out: PathBuf,
+        /// How to go on.
+        resume: String,
+    },
+    /// The engine could not be started or reached, or does not serve the model.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The simulator could not start.
+    #[error(transparent)]
+    Sim(#[from] crate::sim::SimError),
+}
+
+impl RunError {
+    /// Exit code: 3 for the engine, 2 for what the user must change first.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Engine(_) | RunError::EngineLost { .. } | RunError::Sim(_) => 3,
+            RunError::RunDir(_) => 2,
+            RunError::Interrupted { .. } => 1,
+        }
+    }
+
+    /// The run directory that holds what was measured before the run stopped, when known.
+    pub fn run_dir(&self) -> Option<&std::path::Path> {
+        match self {
+            RunError::Interrupted { out, .. } | RunError::EngineLost { out, .. } => Some(out),
+            _ => None,
+        }
+    }
+}
+
+/// Why the engine could not be started, reached, or kept alive (exit 3).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The async runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The in-process simulator could not listen or start.
+    #[error("cannot start the simulator on 127.0.0.1: {0}")]
+    SimStart(std::io::Error),
+    /// The HTTP client could not be made, or the server answered wrongly.
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    /// The launch command cannot be split.
+    #[error("`engine.launch.command`: {0}")]
+    Command(#[from] CommandError),
+    /// The launch command refers to an unset environment variable.
+    #[error("`${{{0}}}` in `engine.launch` names an environment variable that is not set")]
+    UnsetVar(String),
+    /// The launch command could not be started.
+    #[error("cannot start the engine `{program}`: {source}{}", spawn_hint(source))]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The engine exited before it answered.
+    #[error("the engine exited ({status}) before it was ready; the last lines of {}:\n{tail}", log.display())]
+    ExitedEarly {
+        /// How it exited.
+        status: ExitStatus,
+        /// Its log.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// The engine did not become ready in time.
+    #[error(
+        "the engine was not ready within {timeout}: `/health` and `/v1/models` listing `{served}` did not both answer; the last lines of {}:\n{tail}",
+        log.display()
+    )]
+    NotReady {
+        /// `ready_timeout`.
+        timeout: Span,
+        /// The model expected.
+        served: String,
+        /// Its log.
+        log: PathBuf,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// A launched engine died during a cell and is not to be relaunched.
+    #[error("the engine exited ({status}) during {cell}; the last lines of engine.log:\n{tail}")]
+    Exited {
+        /// How it exited.
+        status: ExitStatus,
+        /// The cell.
+        cell: String,
+        /// The log's last lines.
+        tail: String,
+    },
+    /// The server cannot be reached.
+    #[error("the engine at {base} cannot be reached: {source}")]
+    Unreachable {
+        /// Its URL.
+        base: String,
+        /// What failed.
+        source: ApiError,
+    },
+    /// The server does not serve the model.
+    #[error(
+        "the engine at {base} serves {there}, not `{served}`; fix `model.served_name` or the server"
+    )]
+    NotServed {
+        /// Its URL.
+        base: String,
+        /// What it lists, worded.
+        there: String,
+        /// The model asked for.
+        served: String,
+    },
+}
+
+fn spawn_hint(e: &std::io::Error) -> &'static str {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        " (is it installed and on PATH?)"
+    } else {
+        ""
+    }
+}

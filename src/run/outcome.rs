@@ -1,0 +1,75 @@
+//! What a request's stream delivered: each token-bearing chunk with its arrival time and
+//! token count, how the request ended, and the kinds of failure counted in `error_kinds`.
+//! The client produces these; the chunk reader and the measuring window consume them.
+
+use tokio::time::Instant;
+
+/// Why a request failed: the kinds counted in `error_kinds`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The server answered with this HTTP status.
+    Http(u16),
+    /// The connection was refused (nothing listens).
+    Refused,
+    /// The connection failed or was reset before the response.
+    Connect,
+    /// The stream ended before the response was complete.
+    Disconnect,
+    /// A line of the stream was not valid SSE.
+    Sse,
+    /// A chunk was not the JSON expected.
+    Json,
+    /// The stream carried an error event.
+    StreamError,
+    /// No bytes for `stall_timeout`.
+    Stall,
+    /// Fewer tokens than asked although `ignore_eos` was set.
+    Short,
+}
+
+impl Failure {
+    /// The key in `error_kinds`.
+    pub fn kind(&self) -> String {
+        match self {
+            Failure::Http(code) => format!("http_{code}"),
+            Failure::Refused => "connection_refused".into(),
+            Failure::Connect => "connection_error".into(),
+            Failure::Disconnect => "disconnect".into(),
+            Failure::Sse => "malformed_sse".into(),
+            Failure::Json => "malformed_json".into(),
+            Failure::StreamError => "stream_error".into(),
+            Failure::Stall => "stall_timeout".into(),
+            Failure::Short => "short_output".into(),
+        }
+    }
+}
+
+/// What one token-bearing chunk carried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Chunk {
+    /// When it arrived.
+    pub at: Instant,
+    /// Tokens in it: from cumulative usage when the server sends it, else 1.
+    pub tokens: u64,
+    /// Whether `tokens` came from the server's usage.
+    pub from_usage: bool,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Just before the request was written.
+    pub sent: Instant,
+    /// Token-bearing chunks received.
+    pub chunks: u64,
+    /// Tokens counted from the chunks (usage differences or one per chunk).
+    pub counted: u64,
+    /// The server's final `usage.completion_tokens`.
+    pub usage_completion: Option<u64>,
+    /// The server's `usage.prompt_tokens`.
+    pub usage_prompt: Option<u64>,
+    /// Whether every token-bearing chunk carried usage.
+    pub all_usage: bool,
+    /// Why it failed, if it did.
+    pub failure: Option<Failure>,
+}

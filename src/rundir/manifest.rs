@@ -1,0 +1,113 @@
+//! `manifest.json` (contract §4): what a run was — tool and version, the spec's path and
+//! sha256, start, resume and end times, host, what the engine reported about itself, the
+//! launch command with secrets replaced by `<redacted>`, warnings, and for a merged run the
+//! shards it was made from.
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest of a run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Always `benchspec`.
+    pub tool: String,
+    /// The version of benchspec that ran.
+    pub tool_version: String,
+    /// The spec's path as given on the command line.
+    pub spec: String,
+    /// The hex sha256 of the spec's bytes.
+    pub spec_sha256: String,
+    /// When the run first started (UTC, RFC 3339).
+    pub started_at: String,
+    /// When each `--resume` started.
+    #[serde(default)]
+    pub resumed_at: Vec<String>,
+    /// When the run ended; `None` while it runs or after it was cut short.
+    #[serde(default)]
+    pub ended_at: Option<String>,
+    /// The host the client ran on (several, comma-separated, for a merged run).
+    #[serde(default)]
+    pub host: String,
+    /// What the engine said about itself.
+    pub engine: EngineFacts,
+    /// The launch command, quoted as a shell reads it back, secrets `<redacted>`.
+    #[serde(default)]
+    pub launch_command: Option<String>,
+    /// Things worth knowing that did not stop the run.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// The run directories a merged run was made from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<MergedPart>>,
+}
+
+/// What the engine reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineFacts {
+    /// `engine.kind` of the spec.
+    pub kind: String,
+    /// `/version`, when it answered.
+    #[serde(default)]
+    pub reported_version: Option<String>,
+    /// The model ids of `/v1/models`.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// The served model's `max_model_len`, when listed.
+    #[serde(default)]
+    pub max_model_len: Option<u64>,
+}
+
+/// One run directory of a merged run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergedPart {
+    /// Its path.
+    pub dir: String,
+    /// `K/N` when it was a shard.
+    pub shard: Option<String>,
+    /// Its host.
+    pub host: Option<String>,
+    /// Its start.
+    pub started_at: Option<String>,
+    /// Its end.
+    pub ended_at: Option<String>,
+    /// The engine version it saw.
+    pub engine_reported_version: Option<String>,
+}
+
+impl Manifest {
+    /// The manifest of a run starting now, before the engine has been asked anything.
+    pub fn new(
+        spec_path: &str,
+        spec_sha256: String,
+        engine_kind: &str,
+        started_at: String,
+    ) -> Manifest {
+        Manifest {
+            tool: "benchspec".into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            spec: spec_path.into(),
+            spec_sha256,
+            started_at,
+            resumed_at: Vec::new(),
+            ended_at: None,
+            host: host(),
+            engine: EngineFacts {
+                kind: engine_kind.into(),
+                reported_version: None,
+                models: Vec::new(),
+                max_model_len: None,
+            },
+            launch_command: None,
+            warnings: Vec::new(),
+            merged_from: None,
+        }
+    }
+}
+
+fn host() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default()
+}

@@ -1,0 +1,397 @@
+//! The run directory (contract §4), owned here and nowhere else: the spec copy byte for byte,
+//! `plan.json` (the real [`Plan`]), `manifest.json` (a typed [`Manifest`]), `results.jsonl`
+//! (one [`Record`] a line, each appended whole — write, flush, fsync — as its cell ends),
+//! `requests.jsonl` and `engine.log`. `run`, `--resume`, `report`, `compare` and `merge` read
+//! and write these files through [`RunDir`]; a corrupt line that is not the last is an error
+//! naming the file and line, and only a torn last line (a killed run) is repaired.
+
+mod jsonl;
+mod manifest;
+mod merge;
+
+pub use jsonl::read_records;
+pub use manifest::{EngineFacts, Manifest, MergedPart};
+pub use merge::{Merged, merge};
+
+use crate::plan::Plan;
+use crate::results::Record;
+use crate::spec::{Spec, Stage};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// The manifest's file name.
+pub const MANIFEST: &str = "manifest.json";
+/// The plan's file name.
+pub const PLAN: &str = "plan.json";
+/// The results' file name.
+pub const RESULTS: &str = "results.jsonl";
+/// The per-request detail's file name.
+pub const REQUESTS: &str = "requests.jsonl";
+/// A launched engine's output.
+pub const ENGINE_LOG: &str = "engine.log";
+/// The names the spec copy may have, by the spec's own extension.
+const SPEC_COPIES: [&str; 3] = ["spec.yaml", "spec.yml", "spec.toml"];
+
+/// What is wrong with a run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// The directory has no manifest.
+    #[error(
+        "`{}` is not a run directory (it has no manifest.json); give the `--out` of a `benchspec run`",
+        .0.display()
+    )]
+    NotARun(PathBuf),
+    /// A new run directory exists and holds files.
+    #[error(
+        "`{}` exists and is not empty; choose another `--out`, or add `--resume` to go on with the run there",
+        .0.display()
+    )]
+    NotEmpty(PathBuf),
+    /// A file could not be read.
+    #[error("cannot read `{}`: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error("cannot write the run directory `{}`: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A file is not what benchspec writes there.
+    #[error("`{}`{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default())]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The line, for a JSON-lines file.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// `--resume` with a spec other than the run's.
+    #[error(
+        "`{}` was run from a different spec (sha256 {was}, this one is {now}); resume with the spec the run began with, or choose another `--out`",
+        dir.display()
+    )]
+    SpecChanged {
+        /// The run directory.
+        dir: PathBuf,
+        /// The run's spec sha256.
+        was: String,
+        /// This spec's sha256.
+        now: String,
+    },
+    /// Run directories of different specs given to merge.
+    #[error(
+        "`{}` and `{}` were run from different specs (sha256 {sha_a} and {sha_b}); merge only the shards of one spec",
+        a.display(), b.display()
+    )]
+    Mixed {
+        /// One directory.
+        a: PathBuf,
+        /// Its spec's sha256.
+        sha_a: String,
+        /// The other.
+        b: PathBuf,
+        /// Its spec's sha256.
+        sha_b: String,
+    },
+    /// A cell recorded in two directories given to merge.
+    #[error("`{cell}` is recorded in both `{}` and `{}`; merge each shard once", a.display(), b.display())]
+    Overlap {
+        /// The cell.
+        cell: String,
+        /// One directory.
+        a: PathBuf,
+        /// The other.
+        b: PathBuf,
+    },
+    /// Merge was given nothing.
+    #[error("merge needs at least one run directory")]
+    NothingToMerge,
+}
+
+impl RunDirError {
+    /// Exit code (contract §1): 1 when an output could not be written, else 2 (the input
+    /// must change, nothing was run).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunDirError::Write { .. } => 1,
+            _ => 2,
+        }
+    }
+}
+
+type Result<T> = std::result::Result<T, RunDirError>;
+
+/// A run directory on disk.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+/// The spec copy of a run directory.
+#[derive(Debug, Clone)]
+pub struct SpecCopy {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its bytes.
+    pub text: String,
+}
+
+/// What `--resume` finds in a run directory.
+#[derive(Debug)]
+pub struct Resumed {
+    /// The manifest as the earlier run left it.
+    pub manifest: Manifest,
+    /// The whole records of `results.jsonl`.
+    pub records: Vec<Record>,
+    /// Bytes of a torn last line cut off `results.jsonl` (0: none).
+    pub repaired_bytes: u64,
+}
+
+/// Everything a run directory holds that reports show.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The directory.
+    pub path: PathBuf,
+    /// `manifest.json`.
+    pub manifest: Manifest,
+    /// The spec copy, checked again.
+    pub spec: Spec,
+    /// The plan.
+    pub plan: Plan,
+    /// The records of `results.jsonl`; for a cell recorded twice, the last.
+    pub records: Vec<Record>,
+}
+
+impl Run {
+    /// The record of cell `id`.
+    pub fn record(&self, id: &str) -> Option<&Record> {
+        self.records.iter().find(|r| r.cell == id)
+    }
+}
+
+/// The hex sha256 of a spec's bytes.
+pub fn spec_sha256(source: &str) -> String {
+    Sha256::digest(source.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl RunDir {
+    /// Make a new run directory at `out` (refusing a non-empty one), or under `runs/` named
+    /// after the spec and the time.
+    pub fn create(out: Option<PathBuf>, spec_path: &str) -> Result<RunDir> {
+        let path = out.unwrap_or_else(|| default_dir(spec_path));
+        let err = |source| RunDirError::Write {
+            path: path.clone(),
+            source,
+        };
+        if path.exists() && std::fs::read_dir(&path).map_err(err)?.next().is_some() {
+            return Err(RunDirError::NotEmpty(path));
+        }
+        std::fs::create_dir_all(&path).map_err(err)?;
+        Ok(RunDir { path })
+    }
+
+    /// An existing run directory (it has a manifest).
+    pub fn open(path: &Path) -> Result<RunDir> {
+        if !path.join(MANIFEST).is_file() {
+            return Err(RunDirError::NotARun(path.to_path_buf()));
+        }
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of one of its files.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Write the spec copy, named by the spec's own extension.
+    pub fn write_spec_copy(&self, spec_path: &str, source: &str) -> Result<()> {
+        let ext = Path::new(spec_path)
+            .extension()
+            .and_then(|e| e.to_str())
+            .filter(|e| SPEC_COPIES.contains(&format!("spec.{e}").as_str()))
+            .unwrap_or("yaml");
+        self.write(&format!("spec.{ext}"), source.as_bytes())
+    }
+
+    /// Write `plan.json`.
+    pub fn write_plan(&self, plan: &Plan) -> Result<()> {
+        self.write_json(PLAN, plan)
+    }
+
+    /// Write `manifest.json`.
+    pub fn write_manifest(&self, manifest: &Manifest) -> Result<()> {
+        self.write_json(MANIFEST, manifest)
+    }
+
+    /// Read `manifest.json`.
+    pub fn manifest(&self) -> Result<Manifest> {
+        self.read_json(MANIFEST)
+    }
+
+    /// Read `plan.json`.
+    pub fn plan(&self) -> Result<Plan> {
+        self.read_json(PLAN)
+    }
+
+    /// The spec copy.
+    pub fn spec_copy(&self) -> Result<SpecCopy> {
+        let Some(path) = SPEC_COPIES
+            .iter()
+            .map(|n| self.file(n))
+            .find(|p| p.is_file())
+        else {
+            return Err(RunDirError::Damaged {
+                path: self.file(SPEC_COPIES[0]),
+                line: None,
+                message: "the spec copy is missing".into(),
+            });
+        };
+        let text = read_text(&path)?;
+        Ok(SpecCopy { path, text })
+    }
+
+    /// The spec copy, checked as `validate` checks a spec.
+    pub fn spec(&self) -> Result<Spec> {
+        let copy = self.spec_copy()?;
+        let name = copy.path.display().to_string();
+        crate::spec::parse(&name, &copy.text, Stage::Validate, &|_| None)
+            .map(|l| l.spec)
+            .map_err(|e| {
+                let first = e
+                    .diagnostics()
+                    .first()
+                    .map(|d| format!("{}:{}:{}: {}", d.file, d.line, d.column, d.message))
+                    .unwrap_or_else(|| e.to_string());
+                RunDirError::Damaged {
+                    path: copy.path.clone(),
+                    line: None,
+                    message: first,
+                }
+            })
+    }
+
+    /// Append `record` to `results.jsonl` and make it durable before returning.
+    pub fn append(&self, record: &Record) -> Result<()> {
+        jsonl::append(&self.file(RESULTS), std::slice::from_ref(record))
+    }
+
+    /// Append per-request detail to `requests.jsonl`.
+    pub fn append_requests(&self, lines: &[serde_json::Value]) -> Result<()> {
+        jsonl::append(&self.file(REQUESTS), lines)
+    }
+
+    /// The records of `results.jsonl`, in the order written (none when it does not exist).
+    pub fn records(&self) -> Result<Vec<Record>> {
+        read_records(&self.file(RESULTS))
+    }
+
+    /// Open this run directory to go on with it: it must have been run from a spec with the
+    /// bytes `spec_source`. A torn last line of `results.jsonl` is cut off first.
+    pub fn resume(&self, spec_source: &str) -> Result<Resumed> {
+        let manifest = self.manifest()?;
+        let now = spec_sha256(spec_source);
+        if manifest.spec_sha256 != now {
+            return Err(RunDirError::SpecChanged {
+                dir: self.path.clone(),
+                was: manifest.spec_sha256,
+                now,
+            });
+        }
+        let repaired_bytes = jsonl::repair(&self.file(RESULTS))?;
+        Ok(Resumed {
+            manifest,
+            records: self.records()?,
+            repaired_bytes,
+        })
+    }
+
+    /// Everything a report shows: manifest, checked spec copy, plan, and the last record of
+    /// each cell.
+    pub fn load(&self) -> Result<Run> {
+        let manifest = self.manifest()?;
+        let spec = self.spec()?;
+        let plan = self.plan()?;
+        let mut records = self.records()?;
+        // The last record of a cell wins (a cell measured again after a crash).
+        let mut seen = std::collections::HashSet::new();
+        records.reverse();
+        records.retain(|r| seen.insert(r.cell.clone()));
+        records.reverse();
+        Ok(Run {
+            path: self.path.clone(),
+            manifest,
+            spec,
+            plan,
+            records,
+        })
+    }
+
+    fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.file(name);
+        std::fs::write(&path, bytes).map_err(|source| RunDirError::Write { path, source })
+    }
+
+    fn write_json<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<()> {
+        let text = serde_json::to_string_pretty(value).map_err(|e| RunDirError::Write {
+            path: self.file(name),
+            source: std::io::Error::other(e),
+        })?;
+        self.write(name, (text + "\n").as_bytes())
+    }
+
+    fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<T> {
+        let path = self.file(name);
+        let text = read_text(&path)?;
+        serde_json::from_str(&text).map_err(|e| RunDirError::Damaged {
+            path,
+            line: None,
+            message: e.to_string(),
+        })
+    }
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| RunDirError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// `runs/<spec>-<date>-<time>`, with `-2`, `-3`, … when runs start within the same second.
+fn default_dir(spec_path: &str) -> PathBuf {
+    let stem = Path::new(spec_path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("run");
+    let stamp: String = crate::results::record::utc_now()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let (date, time) = stamp.split_at(8.min(stamp.len()));
+    let base = PathBuf::from("runs").join(format!("{stem}-{date}-{time}"));
+    let mut candidate = base.clone();
+    let mut n = 2;
+    while candidate.exists() {
+        candidate = PathBuf::from(format!("{}-{n}", base.display()));
+        n += 1;
+    }
+    candidate
+}
