@@ -1,5 +1,5 @@
-//! The report stage (contract §7): read a run directory — `manifest.json`, the spec copy,
-//! `plan.json`, `results.jsonl` — into a documented template context, and render it through
+//! The report stage (contract §7): a run directory, read through `rundir` (manifest, spec
+//! copy, plan, records), arranged into a documented template context and rendered through
 //! minijinja templates (the built-ins compiled into the binary, or the user's own) into
 //! Markdown, HTML, CSV and JSON. `compare` sets two runs side by side. Nothing here measures;
 //! every function is pure apart from reading the run directory and writing the outputs.

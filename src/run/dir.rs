@@ -1,6 +1,6 @@
-//! The run directory (contract §4): the spec byte for byte, `plan.json`, `manifest.json`
-//! (tool, spec sha256, times, host, what the engine reports, the launch command with secrets
-//! replaced by `<redacted>`), and `results.jsonl`, appended by the caller.
+//! What a run says about itself in its run directory's manifest: what the server reports
+//! (version, models, max_model_len), the launch command with secrets replaced by
+//! `<redacted>`, the start, resume and end times. The files themselves belong to `rundir`.
 
 use super::EngineError;
 use super::client::Client;
