@@ -2,6 +2,7 @@
 //! speaking vLLM's API), waits until it is ready, measures, and stops it; and every way a
 //! launch can go wrong ends with the message a user needs and no process left behind.
 
+use super::Edit;
 use super::cli::Bench;
 
 fn free_port() -> u16 {
@@ -118,8 +119,7 @@ fn an_engine_never_ready_is_given_up_and_killed() {
     let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
         .spec(
             "s.yaml",
-            &spec(port, &format!("[sleep, '{marker}']"), "1s")
-                .replace("kind: vllm", "kind: openai"),
+            &spec(port, &format!("[sleep, '{marker}']"), "1s").edit("kind: vllm", "kind: openai"),
         )
         .run();
     assert_eq!(done.code, 3, "{}", done.stderr);
@@ -145,11 +145,11 @@ fn an_engine_that_dies_mid_run_is_relaunched_and_later_cells_are_valid() {
         bin()
     );
     let text = spec(port, &command, "20s")
-        .replace(
+        .edit(
             "    stop_timeout: 2s\n",
             "    stop_timeout: 2s\n    restart_on_crash: true\n",
         )
-        .replace("concurrency: [1, 2]", "concurrency: [1, 2, 4, 8]");
+        .edit("concurrency: [1, 2]", "concurrency: [1, 2, 4, 8]");
     let dir = super::cli::tempdir::Dir::new();
     let out = dir.path().join("run");
     let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
@@ -195,7 +195,7 @@ fn an_engine_that_dies_mid_run_is_relaunched_and_later_cells_are_valid() {
     );
     // Without `restart_on_crash` the run ends there, with the engine's exit status.
     let out2 = dir.path().join("run2");
-    let once = spec(port, &command, "20s").replace("concurrency: [1, 2]", "concurrency: [1, 2, 4]");
+    let once = spec(port, &command, "20s").edit("concurrency: [1, 2]", "concurrency: [1, 2, 4]");
     let done = Bench::new(&["run", "--out", out2.to_str().unwrap()])
         .spec("s2.yaml", &once)
         .run();
@@ -216,7 +216,7 @@ fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
         "[{}, sim, --port, '{port}', --profile, tiny, --served-name, m]",
         bin()
     );
-    let text = spec(port, &command, "20s").replace("duration: 1s", "duration: 30s");
+    let text = spec(port, &command, "20s").edit("duration: 1s", "duration: 30s");
     let dir = super::cli::tempdir::Dir::new();
     let spec_path = dir.path().join("s.yaml");
     std::fs::write(&spec_path, &text).unwrap();
@@ -299,7 +299,7 @@ fn the_api_key_never_reaches_a_file_or_the_terminal() {
             "[sh, -c, 'echo starting with --api-key ${{BENCHSPEC_TEST_KEY}}; exec {} sim --port {port} --profile tiny --served-name m{extra}']",
             bin()
         );
-        let text = spec(port, &command, "20s").replace(
+        let text = spec(port, &command, "20s").edit(
             "kind: vllm",
             "kind: openai\n  api_key_env: BENCHSPEC_TEST_KEY",
         );

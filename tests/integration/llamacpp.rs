@@ -2,6 +2,7 @@
 //! installed by the test command (`scripts/install-llamacpp`), launched and stopped by
 //! benchspec through `engine.launch`.
 
+use super::Edit;
 use super::cli::Bench;
 use benchspec::results::Status;
 
@@ -22,10 +23,10 @@ fn llama_cpp_end_to_end() {
         .port();
     let text = std::fs::read_to_string(root.join("specs/llamacpp-smollm2.yaml"))
         .unwrap()
-        .replace("8080", &port.to_string())
-        .replace("contexts: [256, 1K, 2K]", "contexts: [256, 2K]")
-        .replace("concurrency: [1, 2, 4]", "concurrency: [1, 4]")
-        .replace("duration: 3s", "duration: 2s");
+        .edit("8080", &port.to_string())
+        .edit("contexts: [256, 1K, 2K]", "contexts: [256, 2K]")
+        .edit("concurrency: [1, 2, 4]", "concurrency: [1, 4]")
+        .edit("duration: 3s", "duration: 2s");
     let dir = super::cli::tempdir::Dir::new();
     let out = dir.path().join("run");
     // The launch command's relative paths resolve against the working directory: the root.

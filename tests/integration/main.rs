@@ -39,3 +39,20 @@ pub fn root() -> PathBuf {
 pub fn repo_path(rel: &str) -> String {
     root().join(rel).to_string_lossy().into_owned()
 }
+
+/// `str::replace` for editing a spec in a test: it fails when `from` is not in the text, so
+/// an edit that silently did nothing never tests the unedited spec instead.
+pub trait Edit {
+    /// The text with every `from` replaced by `to`; panics when there is none.
+    fn edit(&self, from: &str, to: &str) -> String;
+}
+
+impl Edit for str {
+    fn edit(&self, from: &str, to: &str) -> String {
+        assert!(
+            self.contains(from),
+            "`{from}` is not in the text to edit:\n{self}"
+        );
+        self.replace(from, to)
+    }
+}

@@ -1,6 +1,7 @@
 //! `benchspec merge` (contract §4): the shards of one plan, run apart, join into one run
 //! directory with every cell once and in plan order; mixed specs and overlaps are refused.
 
+use super::Edit;
 use super::cli::{Bench, tempdir::Dir};
 use benchspec::results::Status;
 use std::path::{Path, PathBuf};
@@ -123,8 +124,8 @@ fn shards_merge_into_the_whole_plan() {
     let other_spec = dir.path().join("t.yaml");
     std::fs::write(
         &other_spec,
-        SPEC.replace("duration: 1s", "duration: 2s")
-            .replace("[256, 1K]", "[256]"),
+        SPEC.edit("duration: 1s", "duration: 2s")
+            .edit("[256, 1K]", "[256]"),
     )
     .unwrap();
     let other = dir.path().join("other");

@@ -1,6 +1,7 @@
 //! Reliability (contract §4–§5): faults become data — counted by kind, the verdict following
 //! `validity` — and a run killed mid-cell goes on with `--resume`, every cell recorded once.
 
+use super::Edit;
 use super::cli::{Bench, tempdir::Dir};
 use benchspec::results::{Record, Status};
 use std::path::Path;
@@ -46,6 +47,22 @@ fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
     child.wait().unwrap();
     let before = records(&out);
     assert!((3..8).contains(&before.len()), "{} records", before.len());
+    // The kill landed inside a cell: the run never ended, and the cell after the last record
+    // (in plan order) was under way, not yet recorded.
+    let dir = benchspec::rundir::RunDir::open(&out).unwrap();
+    assert_eq!(
+        dir.manifest().unwrap().ended_at,
+        None,
+        "the run had not ended"
+    );
+    let plan = dir.plan().unwrap();
+    let next = &plan.cells[before.len()];
+    assert!(next.runs(), "{} is measured", next.id);
+    assert!(
+        before.iter().all(|r| r.cell != next.id),
+        "{} was being measured when the runner was killed",
+        next.id
+    );
     // A runner killed while writing leaves half a line.
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -132,7 +149,7 @@ fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
 fn resume_refuses_another_spec_and_a_directory_that_is_no_run() {
     let dir = Dir::new();
     let out = dir.path().join("run");
-    let one = SPEC.replace(
+    let one = SPEC.edit(
         "contexts: [256, 1K], concurrency: [1, 2, 4]",
         "contexts: [256], concurrency: [1]",
     );
@@ -140,7 +157,7 @@ fn resume_refuses_another_spec_and_a_directory_that_is_no_run() {
         .spec("s.yaml", &one)
         .run();
     assert_eq!(first.code, 0, "{}", first.stderr);
-    let other = one.replace("duration: 1s", "duration: 2s");
+    let other = one.edit("duration: 1s", "duration: 2s");
     let done = Bench::new(&["run", "--out", out.to_str().unwrap(), "--resume"])
         .spec("t.yaml", &other)
         .run();
@@ -253,7 +270,7 @@ fn an_engine_that_is_gone_fails_its_cell_and_ends_the_run_resumably() {
     // The in-process simulator stops answering 2.5 s in, inside one of its decode cells.
     let dir = Dir::new();
     let out = dir.path().join("run");
-    let spec = SPEC.replace(
+    let spec = SPEC.edit(
         "profile: tiny}",
         "profile: tiny, faults: {die_after: 2500ms}}",
     );
@@ -290,7 +307,7 @@ fn an_engine_that_is_gone_fails_its_cell_and_ends_the_run_resumably() {
 fn two_runs_in_one_process_each_answer_their_own_interrupt() {
     use benchspec::run::{self, Event, Interrupt, RunError, RunOptions};
     let dir = Dir::new();
-    let yaml = SPEC.replace(
+    let yaml = SPEC.edit(
         "phases: {decode: {duration: 1s}}",
         "phases: {decode: {duration: 300ms}}",
     );

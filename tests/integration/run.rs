@@ -2,6 +2,7 @@
 //! simulator's own ground truth: its performance model replayed in virtual time
 //! (`sim::calibrate`) and its step costs. Tolerances are written beside each check.
 
+use super::Edit;
 use benchspec::results::{Record, Status, TokenSource};
 use benchspec::run::{self, RunOptions};
 use benchspec::sim::{calibrate, profile};
@@ -165,16 +166,16 @@ fn chat_ttft_counts_reasoning_and_multi_token_chunks_count_right() {
     let _cpu = super::cpu();
     let p = profile::profile("h200-gemma-4-e2b").unwrap();
     let yaml = H200
-        .replace(
+        .edit(
             "  sim: {profile: h200-gemma-4-e2b}",
             "  sim: {profile: h200-gemma-4-e2b, reasoning_tokens: 40, tokens_per_chunk: 4}",
         )
-        .replace(
+        .edit(
             "  max_output_tokens: 256",
             "  api: chat\n  max_output_tokens: 256",
         )
-        .replace("  concurrency: [1, 4]", "  concurrency: [2]")
-        .replace("decode:\n", "prefill: {enabled: false}\n  decode:\n");
+        .edit("  concurrency: [1, 4]", "  concurrency: [2]")
+        .edit("decode:\n", "prefill: {enabled: false}\n  decode:\n");
     let (records, _, _dir) = run_spec(&yaml);
     assert_eq!(
         records[0].status,
@@ -237,7 +238,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
     );
     // https is spoken (rustls): against a plain-HTTP server the handshake fails, reported as
     // an engine that cannot be reached.
-    let https = yaml.replace("http://", "https://");
+    let https = yaml.edit("http://", "https://");
     let tls = spec::parse("t.yaml", &https, Stage::Run, &|_| None)
         .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
     let err = run::run(
