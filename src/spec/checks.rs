@@ -210,33 +210,7 @@ fn phases(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     let kind: Option<EngineKind> = cx.field("/engine/kind").ok().flatten();
     let key_env: Option<String> = cx.field("/engine/api_key_env").ok().flatten();
-    if let Some(name) = &key_env
-        && let Some(severity) = cx.unset(name)
-    {
-        out.push(Problem {
-            severity,
-            ..Problem::error(
-                "/engine/api_key_env",
-                format!(
-                    "environment variable `{name}` is not set; export it before `benchspec run`"
-                ),
-            )
-        });
-    }
-    if let (Some(k), Some(_)) = (kind, cx.json.pointer("/engine/sim"))
-        && k != EngineKind::Sim
-    {
-        out.push(Problem::error(
-            "/engine/sim",
-            format!(
-                "`engine.sim` applies to `kind: sim` only, not `{}`",
-                k.as_str()
-            ),
-        ));
-    }
-    if kind == Some(EngineKind::Sim) {
-        sim_profile(cx, out);
-    }
+    engine_kind(cx, kind, key_env.as_deref(), out);
     let base_url = cx.or(
         "/engine/base_url",
         super::model::DEFAULT_BASE_URL.to_string(),
@@ -273,6 +247,42 @@ fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             base_url.as_deref().unwrap_or_default(),
             out,
         );
+    }
+}
+
+/// The API key's variable is set; `engine.sim` belongs to `kind: sim`, whose profile exists.
+fn engine_kind(
+    cx: &Ctx<'_>,
+    kind: Option<EngineKind>,
+    key_env: Option<&str>,
+    out: &mut Vec<Problem>,
+) {
+    if let Some(name) = key_env
+        && let Some(severity) = cx.unset(name)
+    {
+        out.push(Problem {
+            severity,
+            ..Problem::error(
+                "/engine/api_key_env",
+                format!(
+                    "environment variable `{name}` is not set; export it before `benchspec run`"
+                ),
+            )
+        });
+    }
+    if let (Some(k), Some(_)) = (kind, cx.json.pointer("/engine/sim"))
+        && k != EngineKind::Sim
+    {
+        out.push(Problem::error(
+            "/engine/sim",
+            format!(
+                "`engine.sim` applies to `kind: sim` only, not `{}`",
+                k.as_str()
+            ),
+        ));
+    }
+    if kind == Some(EngineKind::Sim) {
+        sim_profile(cx, out);
     }
 }
 

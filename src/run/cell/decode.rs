@@ -110,6 +110,12 @@ pub async fn decode(
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
     w.finish(Instant::now());
+    keep_requests(&cx, cell, &mut w);
+    fill(rec, &mut w, cell, window, &cx.workload.validity)
+}
+
+/// The window's per-request detail, kept for `requests.jsonl` (`--save-requests`).
+fn keep_requests(cx: &Ctx, cell: &Cell, w: &mut Window) {
     if let (Some(lines), Some(saved)) = (&cx.requests, w.saved.take())
         && let Ok(mut lines) = lines.lock()
     {
@@ -118,7 +124,6 @@ pub async fn decode(
             v
         }));
     }
-    fill(rec, &mut w, cell, window, &cx.workload.validity)
 }
 
 /// With a warm prompt cache: every slot's prompt, sent once, together, before the window.
