@@ -119,9 +119,9 @@ impl EngineSide {
     /// An engine benchspec did not launch that refused connections during a cell (or whose
     /// cell failed) and still does not answer: the reason to fail the cell with, and to end the run on.
     pub(super) async fn gone(&self, rec: &crate::results::Record) -> Option<String> {
-        let refused = ["connection_refused", "connection_error"]
+        let refused = [client::Failure::Refused, client::Failure::Connect]
             .iter()
-            .any(|k| rec.error_kinds.contains_key(*k));
+            .any(|f| rec.error_kinds.contains_key(&f.kind()));
         let failed = rec.status == crate::results::Status::Failed;
         if self.launched.is_some() || !(refused || failed) {
             return None;
