@@ -61,7 +61,8 @@ fn one_run(url: &str, streams: usize, tokens: u64) -> Option<(f64, f64)> {
                 let client = client.clone();
                 async move {
                     let mut n = 0u64;
-                    let out = client.generate("a b c", tokens, |_| n += 1).await;
+                    let req = client.prepare("a b c", tokens);
+                    let out = client.generate(&req, |_| n += 1).await;
                     if out.failure.is_some() { 0 } else { n }
                 }
             })

@@ -45,19 +45,10 @@ impl Latencies {
         }
     }
 
-    /// Add another histogram's values, each multiplied by `scale` (chunk-counted gaps
-    /// reconciled with the server's token count).
-    pub fn merge_scaled(&mut self, other: &Latencies, scale: f64) {
-        let (Some(h), Some(o)) = (&mut self.hist, &other.hist) else {
-            return;
-        };
-        if (scale - 1.0).abs() < 1e-12 {
-            let _ = h.add(o);
-            return;
-        }
-        for v in o.iter_recorded() {
-            let value = ((v.value_iterated_to() as f64) * scale).round().max(1.0) as u64;
-            let _ = h.record_n(value, v.count_at_value());
+    /// Record one latency in microseconds.
+    pub fn record_us(&mut self, us: u64) {
+        if let Some(h) = &mut self.hist {
+            let _ = h.record(us.max(1));
         }
     }
 

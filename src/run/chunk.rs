@@ -1,10 +1,141 @@
 //! Reading one streamed chunk: is it token-bearing (contract §5), how many tokens does it
 //! carry (cumulative usage differenced, else one, reconciled later), did the stream finish or
-//! report an error.
+//! report an error. A chunk is read into borrowed, typed fields — the first choice's text
+//! presence, the usage counts, the finish reason, an error — skipping everything else, so no
+//! JSON tree is built and nothing is allocated per chunk.
 
 use super::outcome::{Chunk, Failure, Outcome};
-use serde_json::Value;
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use std::borrow::Cow;
+use std::fmt;
 use tokio::time::Instant;
+
+/// The fields of a chunk that are measured; the rest is skipped unread.
+#[derive(Deserialize)]
+struct Event<'a> {
+    /// Present and not null: the stream reports an error.
+    #[serde(default)]
+    error: Option<IgnoredAny>,
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    choices: Option<FirstChoice>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+/// What the first choice says: does it carry generated text, did it finish.
+#[derive(Deserialize, Default)]
+struct Choice {
+    #[serde(default)]
+    text: NonEmpty,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta {
+    #[serde(default)]
+    content: NonEmpty,
+    #[serde(default)]
+    reasoning_content: NonEmpty,
+    #[serde(default)]
+    reasoning: NonEmpty,
+    #[serde(default)]
+    tool_calls: NonEmpty,
+}
+
+impl Choice {
+    /// Generated text: `text`, `delta.content`, `delta.reasoning_content`, `delta.reasoning`
+    /// or a tool-call delta. Role-only and empty chunks carry none.
+    fn token_bearing(&self) -> bool {
+        self.text.0
+            || self.delta.as_ref().is_some_and(|d| {
+                d.content.0 || d.reasoning_content.0 || d.reasoning.0 || d.tool_calls.0
+            })
+    }
+}
+
+/// Whether a value is a non-empty string or a non-empty array; anything else is "empty".
+#[derive(Default)]
+struct NonEmpty(bool);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NonEmptyVisitor)
+    }
+}
+
+struct NonEmptyVisitor;
+
+impl<'de> Visitor<'de> for NonEmptyVisitor {
+    type Value = NonEmpty;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<NonEmpty, E> {
+        Ok(NonEmpty(!v.is_empty()))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NonEmpty, A::Error> {
+        let first = seq.next_element::<IgnoredAny>()?.is_some();
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(NonEmpty(first))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<NonEmpty, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(NonEmpty(false))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<NonEmpty, E> {
+        Ok(NonEmpty(false))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<NonEmpty, E> {
+        Ok(NonEmpty(false))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<NonEmpty, E> {
+        Ok(NonEmpty(false))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<NonEmpty, E> {
+        Ok(NonEmpty(false))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<NonEmpty, E> {
+        Ok(NonEmpty(false))
+    }
+}
+
+/// The first element of `choices`; the others are skipped.
+struct FirstChoice(Option<Choice>);
+
+impl<'de> Deserialize<'de> for FirstChoice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = FirstChoice;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array of choices")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FirstChoice, A::Error> {
+                let first = seq.next_element::<Choice>()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<FirstChoice, E> {
+                Ok(FirstChoice(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
 
 /// Per-stream state while reading chunks.
 #[derive(Debug, Default)]
@@ -16,7 +147,7 @@ pub(super) struct ChunkState {
 }
 
 impl ChunkState {
-    /// Read one event; a token-bearing chunk is returned.
+    /// Read one event that arrived at `at`; a token-bearing chunk is returned.
     pub(super) fn event(
         &mut self,
         data: &str,
@@ -26,33 +157,26 @@ impl ChunkState {
         if data == "[DONE]" {
             return Ok(None);
         }
-        let v: Value = serde_json::from_str(data).map_err(|_| Failure::Json)?;
-        if v.get("error").is_some_and(|e| !e.is_null())
-            || v.get("object").and_then(Value::as_str) == Some("error")
-        {
+        let ev: Event = serde_json::from_str(data).map_err(|_| Failure::Json)?;
+        if ev.error.is_some() || ev.object.as_deref() == Some("error") {
             return Err(Failure::StreamError);
         }
-        let usage = v.get("usage").filter(|u| !u.is_null());
-        if let Some(p) = usage
-            .and_then(|u| u.get("prompt_tokens"))
-            .and_then(Value::as_u64)
-        {
+        let usage = ev.usage.unwrap_or(Usage {
+            prompt_tokens: None,
+            completion_tokens: None,
+        });
+        if let Some(p) = usage.prompt_tokens {
             out.usage_prompt = Some(p);
         }
-        let completion = usage
-            .and_then(|u| u.get("completion_tokens"))
-            .and_then(Value::as_u64);
-        let choice = v.get("choices").and_then(|c| c.get(0));
-        if choice
-            .and_then(|c| c.get("finish_reason"))
-            .is_some_and(|f| !f.is_null())
-        {
-            self.finished = true;
-        }
+        let completion = usage.completion_tokens;
         if let Some(c) = completion {
             out.usage_completion = Some(c);
         }
-        if !choice.is_some_and(token_bearing) {
+        let choice = ev.choices.and_then(|c| c.0).unwrap_or_default();
+        if choice.finish_reason.is_some() {
+            self.finished = true;
+        }
+        if !choice.token_bearing() {
             return Ok(None);
         }
         out.chunks += 1;
@@ -67,30 +191,12 @@ impl ChunkState {
         out.all_usage &= from_usage;
         out.counted += tokens;
         Ok(Some(Chunk {
+            sent: out.sent,
             at,
             tokens,
             from_usage,
         }))
     }
-}
-
-/// Whether a choice carries generated text: `text`, `delta.content`, `delta.reasoning_content`,
-/// `delta.reasoning` or a tool-call delta. Role-only and empty chunks do not.
-pub fn token_bearing(choice: &Value) -> bool {
-    let non_empty = |v: Option<&Value>| v.and_then(Value::as_str).is_some_and(|s| !s.is_empty());
-    if non_empty(choice.get("text")) {
-        return true;
-    }
-    let Some(delta) = choice.get("delta") else {
-        return false;
-    };
-    non_empty(delta.get("content"))
-        || non_empty(delta.get("reasoning_content"))
-        || non_empty(delta.get("reasoning"))
-        || delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .is_some_and(|t| !t.is_empty())
 }
 
 #[cfg(test)]
@@ -102,19 +208,70 @@ mod tests {
     fn token_bearing_table() {
         let cases = [
             (json!({"text": " a"}), true),
+            (json!({"text": "\"quoted\"\n"}), true),
             (json!({"text": ""}), false),
+            (json!({"text": null}), false),
+            (json!({"text": 7}), false),
             (
                 json!({"delta": {"role": "assistant", "content": ""}}),
                 false,
             ),
             (json!({"delta": {"content": "x"}}), true),
-            (json!({"delta": {"reasoning_content": "x"}}), true),
+            (
+                json!({"delta": {"content": null, "reasoning_content": "x"}}),
+                true,
+            ),
             (json!({"delta": {"reasoning": "x"}}), true),
             (json!({"delta": {"tool_calls": [{"index": 0}]}}), true),
+            (json!({"delta": {"tool_calls": []}}), false),
             (json!({"delta": {}}), false),
+            (json!({"delta": null}), false),
         ];
         for (choice, want) in cases {
-            assert_eq!(token_bearing(&choice), want, "{choice}");
+            let data = json!({"id": "x", "choices": [choice.clone(), {"text": "second"}]});
+            let mut st = ChunkState::default();
+            let mut out = outcome(Instant::now());
+            let got = st.event(&data.to_string(), Instant::now(), &mut out);
+            assert_eq!(got.map(|c| c.is_some()), Ok(want), "{choice}");
+        }
+    }
+
+    fn outcome(sent: Instant) -> Outcome {
+        Outcome {
+            sent,
+            chunks: 0,
+            counted: 0,
+            usage_completion: None,
+            usage_prompt: None,
+            all_usage: true,
+            failure: None,
+        }
+    }
+
+    #[test]
+    fn finish_reason_error_and_null_fields() {
+        let now = Instant::now();
+        let cases = [
+            (
+                r#"{"choices":[{"text":"","finish_reason":"length"}]}"#,
+                Ok(true),
+            ),
+            (
+                r#"{"choices":[{"text":"a","finish_reason":null}]}"#,
+                Ok(false),
+            ),
+            (r#"{"choices":null,"usage":null,"error":null}"#, Ok(false)),
+            (
+                r#"{"object":"error","message":"x"}"#,
+                Err(Failure::StreamError),
+            ),
+            (r#"{"error":{"message":"boom"}}"#, Err(Failure::StreamError)),
+            (r#"{"choices":[{"text":"a"}"#, Err(Failure::Json)),
+        ];
+        for (data, want) in cases {
+            let mut st = ChunkState::default();
+            let got = st.event(data, now, &mut outcome(now)).map(|_| st.finished);
+            assert_eq!(got, want, "{data}");
         }
     }
 

@@ -8,6 +8,7 @@ use super::chunk::ChunkState;
 pub use super::outcome::{Chunk, Failure, Outcome};
 use super::sse::SseParser;
 use crate::spec::{Api, EngineKind};
+use bytes::Bytes;
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -179,8 +180,9 @@ impl Client {
         json_of(path, r).await
     }
 
-    /// The streamed generation request body.
-    fn body(&self, prompt: &str, max_tokens: u64) -> (&'static str, Value) {
+    /// The streamed generation request for `prompt`, serialized once: a slot that sends the
+    /// same prompt again and again shares these bytes instead of building a body each time.
+    pub fn prepare(&self, prompt: &str, max_tokens: u64) -> Prepared {
         let mut body = match self.api {
             Api::Completions => json!({"model": self.model, "prompt": prompt}),
             Api::Chat => {
@@ -198,22 +200,29 @@ impl Client {
             Api::Completions => "/v1/completions",
             Api::Chat => "/v1/chat/completions",
         };
-        (path, body)
+        Prepared {
+            path,
+            body: Bytes::from(body.to_string()),
+            max_tokens,
+        }
     }
 
     /// Write the request. A pooled keep-alive connection the server has closed in the
     /// meantime (llama.cpp's server closes idle ones, and each after a number of requests)
     /// fails before any response byte; that is retried, with the clock restarted, up to
     /// [`SEND_TRIES`] times, as the next pooled connection may be as stale as the first.
-    async fn send(
-        &self,
-        path: &str,
-        body: &Value,
-        out: &mut Outcome,
-    ) -> Result<reqwest::Response, Failure> {
+    async fn send(&self, req: &Prepared, out: &mut Outcome) -> Result<reqwest::Response, Failure> {
         for attempt in 0..SEND_TRIES {
+            let mut rb = self
+                .http
+                .post(format!("{}{}", self.base, req.path))
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(req.body.clone());
+            if let Some(key) = &self.key {
+                rb = rb.bearer_auth(key);
+            }
             out.sent = Instant::now();
-            match tokio::time::timeout(self.stall, self.post(path, body).send()).await {
+            match tokio::time::timeout(self.stall, rb.send()).await {
                 Err(_) => return Err(Failure::Stall),
                 Ok(Ok(r)) => return Ok(r),
                 Ok(Err(e))
@@ -229,17 +238,11 @@ impl Client {
         Err(Failure::Connect)
     }
 
-    /// Send one streamed request; `on_chunk` sees every token-bearing chunk as it arrives.
-    pub async fn generate(
-        &self,
-        prompt: &str,
-        max_tokens: u64,
-        mut on_chunk: impl FnMut(Chunk),
-    ) -> Outcome {
-        let (path, body) = self.body(prompt, max_tokens);
-        let sent = Instant::now();
+    /// Send one prepared streamed request; `on_chunk` sees every token-bearing chunk as it
+    /// arrives, on the task that reads the stream.
+    pub async fn generate(&self, req: &Prepared, mut on_chunk: impl FnMut(Chunk)) -> Outcome {
         let mut out = Outcome {
-            sent,
+            sent: Instant::now(),
             chunks: 0,
             counted: 0,
             usage_completion: None,
@@ -247,25 +250,38 @@ impl Client {
             all_usage: true,
             failure: None,
         };
-        let response = match self.send(path, &body, &mut out).await {
-            Ok(r) => r,
+        let mut response = match self.send(req, &mut out).await {
+            Ok(r) if r.status().is_success() => r,
+            Ok(r) => return fail(out, Failure::Http(r.status().as_u16())),
             Err(f) => return fail(out, f),
         };
-        if !response.status().is_success() {
-            return fail(out, Failure::Http(response.status().as_u16()));
-        }
-        let mut response = response;
         let mut parser = SseParser::default();
         let mut done = false;
         let mut state = ChunkState::default();
+        // One timer for the stall timeout, moved on only when it fires: a timer per read
+        // would cost a timer-wheel update per chunk.
+        let mut last = Instant::now();
+        let stall = tokio::time::sleep_until(last + self.stall);
+        tokio::pin!(stall);
         loop {
-            let bytes = match tokio::time::timeout(self.stall, response.chunk()).await {
-                Err(_) => return fail(out, Failure::Stall),
-                Ok(Err(_)) => return fail(out, Failure::Disconnect),
-                Ok(Ok(None)) => break,
-                Ok(Ok(Some(b))) => b,
+            let read = tokio::select! {
+                biased;
+                read = response.chunk() => read,
+                () = &mut stall => {
+                    if last.elapsed() >= self.stall {
+                        return fail(out, Failure::Stall);
+                    }
+                    stall.as_mut().reset(last + self.stall);
+                    continue;
+                }
+            };
+            let bytes = match read {
+                Err(_) => return fail(out, Failure::Disconnect),
+                Ok(None) => break,
+                Ok(Some(b)) => b,
             };
             let at = Instant::now();
+            last = at;
             let mut bad = None;
             let fed = parser.feed(&bytes, |data| {
                 if bad.is_none() {
@@ -289,11 +305,19 @@ impl Client {
             return fail(out, Failure::Disconnect);
         }
         let total = out.usage_completion.unwrap_or(out.counted);
-        if self.ignore_eos && total < max_tokens && out.failure.is_none() {
+        if self.ignore_eos && total < req.max_tokens && out.failure.is_none() {
             out.failure = Some(Failure::Short);
         }
         out
     }
+}
+
+/// A generation request serialized once, shared by every send of it.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    path: &'static str,
+    body: Bytes,
+    max_tokens: u64,
 }
 
 fn fail(mut out: Outcome, f: Failure) -> Outcome {

@@ -16,9 +16,9 @@ mod interrupt;
 mod outcome;
 pub use interrupt::Interrupt;
 mod launch;
+mod load;
 mod prompt;
 pub mod sse;
-mod window;
 pub use cell::{Stage, Tick};
 
 use crate::plan::{self, Measure, Plan, Rates, Shard};

@@ -47,6 +47,8 @@ impl Failure {
 /// What one token-bearing chunk carried.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Chunk {
+    /// Just before its request was written (the start of its TTFT).
+    pub sent: Instant,
     /// When it arrived.
     pub at: Instant,
     /// Tokens in it: from cumulative usage when the server sends it, else 1.

@@ -52,6 +52,14 @@ impl SseParser {
         }
         let mut rest = bytes;
         while !rest.is_empty() {
+            if self.line.is_empty()
+                && !self.has_data
+                && let Some((data, used)) = whole_event(rest, self.max_line)
+            {
+                on_event(data);
+                rest = &rest[used..];
+                continue;
+            }
             match rest.iter().position(|&b| b == b'\n') {
                 Some(i) => {
                     if self.line.len() + i > self.max_line {
@@ -129,6 +137,32 @@ impl SseParser {
     }
 }
 
+/// The fast path: `bytes` starts with one whole single-line event (`data: …` and a blank
+/// line, `\n` or `\r\n` endings), returned as a slice with the bytes it used. Anything else —
+/// a partial event, several `data` lines, other fields, comments — goes the buffered way.
+fn whole_event(bytes: &[u8], max_line: usize) -> Option<(&str, usize)> {
+    let body = bytes.strip_prefix(b"data:")?;
+    let nl = body.iter().position(|&b| b == b'\n')?;
+    let mut line = &body[..nl];
+    let mut used = 5 + nl + 1;
+    if let Some(l) = line.strip_suffix(b"\r") {
+        line = l;
+    }
+    let after = &bytes[used..];
+    used += if after.starts_with(b"\n") {
+        1
+    } else if after.starts_with(b"\r\n") {
+        2
+    } else {
+        return None;
+    };
+    let line = line.strip_prefix(b" ").unwrap_or(line);
+    if line.len() > max_line {
+        return None;
+    }
+    std::str::from_utf8(line).ok().map(|s| (s, used))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,6 +193,10 @@ mod tests {
                 &["tail-without-blank-line"],
             ),
             (&[b"\n\n\n"], &[]),
+            (&[b"data: a\n\ndata: b\n", b"\n"], &["a", "b"]),
+            (&[b"data: a\n\n: c\ndata: b\n\n"], &["a", "b"]),
+            (&[b"data: a\n\ndata: 1\ndata: 2\n\n"], &["a", "1\n2"]),
+            (&[b"data:\n\n"], &[""]),
         ];
         for (chunks, want) in cases {
             let (got, r) = parse(chunks);

@@ -64,7 +64,8 @@ fn failure_of(response: Vec<u8>, hold: Duration, ignore_eos: bool) -> Option<Fai
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(client(&url, ignore_eos).generate("a b c", 4, |_| {}))
+    let client = client(&url, ignore_eos);
+    rt.block_on(client.generate(&client.prepare("a b c", 4), |_| {}))
         .failure
 }
 
@@ -149,8 +150,8 @@ fn each_failure_has_its_kind() {
         .enable_all()
         .build()
         .unwrap();
-    let out =
-        rt.block_on(client(&format!("http://127.0.0.1:{port}"), true).generate("a", 4, |_| {}));
+    let client = client(&format!("http://127.0.0.1:{port}"), true);
+    let out = rt.block_on(client.generate(&client.prepare("a", 4), |_| {}));
     assert_eq!(
         out.failure.map(|f| f.kind()).as_deref(),
         Some("connection_refused")

@@ -5,12 +5,15 @@
 use super::{CellFailure, Ctx, failed, rand_tag, round, verdict};
 use crate::plan::{Cell, Decode};
 use crate::results::{Record, TokenSource};
-use crate::run::window::{SlotEvent, Window};
+use crate::run::client::Prepared;
+use crate::run::load::{Clock, Gauge, Sink, Tally, Totals};
 use crate::spec::Validity;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Relaxed, SeqCst};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 /// Where a decode cell is.
@@ -55,6 +58,13 @@ impl Tick {
     }
 }
 
+/// What the slots of a cell share.
+struct Shared {
+    clock: Arc<Clock>,
+    sink: Arc<Sink>,
+    gauges: Arc<[Gauge]>,
+}
+
 /// Measure a decode cell under `load`, reporting its progress on `ticks`.
 pub async fn decode(
     cx: Arc<Ctx>,
@@ -65,7 +75,7 @@ pub async fn decode(
 ) -> Record {
     let _ = ticks.send(Tick::at(Stage::WarmUp));
     let c = cell.concurrency as usize;
-    let (prompts, warm_prompt_counts) = match warm_up(&cx, cell, &mut rec).await {
+    let (bodies, warm_prompt_counts) = match warm_up(&cx, cell, &mut rec).await {
         Ok(warm) => warm,
         Err(why) => return failed(rec, &why),
     };
@@ -73,53 +83,67 @@ pub async fn decode(
         Decode::FixedDuration(d) => (Some(d), None),
         Decode::RequestCount(n) => (None, Some(Arc::new(AtomicU64::new(u64::from(n))))),
     };
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let tasks: Vec<_> = (0..c)
-        .map(|slot| {
-            let slot_cx = SlotCx {
-                cx: cx.clone(),
-                prompt: prompts.get(slot).cloned(),
-                cell: cell.clone(),
-                tickets: tickets.clone(),
-            };
-            tokio::spawn(slot_loop(slot_cx, slot, tx.clone(), stop_rx.clone()))
-        })
-        .collect();
-    drop(tx);
-    let mut w = Window::new(c, cell.prompt_tokens);
-    // Warm-up requests finish (max_tokens 1), so their usage checks every slot's prompt even
-    // when no measured request ends inside the window.
-    for p in &warm_prompt_counts {
-        w.note_prompt(*p);
-    }
-    if cx.requests.is_some() {
-        w.save_requests(Instant::now());
-    }
+    let start = Instant::now();
+    let shared = Shared {
+        clock: Arc::new(Clock::new(start, c, window)),
+        sink: Arc::new(Sink::default()),
+        gauges: (0..c).map(|_| Gauge::default()).collect(),
+    };
     if window.is_none() {
-        w.open_at(Instant::now(), None);
+        shared.clock.open_at(start);
     }
-    let collected = collect(&mut w, &mut rx, &cx, window, &ticks).await;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut set = JoinSet::new();
+    for slot in 0..c {
+        let mut tally = Tally::new(
+            slot,
+            shared.clock.clone(),
+            shared.sink.clone(),
+            shared.gauges.clone(),
+        );
+        if cx.requests.is_some() {
+            tally.save_requests(start);
+        }
+        let slot_cx = SlotCx {
+            cx: cx.clone(),
+            body: bodies.get(slot).cloned(),
+            cell: cell.clone(),
+            tickets: tickets.clone(),
+        };
+        set.spawn(slot_loop(slot_cx, slot, tally, stop_rx.clone()));
+    }
+    let mut tallies = Vec::with_capacity(c);
+    let watched = watch_cell(&shared, &mut set, &mut tallies, &cx, window, &ticks).await;
     let _ = stop_tx.send(true);
-    if let Err(why) = collected {
-        rec.errors = w.errors;
-        rec.error_kinds = w.error_kinds.clone();
+    let at = Instant::now();
+    shared.clock.end_at(at);
+    while let Ok(Some(joined)) = tokio::time::timeout(Duration::from_secs(5), set.join_next()).await
+    {
+        tallies.extend(joined.ok());
+    }
+    let tallies = tallies.into_iter().map(|t| t.close(at)).collect();
+    let mut totals = Totals::merge(
+        &shared.clock,
+        &shared.sink,
+        tallies,
+        &warm_prompt_counts,
+        cell.prompt_tokens,
+    );
+    if let Err(why) = watched {
+        rec.errors = totals.errors;
+        rec.error_kinds = totals.error_kinds.clone();
         return failed(rec, &why);
     }
-    for t in tasks {
-        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
-    }
-    w.finish(Instant::now());
-    keep_requests(&cx, cell, &mut w);
-    fill(rec, &mut w, cell, window, &cx.workload.validity)
+    keep_requests(&cx, cell, &mut totals);
+    fill(rec, &mut totals, cell, window, &cx.workload.validity)
 }
 
 /// The window's per-request detail, kept for `requests.jsonl` (`--save-requests`).
-fn keep_requests(cx: &Ctx, cell: &Cell, w: &mut Window) {
-    if let (Some(lines), Some(saved)) = (&cx.requests, w.saved.take())
+fn keep_requests(cx: &Ctx, cell: &Cell, t: &mut Totals) {
+    if let Some(lines) = &cx.requests
         && let Ok(mut lines) = lines.lock()
     {
-        lines.extend(saved.into_iter().map(|mut v| {
+        lines.extend(std::mem::take(&mut t.saved).into_iter().map(|mut v| {
             v["cell"] = serde_json::Value::from(cell.id.clone());
             v
         }));
@@ -127,28 +151,26 @@ fn keep_requests(cx: &Ctx, cell: &Cell, w: &mut Window) {
 }
 
 /// With a warm prompt cache: every slot's prompt, sent once, together, before the window.
-/// Returns the prompts and the prompt lengths the server counted for them; an error when
-/// every warm-up request failed (their failures counted in `rec`).
+/// Returns each slot's measured request, serialized once, and the prompt lengths the server
+/// counted; an error when every warm-up request failed (their failures counted in `rec`).
 async fn warm_up(
     cx: &Arc<Ctx>,
     cell: &Cell,
     rec: &mut Record,
-) -> Result<(Vec<Arc<String>>, Vec<u64>), CellFailure> {
+) -> Result<(Vec<Prepared>, Vec<u64>), CellFailure> {
     if !cx.workload.warm() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let mut prompts = Vec::new();
+    let mut warm = Vec::new();
+    let mut bodies = Vec::new();
     for slot in 0..cell.concurrency as usize {
-        prompts.push(Arc::new(
-            cx.slot_prompt(cell.context, cell.prompt_tokens, slot)
-                .await?,
-        ));
+        let prompt = cx
+            .slot_prompt(cell.context, cell.prompt_tokens, slot)
+            .await?;
+        warm.push(cx.client.prepare(&prompt, 1));
+        bodies.push(cx.client.prepare(&prompt, cx.workload.max_output_tokens));
     }
-    let warmups = prompts.iter().map(|p| {
-        let cx = cx.clone();
-        let p = p.clone();
-        async move { cx.client.generate(&p, 1, |_| {}).await }
-    });
+    let warmups = warm.iter().map(|w| cx.client.generate(w, |_| {}));
     let outs = futures_util::future::join_all(warmups).await;
     if outs.iter().all(|o| o.failure.is_some()) {
         for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
@@ -160,145 +182,164 @@ async fn warm_up(
         });
     }
     let counts = outs.iter().filter_map(|o| o.usage_prompt).collect();
-    Ok((prompts, counts))
+    Ok((bodies, counts))
 }
 
-/// Feed the slots' events to the window until it closes (fixed duration) or every slot is
-/// done (request count), ticking a few times a second. An error when the streams go silent
-/// or every request fails before the window opens.
-async fn collect(
-    w: &mut Window,
-    rx: &mut mpsc::UnboundedReceiver<SlotEvent>,
+/// Watch the cell from outside the streams until the window closes (fixed duration) or
+/// every slot is done (request count): ticks sampled from the slots' gauges a few times a
+/// second, the close on time, slots that end early collected. An error when the streams go
+/// silent or every request fails before the window opens.
+async fn watch_cell(
+    shared: &Shared,
+    set: &mut JoinSet<Tally>,
+    done: &mut Vec<Tally>,
     cx: &Ctx,
     window: Option<Duration>,
     ticks: &mpsc::UnboundedSender<Tick>,
 ) -> Result<(), CellFailure> {
-    // The collector waits longer than a request's own stall timeout, so that a stalled
-    // request is counted as such before the cell gives up on silence.
+    // The cell waits longer than a request's own stall timeout, so that a stalled request
+    // is counted as such before the cell gives up on silence.
     let stall = cx.workload.stall_timeout.0 * 2 + Duration::from_secs(1);
-    let give_up = 3 * w.slots() as u64 + 3;
-    let duration_s = window.map(|d| d.as_secs_f64());
-    let mut last_tick = Instant::now();
+    let give_up = 3 * shared.gauges.len() as u64 + 3;
+    let clock = &shared.clock;
+    let mut every = tokio::time::interval(Duration::from_millis(250));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let (mut seen, mut quiet_since) = (0u64, Instant::now());
     let _ = ticks.send(Tick::at(Stage::Ramp));
     loop {
-        if last_tick.elapsed() >= Duration::from_millis(250) {
-            last_tick = Instant::now();
-            let _ = ticks.send(tick(w, last_tick));
-        }
-        let close = w.close;
-        let next = async {
-            match close {
-                Some(at) if window.is_some() => tokio::time::timeout_at(at, rx.recv()).await.ok(),
-                _ => tokio::time::timeout(stall, rx.recv()).await.ok(),
+        let close = clock.close().filter(|_| window.is_some());
+        tokio::select! {
+            () = sleep_until_some(close) => return Ok(()),
+            () = clock.opened.notified(), if clock.open().is_none() => {}
+            joined = set.join_next() => match joined {
+                None => return Ok(()),
+                Some(t) => done.extend(t.ok()),
+            },
+            _ = every.tick() => {
+                let now = Instant::now();
+                let _ = ticks.send(tick(shared, now));
+                let events = shared.gauges.iter().map(|g| g.events.load(Relaxed)).sum();
+                if events != seen {
+                    (seen, quiet_since) = (events, now);
+                } else if now - quiet_since >= stall {
+                    return Err(CellFailure::Silent(crate::spec::Span(stall)));
+                }
+                if clock.open().is_none() && clock.early_failures.load(Relaxed) >= give_up {
+                    return Err(CellFailure::BeforeWindow);
+                }
             }
-        };
-        match next.await {
-            Some(Some(ev)) => w.event(ev, duration_s),
-            Some(None) => return Ok(()),
-            None if close.is_some_and(|at| Instant::now() >= at) => return Ok(()),
-            None => return Err(CellFailure::Silent(crate::spec::Span(stall))),
-        }
-        if w.open.is_none() && w.early_failures >= give_up {
-            return Err(CellFailure::BeforeWindow);
         }
     }
 }
 
-fn tick(w: &Window, now: Instant) -> Tick {
-    let window_s = w.open.map_or(0.0, |o| (now - o).as_secs_f64());
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn tick(shared: &Shared, now: Instant) -> Tick {
+    let open = shared.clock.open();
+    let window_s = open.map_or(0.0, |o| now.saturating_duration_since(o).as_secs_f64());
+    let tokens: u64 = shared.gauges.iter().map(|g| g.tokens.load(Relaxed)).sum();
     Tick {
-        stage: if w.open.is_some() {
+        stage: if open.is_some() {
             Stage::Window
         } else {
             Stage::Ramp
         },
-        tok_s: (window_s > 0.0).then(|| w.tokens / window_s),
+        tok_s: (window_s > 0.0).then(|| tokens as f64 / window_s),
         window_s,
     }
 }
 
 struct SlotCx {
     cx: Arc<Ctx>,
-    prompt: Option<Arc<String>>,
+    body: Option<Prepared>,
     cell: Cell,
     tickets: Option<Arc<AtomicU64>>,
 }
 
-/// One slot: a request, then the next as soon as it ends, until stopped (closed loop).
+impl SlotCx {
+    /// The slot's next request: its warm prompt's, or a fresh prompt's.
+    async fn next(&self, slot: usize, n: u64) -> Option<Prepared> {
+        if let Some(b) = &self.body {
+            return Some(b.clone());
+        }
+        let c = &self.cell;
+        let tag = format!(
+            "cold{}c{}s{slot}r{n}n{}",
+            c.context,
+            c.concurrency,
+            rand_tag()
+        );
+        let prompt = self.cx.fresh_prompt(c.prompt_tokens, &tag).await.ok()?;
+        Some(
+            self.cx
+                .client
+                .prepare(&prompt, self.cx.workload.max_output_tokens),
+        )
+    }
+
+    fn ticket(&self) -> bool {
+        self.tickets
+            .as_ref()
+            .is_none_or(|t| t.fetch_update(SeqCst, SeqCst, |v| v.checked_sub(1)).is_ok())
+    }
+}
+
+/// One slot: a request, then the next as soon as it ends, until stopped (closed loop). Its
+/// tally counts every chunk on this task.
 async fn slot_loop(
     s: SlotCx,
     slot: usize,
-    tx: mpsc::UnboundedSender<SlotEvent>,
+    mut tally: Tally,
     mut stop: watch::Receiver<bool>,
-) {
-    let max_tokens = s.cx.workload.max_output_tokens;
+) -> Tally {
     let mut backoff = 0u32;
     for n in 0.. {
-        if *stop.borrow() {
-            return;
+        if *stop.borrow() || !s.ticket() {
+            break;
         }
-        if let Some(t) = &s.tickets
-            && t.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
-                .is_err()
-        {
-            return;
-        }
-        let prompt = match &s.prompt {
-            Some(p) => p.clone(),
-            None => match s
-                .cx
-                .fresh_prompt(
-                    s.cell.prompt_tokens,
-                    &format!(
-                        "cold{}c{}s{slot}r{n}n{}",
-                        s.cell.context,
-                        s.cell.concurrency,
-                        rand_tag()
-                    ),
-                )
-                .await
-            {
-                Ok(p) => Arc::new(p),
-                Err(_) => return,
-            },
+        let Some(body) = s.next(slot, n).await else {
+            break;
         };
-        let key = (slot, n);
-        let _ = tx.send(SlotEvent::Start(key, Instant::now()));
-        let chunk_tx = tx.clone();
-        let request = s.cx.client.generate(&prompt, max_tokens, move |c| {
-            let _ = chunk_tx.send(SlotEvent::Chunk(key, c));
-        });
-        tokio::select! {
-            out = request => {
-                let failed = out.failure.is_some();
-                let _ = tx.send(SlotEvent::End(key, Box::new(out), Instant::now()));
-                // After a failure, back off (50 ms, doubling to 1 s) instead of hammering a
-                // server that may be gone.
-                if failed {
-                    let wait = Duration::from_millis(50 << backoff.min(4));
-                    backoff += 1;
-                    tokio::select! {
-                        () = tokio::time::sleep(wait) => {}
-                        _ = stop.changed() => return,
-                    }
-                } else {
-                    backoff = 0;
-                }
+        tally.start(n, Instant::now());
+        let out = {
+            let request = s.cx.client.generate(&body, |c| tally.chunk(c));
+            tokio::select! {
+                out = request => Some(out),
+                _ = stop.changed() => None,
             }
-            _ = stop.changed() => return,
+        };
+        let Some(out) = out else { break };
+        tally.end(&out, Instant::now());
+        // After a failure, back off (50 ms, doubling to 1 s) instead of hammering a server
+        // that may be gone.
+        if out.failure.is_none() {
+            backoff = 0;
+            continue;
+        }
+        let wait = Duration::from_millis(50 << backoff.min(4));
+        backoff += 1;
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stop.changed() => break,
         }
     }
+    tally
 }
 
 /// The record of a measured window, with its verdict.
 fn fill(
     mut rec: Record,
-    w: &mut Window,
+    w: &mut Totals,
     cell: &Cell,
     window: Option<Duration>,
     validity: &Validity,
 ) -> Record {
-    let len = w.length_s();
+    let len = w.length_s;
     rec.measured_s = Some(round(len, 3));
     rec.output_tokens = Some(w.tokens.round() as u64);
     rec.token_source = Some(if w.all_usage {

@@ -86,9 +86,10 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
         };
         rec.requests_started += 1;
         let mut first = None;
+        let request = cx.client.prepare(&prompt, 1);
         let out = cx
             .client
-            .generate(&prompt, 1, |c| first = first.or(Some(c.at)))
+            .generate(&request, |c| first = first.or(Some(c.at)))
             .await;
         if let Some(f) = &out.failure {
             rec.errors += 1;
