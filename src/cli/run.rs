@@ -36,6 +36,10 @@ pub struct RunArgs {
     /// the one the run began with; a last line cut short by a killed run is repaired).
     #[arg(long, requires = "out")]
     pub resume: bool,
+    /// Threads of the measuring client (default: one per core). Each decode record says how
+    /// busy they were; a client busier than `validity.max_client_busy` makes the cell invalid.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub client_threads: Option<u32>,
 }
 
 /// Run `benchspec run`.
@@ -58,6 +62,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         shard,
         save_requests: args.save_requests,
         resume: args.resume,
+        client_threads: args.client_threads,
     };
     let bar = (out.is_terminal() && !out.quiet()).then(|| {
         let bar = indicatif::ProgressBar::new(0);

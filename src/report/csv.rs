@@ -1,6 +1,6 @@
 //! `results.csv`: one row per cell in plan order, the record's fields as columns (latency
 //! summaries flattened to `ttft_ms_p50` and so on, `reasons` joined with `; `, `error_kinds`
-//! and `labels` as `key=value` pairs). A planned cell without a record is a row with status
+//! and `labels` as `key=value` pairs, then the client's footprint as `client_cpu_busy` …). A planned cell without a record is a row with status
 //! `missing`.
 
 use super::ReportError;
@@ -9,6 +9,7 @@ use crate::results::TokenSource;
 use crate::results::stats::Summary;
 
 const STATS: [&str; 6] = ["mean", "min", "p50", "p90", "p99", "max"];
+const CLIENT: [&str; 4] = ["cpu_busy", "threads", "rss_mb", "cpu_s"];
 
 fn header() -> Vec<String> {
     let mut h: Vec<String> = [
@@ -40,6 +41,7 @@ fn header() -> Vec<String> {
         h.extend(STATS.iter().map(|s| format!("{which}_{s}")));
     }
     h.push("labels".into());
+    h.extend(CLIENT.iter().map(|s| format!("client_{s}")));
     h
 }
 
@@ -99,6 +101,13 @@ pub fn render(cx: &Context) -> Result<String, ReportError> {
                 row.extend(stats(r.ttft_ms));
                 row.extend(stats(r.tbt_ms));
                 row.push(pairs(&r.labels));
+                let c = r.client;
+                row.extend([
+                    opt(c.map(|c| c.cpu_busy)),
+                    opt(c.map(|c| c.threads)),
+                    opt(c.and_then(|c| c.rss_mb)),
+                    opt(c.map(|c| c.cpu_s)),
+                ]);
             }
             None => row.resize(header().len(), String::new()),
         }

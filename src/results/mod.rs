@@ -4,5 +4,5 @@
 pub(crate) mod record;
 pub(crate) mod stats;
 
-pub use record::{Record, Status, TokenSource, record_schema_text};
+pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text};
 pub use stats::Summary;

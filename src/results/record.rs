@@ -84,6 +84,23 @@ pub struct Record {
     pub labels: BTreeMap<String, String>,
     /// `usage.prompt_tokens` as the server reported it.
     pub server_prompt_tokens: Option<u64>,
+    /// The measuring client's own footprint during the window (decode cells).
+    #[serde(default)]
+    pub client: Option<ClientUse>,
+}
+
+/// What the measuring client itself used during a decode window (contract §8 `client`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientUse {
+    /// CPU time of the client's threads / (window length × `threads`): near 1, the client
+    /// itself was the bottleneck.
+    pub cpu_busy: f64,
+    /// The client's worker threads (`--client-threads`, else one per core).
+    pub threads: u32,
+    /// Peak resident memory of the benchspec process during the cell, MB.
+    pub rss_mb: Option<f64>,
+    /// CPU seconds of the client's threads during the window.
+    pub cpu_s: f64,
 }
 
 /// The JSON Schema of a result record, as committed in `schemas/result-v1.schema.json`.
@@ -155,6 +172,7 @@ impl Record {
             prefill_tok_s: None,
             labels: labels.clone(),
             server_prompt_tokens: None,
+            client: None,
         }
     }
 }

@@ -31,10 +31,8 @@ impl EngineSide {
     ) -> Result<EngineSide, RunError> {
         let (base_url, sim) = match spec.engine.kind {
             EngineKind::Sim => {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                    .await
-                    .map_err(EngineError::SimStart)?;
-                let server = crate::sim::start(listener, crate::sim::options_for(spec)?)
+                // On threads of its own: the client's CPU time is then the client's.
+                let server = crate::sim::start_threaded(crate::sim::options_for(spec)?)
                     .map_err(EngineError::SimStart)?;
                 (server.base_url(), Some(server))
             }

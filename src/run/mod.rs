@@ -17,6 +17,7 @@ mod outcome;
 pub use interrupt::Interrupt;
 mod launch;
 mod load;
+mod probe;
 mod prompt;
 pub mod sse;
 pub use cell::{Stage, Tick};
@@ -45,6 +46,8 @@ pub struct RunOptions {
     pub save_requests: bool,
     /// Go on with the run directory `out`: run only the cells without a record.
     pub resume: bool,
+    /// Worker threads of the measuring client (one per core when `None`).
+    pub client_threads: Option<u32>,
 }
 
 /// What the run reports as it goes.
@@ -117,11 +120,20 @@ pub fn run(
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<Summary, RunError> {
+    let threads = opts.client_threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    );
+    let probe = probe::Probe::new(threads);
+    let on_start = probe.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .on_thread_start(move || on_start.register_current())
         .enable_all()
         .build()
         .map_err(EngineError::Runtime)?;
-    rt.block_on(run_async(loaded, opts, interrupt, on))
+    probe.register_current();
+    rt.block_on(run_async(loaded, opts, probe, interrupt, on))
 }
 
 /// The run directory: a new one, or the one `--resume` goes on with (with its records).
@@ -149,6 +161,7 @@ fn open_dir(
 async fn run_async(
     loaded: &Loaded,
     opts: &RunOptions,
+    probe: probe::Probe,
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<Summary, RunError> {
@@ -165,6 +178,7 @@ async fn run_async(
         ..Summary::default()
     };
     let start = Start {
+        client_threads: probe.threads() as u32,
         loaded,
         dir: &dir,
         server: &server,
@@ -184,6 +198,7 @@ async fn run_async(
             engine.client.clone(),
             &todo.workload,
             opts.save_requests,
+            probe,
         )),
         interrupt,
         on,
@@ -198,6 +213,7 @@ async fn run_async(
 
 /// What the start of a run writes and says.
 struct Start<'a> {
+    client_threads: u32,
     loaded: &'a Loaded,
     dir: &'a RunDir,
     server: &'a dir::ServerInfo,
@@ -213,7 +229,8 @@ impl Start<'_> {
         earlier: Option<Resumed>,
         summary: &mut Summary,
     ) -> Result<(crate::rundir::Manifest, Plan), RunError> {
-        let manifest = dir::manifest(self.loaded, self.server);
+        let mut manifest = dir::manifest(self.loaded, self.server);
+        manifest.client_threads = Some(self.client_threads);
         for w in &manifest.warnings {
             (self.on)(Event::Note(w.clone()));
         }

@@ -38,6 +38,9 @@ pub struct Manifest {
     /// The run directories a merged run was made from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<Vec<MergedPart>>,
+    /// Worker threads of the measuring client (`--client-threads`, else one per core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_threads: Option<u32>,
 }
 
 /// What the engine reported.
@@ -82,6 +85,7 @@ impl Manifest {
         started_at: String,
     ) -> Manifest {
         Manifest {
+            client_threads: None,
             tool: "benchspec".into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
             spec: spec_path.into(),

@@ -18,7 +18,7 @@ mod stream;
 pub mod tokenizer;
 
 pub use options::{Dialect, Faults, Options};
-pub use server::{Sim, start};
+pub use server::{Sim, start, start_threaded};
 
 /// Why the simulator could not start.
 #[derive(Debug, thiserror::Error)]

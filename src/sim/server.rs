@@ -24,6 +24,33 @@ pub struct Sim {
     pub addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+    /// The runtime of its own, when started with [`start_threaded`].
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Serve the simulator on 127.0.0.1 (a free port) from a runtime of its own, so that the
+/// process measuring it in-process can tell its own CPU time from the simulator's.
+pub fn start_threaded(opts: Options) -> std::io::Result<Sim> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("sim-http")
+        .enable_all()
+        .build()?;
+    let mut sim = {
+        let _inside = rt.enter();
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        std_listener.set_nonblocking(true)?;
+        start(tokio::net::TcpListener::from_std(std_listener)?, opts)?
+    };
+    sim.runtime = Some(rt);
+    Ok(sim)
 }
 
 impl Sim {
@@ -102,5 +129,6 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
         addr,
         stop: Some(stop_tx),
         task,
+        runtime: None,
     })
 }

@@ -227,6 +227,11 @@ pub struct Validity {
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub max_error_rate: f64,
+    /// The client's CPU busy fraction during a window may be at most this: above it the
+    /// client itself, not the engine, was the bottleneck.
+    #[serde(default = "default_max_client_busy")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub max_client_busy: f64,
 }
 
 impl Default for Validity {
@@ -234,8 +239,13 @@ impl Default for Validity {
         Validity {
             min_active_fraction: default_min_active(),
             max_error_rate: 0.0,
+            max_client_busy: default_max_client_busy(),
         }
     }
+}
+
+fn default_max_client_busy() -> f64 {
+    0.9
 }
 
 fn default_min_active() -> f64 {

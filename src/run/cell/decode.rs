@@ -4,9 +4,11 @@
 
 use super::{CellFailure, Ctx, failed, rand_tag, round, verdict};
 use crate::plan::{Cell, Decode};
+use crate::results::ClientUse;
 use crate::results::{Record, TokenSource};
 use crate::run::client::Prepared;
 use crate::run::load::{Clock, Gauge, Sink, Tally, Totals};
+use crate::run::probe::{Probe, Sample, peak_rss_mb, reset_peak_rss};
 use crate::spec::Validity;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -83,6 +85,7 @@ pub async fn decode(
         Decode::FixedDuration(d) => (Some(d), None),
         Decode::RequestCount(n) => (None, Some(Arc::new(AtomicU64::new(u64::from(n))))),
     };
+    reset_peak_rss();
     let start = Instant::now();
     let shared = Shared {
         clock: Arc::new(Clock::new(start, c, window)),
@@ -113,7 +116,17 @@ pub async fn decode(
         set.spawn(slot_loop(slot_cx, slot, tally, stop_rx.clone()));
     }
     let mut tallies = Vec::with_capacity(c);
-    let watched = watch_cell(&shared, &mut set, &mut tallies, &cx, window, &ticks).await;
+    let mut cpu = Cpu::default();
+    let watched = watch_cell(
+        &shared,
+        &mut set,
+        &mut tallies,
+        &cx,
+        window,
+        &ticks,
+        &mut cpu,
+    )
+    .await;
     let _ = stop_tx.send(true);
     let at = Instant::now();
     shared.clock.end_at(at);
@@ -135,7 +148,29 @@ pub async fn decode(
         return failed(rec, &why);
     }
     keep_requests(&cx, cell, &mut totals);
+    rec.client = cpu.usage(&cx.probe, totals.length_s);
     fill(rec, &mut totals, cell, window, &cx.workload.validity)
+}
+
+/// The client's CPU time when the window opened and when it closed.
+#[derive(Default)]
+struct Cpu {
+    open: Option<Sample>,
+    close: Option<Sample>,
+}
+
+impl Cpu {
+    /// The client's footprint over a window of `len` seconds.
+    fn usage(&self, probe: &Probe, len: f64) -> Option<ClientUse> {
+        let cpu_s = self.close.as_ref()?.since(self.open.as_ref()?);
+        let threads = probe.threads().max(1);
+        (len > 0.0).then(|| ClientUse {
+            cpu_busy: round(cpu_s / (len * threads as f64), 3),
+            threads: threads as u32,
+            rss_mb: peak_rss_mb(),
+            cpu_s: round(cpu_s, 3),
+        })
+    }
 }
 
 /// The window's per-request detail, kept for `requests.jsonl` (`--save-requests`).
@@ -196,6 +231,7 @@ async fn watch_cell(
     cx: &Ctx,
     window: Option<Duration>,
     ticks: &mpsc::UnboundedSender<Tick>,
+    cpu: &mut Cpu,
 ) -> Result<(), CellFailure> {
     // The cell waits longer than a request's own stall timeout, so that a stalled request
     // is counted as such before the cell gives up on silence.
@@ -207,12 +243,21 @@ async fn watch_cell(
     let (mut seen, mut quiet_since) = (0u64, Instant::now());
     let _ = ticks.send(Tick::at(Stage::Ramp));
     loop {
+        if cpu.open.is_none() && clock.open().is_some() {
+            cpu.open = cx.probe.sample();
+        }
         let close = clock.close().filter(|_| window.is_some());
         tokio::select! {
-            () = sleep_until_some(close) => return Ok(()),
+            () = sleep_until_some(close) => {
+                cpu.close = cx.probe.sample();
+                return Ok(());
+            }
             () = clock.opened.notified(), if clock.open().is_none() => {}
             joined = set.join_next() => match joined {
-                None => return Ok(()),
+                None => {
+                    cpu.close = cx.probe.sample();
+                    return Ok(());
+                }
                 Some(t) => done.extend(t.ok()),
             },
             _ = every.tick() => {
@@ -382,6 +427,15 @@ fn fill(
     }
     if w.tokens <= 0.0 {
         reasons.push("no tokens inside the window".into());
+    }
+    if let Some(c) = rec.client
+        && c.cpu_busy > validity.max_client_busy
+    {
+        reasons.push(format!(
+            "client saturated: {:.0}% busy (more than validity.max_client_busy {:.0}%; give it more --client-threads or cores)",
+            c.cpu_busy * 100.0,
+            validity.max_client_busy * 100.0
+        ));
     }
     let started = w.started.max(1);
     let rate = w.errors as f64 / started as f64;

@@ -7,6 +7,7 @@ mod decode;
 pub use decode::{Stage, Tick, decode};
 
 use super::client::{Client, Outcome};
+use super::probe::Probe;
 use super::prompt::{PromptError, Synth};
 use crate::plan::{Cell, Prefill, Workload};
 use crate::results::stats::{Latencies, median};
@@ -24,12 +25,15 @@ pub struct Ctx {
     pub synth: Mutex<Synth>,
     /// Per-request detail of the cell being measured, when `--save-requests` asks for it.
     pub requests: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
+    /// The client's own footprint.
+    pub probe: Probe,
 }
 
 impl Ctx {
     /// The context of a run's cells, keeping per-request detail when `save_requests`.
-    pub fn new(client: Client, workload: &Workload, save_requests: bool) -> Ctx {
+    pub fn new(client: Client, workload: &Workload, save_requests: bool, probe: Probe) -> Ctx {
         Ctx {
+            probe,
             client,
             synth: Mutex::new(Synth::new(workload.seed)),
             workload: workload.clone(),
