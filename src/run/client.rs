@@ -5,11 +5,13 @@
 //! measuring code sees what the network delivered and when.
 
 use super::chunk::ChunkState;
+use super::h1::{self, WireError};
 pub use super::outcome::{Chunk, Failure, Outcome};
 use super::sse::SseParser;
 use crate::spec::{Api, EngineKind};
 use bytes::Bytes;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -61,6 +63,8 @@ pub struct Client {
     key: Option<String>,
     stall: Duration,
     ignore_eos: bool,
+    /// The lean HTTP/1.1 path of the generation requests (plain `http://` engines).
+    lean: Option<Arc<h1::Pool>>,
 }
 
 impl Client {
@@ -83,7 +87,9 @@ impl Client {
             .build()
             .map_err(ApiError::Build)?;
         let w = &spec.workload;
+        let lean = h1::Endpoint::parse(base).map(|ep| Arc::new(h1::Pool::new(ep, pool)));
         Ok(Client {
+            lean,
             http,
             base: base.trim_end_matches('/').to_string(),
             model: spec.model.served_name.clone(),
@@ -211,7 +217,28 @@ impl Client {
     /// meantime (llama.cpp's server closes idle ones, and each after a number of requests)
     /// fails before any response byte; that is retried, with the clock restarted, up to
     /// [`SEND_TRIES`] times, as the next pooled connection may be as stale as the first.
-    async fn send(&self, req: &Prepared, out: &mut Outcome) -> Result<reqwest::Response, Failure> {
+    async fn send<'a>(&'a self, req: &Prepared, out: &mut Outcome) -> Result<Wire<'a>, Failure> {
+        let Some(pool) = &self.lean else {
+            return self.send_reqwest(req, out).await;
+        };
+        let head = pool.post_head(req.path, req.body.len(), self.key.as_deref());
+        for attempt in 0..SEND_TRIES {
+            out.sent = Instant::now();
+            let exchange = async { pool.take().await?.exchange(&head, &req.body).await };
+            match tokio::time::timeout(self.stall, exchange).await {
+                Err(_) => return Err(Failure::Stall),
+                Ok(Ok(r)) => return Ok(Wire::Lean(r, pool)),
+                Ok(Err(WireError::Stale)) if attempt + 1 < SEND_TRIES => {}
+                Ok(Err(WireError::Refused)) => return Err(Failure::Refused),
+                Ok(Err(WireError::Disconnect)) => return Err(Failure::Disconnect),
+                Ok(Err(_)) => return Err(Failure::Connect),
+            }
+        }
+        Err(Failure::Connect)
+    }
+
+    /// [`Client::send`] through reqwest (https engines).
+    async fn send_reqwest(&self, req: &Prepared, out: &mut Outcome) -> Result<Wire<'_>, Failure> {
         for attempt in 0..SEND_TRIES {
             let mut rb = self
                 .http
@@ -224,7 +251,7 @@ impl Client {
             out.sent = Instant::now();
             match tokio::time::timeout(self.stall, rb.send()).await {
                 Err(_) => return Err(Failure::Stall),
-                Ok(Ok(r)) => return Ok(r),
+                Ok(Ok(r)) => return Ok(Wire::Reqwest(r, None)),
                 Ok(Err(e))
                     if attempt + 1 < SEND_TRIES
                         && !e.is_timeout()
@@ -250,9 +277,9 @@ impl Client {
             all_usage: true,
             failure: None,
         };
-        let mut response = match self.send(req, &mut out).await {
-            Ok(r) if r.status().is_success() => r,
-            Ok(r) => return fail(out, Failure::Http(r.status().as_u16())),
+        let mut wire = match self.send(req, &mut out).await {
+            Ok(w) if (200..300).contains(&w.status()) => w,
+            Ok(w) => return fail(out, Failure::Http(w.status())),
             Err(f) => return fail(out, f),
         };
         let mut parser = SseParser::default();
@@ -260,46 +287,50 @@ impl Client {
         let mut state = ChunkState::default();
         // One timer for the stall timeout, moved on only when it fires: a timer per read
         // would cost a timer-wheel update per chunk.
-        let mut last = Instant::now();
-        let stall = tokio::time::sleep_until(last + self.stall);
+        let mut at = Instant::now();
+        let stall = tokio::time::sleep_until(at + self.stall);
         tokio::pin!(stall);
         loop {
+            // What the last read brought (for the lean path, the first time, what came
+            // with the response head), then wait for more.
+            let (mut bad, mut sse_bad) = (None, false);
+            let drained = wire.drain(&mut |bytes| {
+                let fed = parser.feed(bytes, |data| {
+                    if bad.is_none() {
+                        match state.event(data, at, &mut out) {
+                            Ok(Some(c)) => on_chunk(c),
+                            Ok(None) => {}
+                            Err(f) => bad = Some(f),
+                        }
+                    }
+                    done |= data == "[DONE]";
+                });
+                sse_bad |= fed.is_err();
+            });
+            if sse_bad {
+                return fail(out, Failure::Sse);
+            }
+            if let Some(f) = bad.or(drained.err()) {
+                return fail(out, f);
+            }
             let read = tokio::select! {
                 biased;
-                read = response.chunk() => read,
+                read = wire.read() => read,
                 () = &mut stall => {
-                    if last.elapsed() >= self.stall {
+                    if at.elapsed() >= self.stall {
                         return fail(out, Failure::Stall);
                     }
-                    stall.as_mut().reset(last + self.stall);
+                    stall.as_mut().reset(at + self.stall);
                     continue;
                 }
             };
-            let bytes = match read {
-                Err(_) => return fail(out, Failure::Disconnect),
-                Ok(None) => break,
-                Ok(Some(b)) => b,
-            };
-            let at = Instant::now();
-            last = at;
-            let mut bad = None;
-            let fed = parser.feed(&bytes, |data| {
-                if bad.is_none() {
-                    match state.event(data, at, &mut out) {
-                        Ok(Some(c)) => on_chunk(c),
-                        Ok(None) => {}
-                        Err(f) => bad = Some(f),
-                    }
-                }
-                done |= data == "[DONE]";
-            });
-            if fed.is_err() {
-                return fail(out, Failure::Sse);
-            }
-            if let Some(f) = bad {
-                return fail(out, f);
+            match read {
+                Err(f) => return fail(out, f),
+                Ok(false) => break,
+                Ok(true) => at = Instant::now(),
             }
         }
+        wire.finish();
         let _ = parser.finish(|data| done |= data == "[DONE]");
         if !done && !state.finished {
             return fail(out, Failure::Disconnect);
@@ -309,6 +340,58 @@ impl Client {
             out.failure = Some(Failure::Short);
         }
         out
+    }
+}
+
+/// A response body being read: on the lean HTTP/1.1 path, or through reqwest (with the
+/// bytes of its last read).
+enum Wire<'a> {
+    Lean(h1::Response, &'a h1::Pool),
+    Reqwest(reqwest::Response, Option<Bytes>),
+}
+
+impl Wire<'_> {
+    fn status(&self) -> u16 {
+        match self {
+            Wire::Lean(r, _) => r.status,
+            Wire::Reqwest(r, _) => r.status().as_u16(),
+        }
+    }
+
+    /// Wait for body bytes; `false` at the end of the body.
+    async fn read(&mut self) -> Result<bool, Failure> {
+        match self {
+            Wire::Lean(r, _) if r.ended() => Ok(false),
+            Wire::Lean(r, _) => r.read().await.map_err(|_| Failure::Disconnect),
+            Wire::Reqwest(r, last) => match r.chunk().await {
+                Err(_) => Err(Failure::Disconnect),
+                Ok(None) => Ok(false),
+                Ok(Some(b)) => {
+                    *last = Some(b);
+                    Ok(true)
+                }
+            },
+        }
+    }
+
+    /// Hand the body bytes read so far to `on_body`.
+    fn drain(&mut self, on_body: &mut impl FnMut(&[u8])) -> Result<(), Failure> {
+        match self {
+            Wire::Lean(r, _) => r.drain(on_body).map_err(|_| Failure::Disconnect),
+            Wire::Reqwest(_, last) => {
+                if let Some(b) = last.take() {
+                    on_body(&b);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The body was read to its end: keep the connection for the next request.
+    fn finish(self) {
+        if let Wire::Lean(r, pool) = self {
+            r.finish(pool);
+        }
     }
 }
 

@@ -15,6 +15,7 @@ pub use error::{EngineError, RunError};
 mod interrupt;
 mod outcome;
 pub use interrupt::Interrupt;
+mod h1;
 mod launch;
 mod load;
 mod probe;
