@@ -187,28 +187,36 @@ impl Client {
     }
 
     /// The streamed generation request for `prompt`, serialized once: a slot that sends the
-    /// same prompt again and again shares these bytes instead of building a body each time.
+    /// same prompt again and again shares these bytes instead of building a body each time,
+    /// and [`Prepared::with_max_tokens`] shares the prompt's bytes between requests.
     pub fn prepare(&self, prompt: &str, max_tokens: u64) -> Prepared {
-        let mut body = match self.api {
-            Api::Completions => json!({"model": self.model, "prompt": prompt}),
-            Api::Chat => {
-                json!({"model": self.model, "messages": [{"role": "user", "content": prompt}]})
-            }
+        let model = Value::String(self.model.clone());
+        let (path, prefix, close) = match self.api {
+            Api::Completions => (
+                "/v1/completions",
+                format!("{{\"model\":{model},\"prompt\":"),
+                "",
+            ),
+            Api::Chat => (
+                "/v1/chat/completions",
+                format!("{{\"model\":{model},\"messages\":[{{\"role\":\"user\",\"content\":"),
+                "}]",
+            ),
         };
-        body["max_tokens"] = json!(max_tokens);
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true, "continuous_usage_stats": true});
-        body["temperature"] = json!(0);
-        if self.ignore_eos {
-            body["ignore_eos"] = json!(true);
-        }
-        let path = match self.api {
-            Api::Completions => "/v1/completions",
-            Api::Chat => "/v1/chat/completions",
+        let eos = if self.ignore_eos {
+            ",\"ignore_eos\":true"
+        } else {
+            ""
         };
+        let rest = format!(
+            "{close},\"stream\":true,\"stream_options\":{{\"include_usage\":true,\"continuous_usage_stats\":true}},\"temperature\":0{eos}"
+        );
         Prepared {
             path,
-            body: Bytes::from(body.to_string()),
+            prefix: Bytes::from(prefix),
+            prompt: Bytes::from(Value::String(prompt.to_string()).to_string()),
+            rest: Bytes::from(rest),
+            last: last_part(max_tokens),
             max_tokens,
         }
     }
@@ -221,16 +229,24 @@ impl Client {
         let Some(pool) = &self.lean else {
             return self.send_reqwest(req, out).await;
         };
-        let head = pool.post_head(req.path, req.body.len(), self.key.as_deref());
-        for attempt in 0..SEND_TRIES {
+        let head = pool.post_head(req.path, req.len(), self.key.as_deref());
+        // A stale idle connection costs no try: the pool shrinks with each.
+        let mut tries = 0;
+        while tries < SEND_TRIES {
             out.sent = Instant::now();
-            let exchange = async { pool.take().await?.exchange(&head, &req.body).await };
-            match tokio::time::timeout(self.stall, exchange).await {
+            let conn = match pool.take().await {
+                Ok(c) => c,
+                Err(WireError::Refused) => return Err(Failure::Refused),
+                Err(_) => return Err(Failure::Connect),
+            };
+            tries += usize::from(!conn.reused);
+            match tokio::time::timeout(self.stall, conn.exchange(&head, req.parts())).await {
                 Err(_) => return Err(Failure::Stall),
                 Ok(Ok(r)) => return Ok(Wire::Lean(r, pool)),
-                Ok(Err(WireError::Stale)) if attempt + 1 < SEND_TRIES => {}
+                Ok(Err(WireError::Stale)) => {}
                 Ok(Err(WireError::Refused)) => return Err(Failure::Refused),
                 Ok(Err(WireError::Disconnect)) => return Err(Failure::Disconnect),
+                Ok(Err(_)) if tries < SEND_TRIES => {}
                 Ok(Err(_)) => return Err(Failure::Connect),
             }
         }
@@ -244,7 +260,7 @@ impl Client {
                 .http
                 .post(format!("{}{}", self.base, req.path))
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(req.body.clone());
+                .body(req.whole());
             if let Some(key) = &self.key {
                 rb = rb.bearer_auth(key);
             }
@@ -395,12 +411,50 @@ impl Wire<'_> {
     }
 }
 
-/// A generation request serialized once, shared by every send of it.
+/// A generation request serialized once, shared by every send of it: the JSON body is
+/// `prefix`, the JSON-escaped `prompt`, `rest` and `last` (`max_tokens` and the closing brace).
 #[derive(Debug, Clone)]
 pub struct Prepared {
     path: &'static str,
-    body: Bytes,
+    prefix: Bytes,
+    prompt: Bytes,
+    rest: Bytes,
+    last: Bytes,
     max_tokens: u64,
+}
+
+impl Prepared {
+    /// The same request asking for `max_tokens`, sharing the prompt's bytes.
+    pub fn with_max_tokens(&self, max_tokens: u64) -> Prepared {
+        Prepared {
+            last: last_part(max_tokens),
+            max_tokens,
+            ..self.clone()
+        }
+    }
+
+    /// The parts of the body, in order.
+    fn parts(&self) -> [&Bytes; 4] {
+        [&self.prefix, &self.prompt, &self.rest, &self.last]
+    }
+
+    /// The body's length in bytes.
+    fn len(&self) -> usize {
+        self.parts().iter().map(|p| p.len()).sum()
+    }
+
+    /// The body in one piece (for reqwest).
+    fn whole(&self) -> Bytes {
+        let mut body = Vec::with_capacity(self.len());
+        for p in self.parts() {
+            body.extend_from_slice(p);
+        }
+        Bytes::from(body)
+    }
+}
+
+fn last_part(max_tokens: u64) -> Bytes {
+    Bytes::from(format!(",\"max_tokens\":{max_tokens}}}"))
 }
 
 fn fail(mut out: Outcome, f: Failure) -> Outcome {

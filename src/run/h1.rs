@@ -75,7 +75,7 @@ pub struct Conn {
     io: TcpStream,
     buf: BytesMut,
     /// Whether it served a request before (and so may have been closed by the server).
-    reused: bool,
+    pub reused: bool,
 }
 
 impl Pool {
@@ -88,10 +88,16 @@ impl Pool {
         }
     }
 
-    /// An idle connection, or a new one.
+    /// An idle connection the server has not closed, or a new one.
     pub async fn take(&self) -> Result<Conn, WireError> {
-        if let Some(c) = self.idle.lock().ok().and_then(|mut v| v.pop()) {
-            return Ok(c);
+        while let Some(c) = self.idle.lock().ok().and_then(|mut v| v.pop()) {
+            // An idle connection has nothing to read: end of stream (or bytes nobody asked
+            // for) means the server is done with it.
+            let mut probe = [0u8; 1];
+            if matches!(c.io.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            {
+                return Ok(c);
+            }
         }
         let connect = TcpStream::connect(&self.ep.addrs[..]);
         let io = match tokio::time::timeout(Duration::from_secs(10), connect).await {
@@ -169,13 +175,18 @@ pub struct Response {
 
 impl Conn {
     /// Write the request and read the response head.
-    pub async fn exchange(mut self, head: &[u8], body: &[u8]) -> Result<Response, WireError> {
+    pub async fn exchange(
+        mut self,
+        head: &[u8],
+        body: [&bytes::Bytes; 4],
+    ) -> Result<Response, WireError> {
         let lost = if self.reused {
             WireError::Stale
         } else {
             WireError::Connect
         };
-        let mut out = Buf::chain(head, body);
+        let [a, b, c, d] = body.map(|p| &p[..]);
+        let mut out = Buf::chain(head, a).chain(b).chain(c).chain(d);
         if self.io.write_all_buf(&mut out).await.is_err() {
             return Err(lost);
         }

@@ -202,8 +202,10 @@ async fn warm_up(
         let prompt = cx
             .slot_prompt(cell.context, cell.prompt_tokens, slot)
             .await?;
-        warm.push(cx.client.prepare(&prompt, 1));
-        bodies.push(cx.client.prepare(&prompt, cx.workload.max_output_tokens));
+        // The warm-up and the measured requests share the prompt's bytes.
+        let body = cx.client.prepare(&prompt, cx.workload.max_output_tokens);
+        warm.push(body.with_max_tokens(1));
+        bodies.push(body);
     }
     let warmups = warm.iter().map(|w| cx.client.generate(w, |_| {}));
     let outs = futures_util::future::join_all(warmups).await;
