@@ -1,7 +1,10 @@
 //! The measuring client's own cost: C streams against the `instant` simulator (no modelled
 //! time) served from another thread, the client on a single-threaded runtime on this thread.
 //! Prints chunks/s ingested and the client thread's CPU seconds per million tokens (medians
-//! of 3). Run: `cargo bench --bench client`.
+//! of 3). Run: `cargo bench --bench client`. It measures the client's parsing cost with many
+//! tokens per read on a current-thread runtime; the cost of the real shape of `run` (one
+//! token per chunk, the multi-thread runtime, TTFT against the server's own) is
+//! `cargo bench --bench load`.
 
 use benchspec::run::client::Client;
 use benchspec::sim::{self, Options, profile};

@@ -214,7 +214,7 @@ impl Client {
         Prepared {
             path,
             prefix: Bytes::from(prefix),
-            prompt: Bytes::from(Value::String(prompt.to_string()).to_string()),
+            prompt: Bytes::from(serde_json::to_string(prompt).unwrap_or_default()),
             rest: Bytes::from(rest),
             last: last_part(max_tokens),
             max_tokens,
