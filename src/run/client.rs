@@ -214,7 +214,7 @@ impl Client {
         Prepared {
             path,
             prefix: Bytes::from(prefix),
-            prompt: Bytes::from(serde_json::to_string(prompt).unwrap_or_default()),
+            prompt: escaped(prompt),
             rest: Bytes::from(rest),
             last: last_part(max_tokens),
             max_tokens,
@@ -233,12 +233,14 @@ impl Client {
         // A stale idle connection costs no try: the pool shrinks with each.
         let mut tries = 0;
         while tries < SEND_TRIES {
-            out.sent = Instant::now();
             let conn = match pool.take().await {
                 Ok(c) => c,
                 Err(WireError::Refused) => return Err(Failure::Refused),
                 Err(_) => return Err(Failure::Connect),
             };
+            // TTFT starts just before the request is written: a new connection's set-up
+            // is not part of it.
+            out.sent = Instant::now();
             tries += usize::from(!conn.reused);
             match tokio::time::timeout(self.stall, conn.exchange(&head, req.parts())).await {
                 Err(_) => return Err(Failure::Stall),
@@ -451,6 +453,15 @@ impl Prepared {
         }
         Bytes::from(body)
     }
+}
+
+/// `text` as a JSON string, in an allocation of its size: a slot keeps it for the whole
+/// context, so no spare capacity is held (128 slots × 123K-token prompts).
+fn escaped(text: &str) -> Bytes {
+    let mut out = Vec::with_capacity(text.len() + text.len() / 16 + 2);
+    let _ = serde_json::to_writer(&mut out, text);
+    out.shrink_to_fit();
+    Bytes::from(out)
 }
 
 fn last_part(max_tokens: u64) -> Bytes {

@@ -345,3 +345,47 @@ fn two_runs_in_one_process_each_answer_their_own_interrupt() {
     );
     assert!(err.to_string().contains("--resume"), "{err}");
 }
+
+#[test]
+fn the_client_checks_itself_and_a_saturated_client_makes_the_cell_invalid() {
+    for (busy, want) in [(0.0, Status::Invalid), (0.9, Status::Valid)] {
+        let dir = Dir::new();
+        let out = dir.path().join("run");
+        let spec = format!(
+            "version: 1\nname: client\nengine: {{kind: sim, sim: {{profile: tiny}}}}\nmodel: {{served_name: tiny}}\nworkload: {{max_output_tokens: 256}}\nmatrix: {{contexts: [256], concurrency: [4]}}\nphases: {{prefill: {{enabled: false}}, decode: {{duration: 2s}}}}\nvalidity: {{max_client_busy: {busy}}}\n"
+        );
+        let done = Bench::new(&[
+            "run",
+            "--client-threads",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .spec("s.yaml", &spec)
+        .run();
+        let recs = records(&out);
+        let r = recs.iter().find(|r| r.cell == "decode/256/c4").unwrap();
+        assert_eq!(
+            r.status, want,
+            "max_client_busy {busy}: {r:?}\n{}",
+            done.stderr
+        );
+        let client = r.client.unwrap();
+        assert_eq!(client.threads, 1);
+        // The in-process simulator runs on its own threads: only the client's CPU counts,
+        // which at 4 streams of a tiny model is far from one core.
+        assert!(client.cpu_busy > 0.0 && client.cpu_busy < 0.9, "{client:?}");
+        assert!(
+            client.cpu_s > 0.0 && client.rss_mb.is_none_or(|m| m > 1.0),
+            "{client:?}"
+        );
+        let saturated = r
+            .reasons
+            .iter()
+            .any(|m| m.starts_with("client saturated: "));
+        assert_eq!(saturated, want == Status::Invalid, "{:?}", r.reasons);
+        let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+        let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+        assert_eq!(manifest["client_threads"], 1);
+    }
+}
