@@ -7,7 +7,10 @@
 use super::chunk::ChunkState;
 use super::h1::{self, WireError};
 pub use super::outcome::{Chunk, Failure, Outcome};
+pub use super::prepared::Prepared;
+use super::prepared::{escaped, last_part};
 use super::sse::SseParser;
+use super::wire::Wire;
 use crate::spec::{Api, EngineKind};
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -359,113 +362,6 @@ impl Client {
         }
         out
     }
-}
-
-/// A response body being read: on the lean HTTP/1.1 path, or through reqwest (with the
-/// bytes of its last read).
-enum Wire<'a> {
-    Lean(h1::Response, &'a h1::Pool),
-    Reqwest(reqwest::Response, Option<Bytes>),
-}
-
-impl Wire<'_> {
-    fn status(&self) -> u16 {
-        match self {
-            Wire::Lean(r, _) => r.status,
-            Wire::Reqwest(r, _) => r.status().as_u16(),
-        }
-    }
-
-    /// Wait for body bytes; `false` at the end of the body.
-    async fn read(&mut self) -> Result<bool, Failure> {
-        match self {
-            Wire::Lean(r, _) if r.ended() => Ok(false),
-            Wire::Lean(r, _) => r.read().await.map_err(|_| Failure::Disconnect),
-            Wire::Reqwest(r, last) => match r.chunk().await {
-                Err(_) => Err(Failure::Disconnect),
-                Ok(None) => Ok(false),
-                Ok(Some(b)) => {
-                    *last = Some(b);
-                    Ok(true)
-                }
-            },
-        }
-    }
-
-    /// Hand the body bytes read so far to `on_body`.
-    fn drain(&mut self, on_body: &mut impl FnMut(&[u8])) -> Result<(), Failure> {
-        match self {
-            Wire::Lean(r, _) => r.drain(on_body).map_err(|_| Failure::Disconnect),
-            Wire::Reqwest(_, last) => {
-                if let Some(b) = last.take() {
-                    on_body(&b);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// The body was read to its end: keep the connection for the next request.
-    fn finish(self) {
-        if let Wire::Lean(r, pool) = self {
-            r.finish(pool);
-        }
-    }
-}
-
-/// A generation request serialized once, shared by every send of it: the JSON body is
-/// `prefix`, the JSON-escaped `prompt`, `rest` and `last` (`max_tokens` and the closing brace).
-#[derive(Debug, Clone)]
-pub struct Prepared {
-    path: &'static str,
-    prefix: Bytes,
-    prompt: Bytes,
-    rest: Bytes,
-    last: Bytes,
-    max_tokens: u64,
-}
-
-impl Prepared {
-    /// The same request asking for `max_tokens`, sharing the prompt's bytes.
-    pub fn with_max_tokens(&self, max_tokens: u64) -> Prepared {
-        Prepared {
-            last: last_part(max_tokens),
-            max_tokens,
-            ..self.clone()
-        }
-    }
-
-    /// The parts of the body, in order.
-    fn parts(&self) -> [&Bytes; 4] {
-        [&self.prefix, &self.prompt, &self.rest, &self.last]
-    }
-
-    /// The body's length in bytes.
-    fn len(&self) -> usize {
-        self.parts().iter().map(|p| p.len()).sum()
-    }
-
-    /// The body in one piece (for reqwest).
-    fn whole(&self) -> Bytes {
-        let mut body = Vec::with_capacity(self.len());
-        for p in self.parts() {
-            body.extend_from_slice(p);
-        }
-        Bytes::from(body)
-    }
-}
-
-/// `text` as a JSON string, in an allocation of its size: a slot keeps it for the whole
-/// context, so no spare capacity is held (128 slots × 123K-token prompts).
-fn escaped(text: &str) -> Bytes {
-    let mut out = Vec::with_capacity(text.len() + text.len() / 16 + 2);
-    let _ = serde_json::to_writer(&mut out, text);
-    out.shrink_to_fit();
-    Bytes::from(out)
-}
-
-fn last_part(max_tokens: u64) -> Bytes {
-    Bytes::from(format!(",\"max_tokens\":{max_tokens}}}"))
 }
 
 fn fail(mut out: Outcome, f: Failure) -> Outcome {

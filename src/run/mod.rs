@@ -18,9 +18,11 @@ pub use interrupt::Interrupt;
 mod h1;
 mod launch;
 mod load;
+mod prepared;
 mod probe;
 mod prompt;
 pub mod sse;
+mod wire;
 pub use cell::{Stage, Tick};
 
 use crate::plan::{self, Measure, Plan, Rates, Shard};

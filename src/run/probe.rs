@@ -3,6 +3,8 @@
 //! process's peak resident memory. A decode record carries both, so that a cell whose client
 //! was itself the bottleneck is seen and marked.
 
+use crate::results::ClientUse;
+use crate::run::cell::round;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -59,6 +61,29 @@ impl Probe {
             .filter_map(|t| thread_cpu_s(t).map(|s| (t, s)))
             .collect();
         (!map.is_empty()).then_some(Sample(map))
+    }
+}
+
+/// The client's CPU time when the window opened and when it closed.
+#[derive(Default)]
+pub struct Cpu {
+    /// At the open.
+    pub open: Option<Sample>,
+    /// At the close.
+    pub close: Option<Sample>,
+}
+
+impl Cpu {
+    /// The client's footprint over a window of `len` seconds.
+    pub fn usage(&self, probe: &Probe, len: f64) -> Option<ClientUse> {
+        let cpu_s = self.close.as_ref()?.since(self.open.as_ref()?);
+        let threads = probe.threads().max(1);
+        (len > 0.0).then(|| ClientUse {
+            cpu_busy: round(cpu_s / (len * threads as f64), 3),
+            threads: threads as u32,
+            rss_mb: peak_rss_mb(),
+            cpu_s: round(cpu_s, 3),
+        })
     }
 }
 

@@ -4,11 +4,10 @@
 
 use super::{CellFailure, Ctx, failed, rand_tag, round, verdict};
 use crate::plan::{Cell, Decode};
-use crate::results::ClientUse;
 use crate::results::{Record, TokenSource};
 use crate::run::client::Prepared;
 use crate::run::load::{Clock, Gauge, Sink, Tally, Totals};
-use crate::run::probe::{Probe, Sample, peak_rss_mb, reset_peak_rss};
+use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::spec::Validity;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -150,27 +149,6 @@ pub async fn decode(
     keep_requests(&cx, cell, &mut totals);
     rec.client = cpu.usage(&cx.probe, totals.length_s);
     fill(rec, &mut totals, cell, window, &cx.workload.validity)
-}
-
-/// The client's CPU time when the window opened and when it closed.
-#[derive(Default)]
-struct Cpu {
-    open: Option<Sample>,
-    close: Option<Sample>,
-}
-
-impl Cpu {
-    /// The client's footprint over a window of `len` seconds.
-    fn usage(&self, probe: &Probe, len: f64) -> Option<ClientUse> {
-        let cpu_s = self.close.as_ref()?.since(self.open.as_ref()?);
-        let threads = probe.threads().max(1);
-        (len > 0.0).then(|| ClientUse {
-            cpu_busy: round(cpu_s / (len * threads as f64), 3),
-            threads: threads as u32,
-            rss_mb: peak_rss_mb(),
-            cpu_s: round(cpu_s, 3),
-        })
-    }
 }
 
 /// The window's per-request detail, kept for `requests.jsonl` (`--save-requests`).

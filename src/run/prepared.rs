@@ -1,0 +1,60 @@
+//! A generation request serialized once: the JSON body in parts, so that the requests of
+//! a slot (its warm-up and every measured one) share the prompt's bytes, however long the
+//! prompt.
+
+use bytes::Bytes;
+
+/// A generation request serialized once, shared by every send of it: the JSON body is
+/// `prefix`, the JSON-escaped `prompt`, `rest` and `last` (`max_tokens` and the closing brace).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub(super) path: &'static str,
+    pub(super) prefix: Bytes,
+    pub(super) prompt: Bytes,
+    pub(super) rest: Bytes,
+    pub(super) last: Bytes,
+    pub(super) max_tokens: u64,
+}
+
+impl Prepared {
+    /// The same request asking for `max_tokens`, sharing the prompt's bytes.
+    pub fn with_max_tokens(&self, max_tokens: u64) -> Prepared {
+        Prepared {
+            last: last_part(max_tokens),
+            max_tokens,
+            ..self.clone()
+        }
+    }
+
+    /// The parts of the body, in order.
+    pub(super) fn parts(&self) -> [&Bytes; 4] {
+        [&self.prefix, &self.prompt, &self.rest, &self.last]
+    }
+
+    /// The body's length in bytes.
+    pub(super) fn len(&self) -> usize {
+        self.parts().iter().map(|p| p.len()).sum()
+    }
+
+    /// The body in one piece (for reqwest).
+    pub(super) fn whole(&self) -> Bytes {
+        let mut body = Vec::with_capacity(self.len());
+        for p in self.parts() {
+            body.extend_from_slice(p);
+        }
+        Bytes::from(body)
+    }
+}
+
+/// `text` as a JSON string, in an allocation of its size: a slot keeps it for the whole
+/// context, so no spare capacity is held (128 slots × 123K-token prompts).
+pub(super) fn escaped(text: &str) -> Bytes {
+    let mut out = Vec::with_capacity(text.len() + text.len() / 16 + 2);
+    let _ = serde_json::to_writer(&mut out, text);
+    out.shrink_to_fit();
+    Bytes::from(out)
+}
+
+pub(super) fn last_part(max_tokens: u64) -> Bytes {
+    Bytes::from(format!(",\"max_tokens\":{max_tokens}}}"))
+}
