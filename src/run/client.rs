@@ -4,13 +4,11 @@
 //! request's stream is reported chunk by chunk to a callback with its arrival time, so the
 //! measuring code sees what the network delivered and when.
 
-use super::chunk::ChunkState;
 use super::h1::{self, WireError};
 pub use super::outcome::{Chunk, Failure, Outcome};
 pub use super::prepared::Prepared;
 use super::prepared::{escaped, last_part};
-use super::sse::SseParser;
-use super::wire::Wire;
+use super::wire::{Events, Wire};
 use crate::spec::{Api, EngineKind};
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -303,9 +301,7 @@ impl Client {
             Ok(w) => return fail(out, Failure::Http(w.status())),
             Err(f) => return fail(out, f),
         };
-        let mut parser = SseParser::default();
-        let mut done = false;
-        let mut state = ChunkState::default();
+        let mut events = Events::default();
         // One timer for the stall timeout, moved on only when it fires: a timer per read
         // would cost a timer-wheel update per chunk.
         let mut at = Instant::now();
@@ -314,24 +310,7 @@ impl Client {
         loop {
             // What the last read brought (for the lean path, the first time, what came
             // with the response head), then wait for more.
-            let (mut bad, mut sse_bad) = (None, false);
-            let drained = wire.drain(&mut |bytes| {
-                let fed = parser.feed(bytes, |data| {
-                    if bad.is_none() {
-                        match state.event(data, at, &mut out) {
-                            Ok(Some(c)) => on_chunk(c),
-                            Ok(None) => {}
-                            Err(f) => bad = Some(f),
-                        }
-                    }
-                    done |= data == "[DONE]";
-                });
-                sse_bad |= fed.is_err();
-            });
-            if sse_bad {
-                return fail(out, Failure::Sse);
-            }
-            if let Some(f) = bad.or(drained.err()) {
+            if let Err(f) = events.take(&mut wire, at, &mut out, &mut on_chunk) {
                 return fail(out, f);
             }
             let read = tokio::select! {
@@ -352,8 +331,7 @@ impl Client {
             }
         }
         wire.finish();
-        let _ = parser.finish(|data| done |= data == "[DONE]");
-        if !done && !state.finished {
+        if !events.complete() {
             return fail(out, Failure::Disconnect);
         }
         let total = out.usage_completion.unwrap_or(out.counted);

@@ -1,10 +1,14 @@
 //! The body of a streamed response as the client reads it: on the lean HTTP/1.1 path
 //! (`h1`, plain `http://` engines) or through reqwest (https), the same two steps either
-//! way — wait for bytes, then hand what was read to the SSE parser.
+//! way — wait for bytes, then hand what was read to the SSE parser ([`Events`]), which
+//! passes each token-bearing chunk on with its arrival time.
 
+use super::chunk::ChunkState;
 use super::h1;
-use super::outcome::Failure;
+use super::outcome::{Chunk, Failure, Outcome};
+use super::sse::SseParser;
 use bytes::Bytes;
+use tokio::time::Instant;
 
 /// A response body being read: on the lean HTTP/1.1 path, or through reqwest (with the
 /// bytes of its last read).
@@ -55,5 +59,56 @@ impl Wire<'_> {
         if let Wire::Lean(r, pool) = self {
             r.finish(pool);
         }
+    }
+}
+
+/// The events of one response: SSE parsed, chunks read, whether `[DONE]` came.
+#[derive(Default)]
+pub(super) struct Events {
+    parser: SseParser,
+    state: ChunkState,
+    done: bool,
+}
+
+impl Events {
+    /// Parse what the last read of `wire` brought, arrived `at`; every token-bearing chunk
+    /// to `on_chunk`.
+    pub(super) fn take(
+        &mut self,
+        wire: &mut Wire<'_>,
+        at: Instant,
+        out: &mut Outcome,
+        on_chunk: &mut impl FnMut(Chunk),
+    ) -> Result<(), Failure> {
+        let (mut bad, mut sse_bad) = (None, false);
+        let Events {
+            parser,
+            state,
+            done,
+        } = self;
+        let drained = wire.drain(&mut |bytes| {
+            let fed = parser.feed(bytes, |data| {
+                if bad.is_none() {
+                    match state.event(data, at, out) {
+                        Ok(Some(c)) => on_chunk(c),
+                        Ok(None) => {}
+                        Err(f) => bad = Some(f),
+                    }
+                }
+                *done |= data == "[DONE]";
+            });
+            sse_bad |= fed.is_err();
+        });
+        if sse_bad {
+            return Err(Failure::Sse);
+        }
+        bad.or(drained.err()).map_or(Ok(()), Err)
+    }
+
+    /// The stream ended: whether the response was whole (`[DONE]` or a finish reason).
+    pub(super) fn complete(&mut self) -> bool {
+        let done = &mut self.done;
+        let _ = self.parser.finish(|data| *done |= data == "[DONE]");
+        self.done || self.state.finished
     }
 }
