@@ -95,25 +95,7 @@ pub async fn decode(
         shared.clock.open_at(start);
     }
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut set = JoinSet::new();
-    for slot in 0..c {
-        let mut tally = Tally::new(
-            slot,
-            shared.clock.clone(),
-            shared.sink.clone(),
-            shared.gauges.clone(),
-        );
-        if cx.requests.is_some() {
-            tally.save_requests(start);
-        }
-        let slot_cx = SlotCx {
-            cx: cx.clone(),
-            body: bodies.get(slot).cloned(),
-            cell: cell.clone(),
-            tickets: tickets.clone(),
-        };
-        set.spawn(slot_loop(slot_cx, slot, tally, stop_rx.clone()));
-    }
+    let mut set = spawn_slots(&cx, cell, &shared, &bodies, &tickets, &stop_rx);
     let mut tallies = Vec::with_capacity(c);
     let mut cpu = Cpu::default();
     let watched = watch_cell(
@@ -149,6 +131,37 @@ pub async fn decode(
     keep_requests(&cx, cell, &mut totals);
     rec.client = cpu.usage(&cx.probe, totals.length_s);
     fill(rec, &mut totals, cell, window, &cx.workload.validity)
+}
+
+/// One task per slot, each with its tally, sending until `stop` (or its tickets run out).
+fn spawn_slots(
+    cx: &Arc<Ctx>,
+    cell: &Cell,
+    shared: &Shared,
+    bodies: &[Prepared],
+    tickets: &Option<Arc<AtomicU64>>,
+    stop: &watch::Receiver<bool>,
+) -> JoinSet<Tally> {
+    let mut set = JoinSet::new();
+    for slot in 0..cell.concurrency as usize {
+        let mut tally = Tally::new(
+            slot,
+            shared.clock.clone(),
+            shared.sink.clone(),
+            shared.gauges.clone(),
+        );
+        if cx.requests.is_some() {
+            tally.save_requests(shared.clock.base());
+        }
+        let slot_cx = SlotCx {
+            cx: cx.clone(),
+            body: bodies.get(slot).cloned(),
+            cell: cell.clone(),
+            tickets: tickets.clone(),
+        };
+        set.spawn(slot_loop(slot_cx, slot, tally, stop.clone()));
+    }
+    set
 }
 
 /// The window's per-request detail, kept for `requests.jsonl` (`--save-requests`).

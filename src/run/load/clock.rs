@@ -52,6 +52,11 @@ impl Clock {
         }
     }
 
+    /// The instant the cell started: no instant given to the clock is earlier.
+    pub fn base(&self) -> Instant {
+        self.base
+    }
+
     fn encode(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.base).as_nanos() as u64 + 1
     }
