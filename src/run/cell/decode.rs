@@ -1,14 +1,15 @@
-//! A decode cell: prompts for C slots and their warm-up, C closed-loop slots reporting to the
-//! [`Window`], the window closing on time with in-flight requests cancelled, and the record
-//! filled from the window with its verdict (contract §5).
+//! A decode cell: prompts for C slots and their warm-up, C closed-loop slots each counting
+//! its own chunks against the cell's shared clock (`run::load`), the window closing on time
+//! with in-flight requests cancelled, and the tallies merged into the record
+//! (`filled`, contract §5).
 
-use super::{CellFailure, Ctx, failed, rand_tag, round, verdict};
+use super::filled::fill;
+use super::{CellFailure, Ctx, failed, rand_tag};
 use crate::plan::{Cell, Decode};
-use crate::results::{Record, TokenSource};
+use crate::results::Record;
 use crate::run::client::Prepared;
 use crate::run::load::{Clock, Gauge, Sink, Tally, Totals};
 use crate::run::probe::{Cpu, reset_peak_rss};
-use crate::spec::Validity;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
@@ -367,76 +368,4 @@ async fn slot_loop(
         }
     }
     tally
-}
-
-/// The record of a measured window, with its verdict.
-fn fill(
-    mut rec: Record,
-    w: &mut Totals,
-    cell: &Cell,
-    window: Option<Duration>,
-    validity: &Validity,
-) -> Record {
-    let len = w.length_s;
-    rec.measured_s = Some(round(len, 3));
-    rec.output_tokens = Some(w.tokens.round() as u64);
-    rec.token_source = Some(if w.all_usage {
-        TokenSource::Usage
-    } else {
-        TokenSource::Chunks
-    });
-    rec.total_tok_s = (len > 0.0).then(|| round(w.tokens / len, 1));
-    rec.per_request_tok_s = w.per_request().map(|v| round(v, 1));
-    rec.avg_active = Some(round(w.avg_active(), 2));
-    rec.requests_started = w.started;
-    rec.completed = w.completed;
-    rec.errors = w.errors;
-    rec.error_kinds = w.error_kinds.clone();
-    rec.ttft_ms = w.ttft.summary();
-    rec.tbt_ms = w.tbt.summary();
-    rec.server_prompt_tokens = w.server_prompt_tokens;
-    let mut reasons = Vec::new();
-    if w.prompt_mismatches > 0 {
-        reasons.push(format!(
-            "prompt length mismatch: sent {} tokens, the server counted {} ({} requests)",
-            cell.prompt_tokens,
-            w.server_prompt_tokens.unwrap_or_default(),
-            w.prompt_mismatches
-        ));
-    }
-    let c = f64::from(cell.concurrency);
-    if w.avg_active() < validity.min_active_fraction * c {
-        reasons.push(format!(
-            "average active requests {:.2} < {} x {}",
-            w.avg_active(),
-            validity.min_active_fraction,
-            cell.concurrency
-        ));
-    }
-    if let Some(d) = window.map(|d| d.as_secs_f64())
-        && len + 1e-3 < d
-    {
-        reasons.push(format!("window {len:.3} s shorter than {d} s"));
-    }
-    if w.tokens <= 0.0 {
-        reasons.push("no tokens inside the window".into());
-    }
-    if let Some(c) = rec.client
-        && c.cpu_busy > validity.max_client_busy
-    {
-        reasons.push(format!(
-            "client saturated: {:.0}% busy (more than validity.max_client_busy {:.0}%; give it more --client-threads or cores)",
-            c.cpu_busy * 100.0,
-            validity.max_client_busy * 100.0
-        ));
-    }
-    let started = w.started.max(1);
-    let rate = w.errors as f64 / started as f64;
-    if rate > validity.max_error_rate {
-        reasons.push(format!(
-            "error rate {rate:.3} > {}",
-            validity.max_error_rate
-        ));
-    }
-    verdict(rec, w.errors, started, &reasons)
 }

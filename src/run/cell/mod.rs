@@ -3,6 +3,7 @@
 //! `decode.rs`.
 
 mod decode;
+mod filled;
 
 pub use decode::{Stage, Tick, decode};
 
