@@ -3,6 +3,11 @@
 //! flat form `plan.json` has always had on disk (`mode`, `duration_s`, `requests`,
 //! `repeats`), converted at the serialization boundary and nowhere else.
 
+mod file;
+
+pub use file::CellFileError;
+
+use super::open::{OpenLoad, Search};
 use crate::spec::Tokens;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -15,14 +20,20 @@ pub enum Phase {
     Prefill,
     /// Sustained generation.
     Decode,
+    /// Open-loop load: requests arriving at a rate.
+    Load,
+    /// A capacity search's summary.
+    Capacity,
 }
 
 impl Phase {
-    /// `prefill` or `decode`, as records and plan files write it.
+    /// `prefill`, `decode`, `load` or `capacity`, as records and plan files write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Prefill => "prefill",
             Phase::Decode => "decode",
+            Phase::Load => "load",
+            Phase::Capacity => "capacity",
         }
     }
 }
@@ -39,6 +50,10 @@ pub enum Mode {
     FixedDuration,
     /// Decode until a number of requests have finished.
     RequestCount,
+    /// Requests arriving at a rate (a load cell).
+    OpenLoop,
+    /// Bisection over measured probes (a capacity cell).
+    Search,
 }
 
 /// How a prefill cell is measured.
@@ -63,17 +78,21 @@ pub enum Decode {
 }
 
 /// What a cell measures, with the data that needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Measure {
     /// Prompt processing.
     Prefill(Prefill),
     /// Sustained generation.
     Decode(Decode),
+    /// Open-loop load.
+    Load(OpenLoad),
+    /// A capacity search.
+    Capacity(Search),
 }
 
 /// One cell of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(into = "CellFile", try_from = "CellFile")]
+#[serde(into = "file::CellFile", try_from = "file::CellFile")]
 pub struct Cell {
     /// `prefill/8K` or `decode/8K/c4`.
     pub id: String,
@@ -104,6 +123,8 @@ impl Cell {
         match self.measure {
             Measure::Prefill(_) => Phase::Prefill,
             Measure::Decode(_) => Phase::Decode,
+            Measure::Load(_) => Phase::Load,
+            Measure::Capacity(_) => Phase::Capacity,
         }
     }
 
@@ -114,6 +135,8 @@ impl Cell {
             Measure::Prefill(Prefill::Standalone { .. }) => Mode::Standalone,
             Measure::Decode(Decode::FixedDuration(_)) => Mode::FixedDuration,
             Measure::Decode(Decode::RequestCount(_)) => Mode::RequestCount,
+            Measure::Load(_) => Mode::OpenLoop,
+            Measure::Capacity(_) => Mode::Search,
         }
     }
 }
@@ -126,117 +149,6 @@ pub fn prefill_id(context: u64) -> String {
 /// The id of a decode cell.
 pub fn decode_id(context: u64, concurrency: u32) -> String {
     format!("decode/{}/c{concurrency}", Tokens(context))
-}
-
-/// A cell as `plan.json` writes it: flat, the mode beside the optional data of each mode.
-#[derive(Serialize, Deserialize)]
-struct CellFile {
-    id: String,
-    phase: Phase,
-    context: u64,
-    concurrency: u32,
-    prompt_tokens: u64,
-    #[serde(default)]
-    clamped: bool,
-    mode: Mode,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    duration_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    requests: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    repeats: Option<u32>,
-    #[serde(default)]
-    skip: Option<String>,
-    #[serde(default)]
-    estimate_s: f64,
-}
-
-impl From<Cell> for CellFile {
-    fn from(c: Cell) -> CellFile {
-        let (mut duration_s, mut requests, mut repeats) = (None, None, None);
-        match c.measure {
-            Measure::Prefill(Prefill::DecodeWarmup) => {}
-            Measure::Prefill(Prefill::Standalone { repeats: r }) => repeats = Some(r),
-            Measure::Decode(Decode::FixedDuration(d)) => duration_s = Some(d.as_secs_f64()),
-            Measure::Decode(Decode::RequestCount(n)) => requests = Some(n),
-        }
-        CellFile {
-            phase: c.phase(),
-            mode: c.mode(),
-            id: c.id,
-            context: c.context,
-            concurrency: c.concurrency,
-            prompt_tokens: c.prompt_tokens,
-            clamped: c.clamped,
-            duration_s,
-            requests,
-            repeats,
-            skip: c.skip,
-            estimate_s: c.estimate_s,
-        }
-    }
-}
-
-/// Why a cell of `plan.json` cannot be read back.
-#[derive(Debug, thiserror::Error)]
-pub enum CellFileError {
-    /// The mode does not belong to the phase.
-    #[error("cell `{id}`: mode `{mode:?}` is not a {phase} mode")]
-    ModeOfPhase {
-        /// The cell.
-        id: String,
-        /// Its mode.
-        mode: Mode,
-        /// Its phase.
-        phase: &'static str,
-    },
-    /// A fixed-duration window that is not a duration.
-    #[error("cell `{id}`: `duration_s` must be a positive number of seconds")]
-    Duration {
-        /// The cell.
-        id: String,
-    },
-}
-
-impl TryFrom<CellFile> for Cell {
-    type Error = CellFileError;
-
-    fn try_from(f: CellFile) -> Result<Cell, CellFileError> {
-        let measure = match (f.phase, f.mode) {
-            (Phase::Prefill, Mode::DecodeWarmup) => Measure::Prefill(Prefill::DecodeWarmup),
-            (Phase::Prefill, Mode::Standalone) => Measure::Prefill(Prefill::Standalone {
-                repeats: f.repeats.unwrap_or(1).max(1),
-            }),
-            (Phase::Decode, Mode::FixedDuration) => {
-                let secs = f.duration_s.unwrap_or(0.0);
-                let d = Duration::try_from_secs_f64(secs)
-                    .ok()
-                    .filter(|d| !d.is_zero())
-                    .ok_or_else(|| CellFileError::Duration { id: f.id.clone() })?;
-                Measure::Decode(Decode::FixedDuration(d))
-            }
-            (Phase::Decode, Mode::RequestCount) => {
-                Measure::Decode(Decode::RequestCount(f.requests.unwrap_or(0)))
-            }
-            (phase, mode) => {
-                return Err(CellFileError::ModeOfPhase {
-                    id: f.id,
-                    mode,
-                    phase: phase.as_str(),
-                });
-            }
-        };
-        Ok(Cell {
-            id: f.id,
-            context: f.context,
-            concurrency: f.concurrency,
-            prompt_tokens: f.prompt_tokens,
-            clamped: f.clamped,
-            measure,
-            skip: f.skip,
-            estimate_s: f.estimate_s,
-        })
-    }
 }
 
 #[cfg(test)]
@@ -263,6 +175,29 @@ mod tests {
             Measure::Prefill(Prefill::Standalone { repeats: 3 }),
             Measure::Decode(Decode::FixedDuration(Duration::from_millis(1500))),
             Measure::Decode(Decode::RequestCount(12)),
+            Measure::Load(OpenLoad {
+                rate: crate::spec::Rate(2.5),
+                arrivals: crate::spec::Arrivals::Gamma,
+                burstiness: 0.25,
+                max_concurrency: Some(8),
+                bound: crate::plan::Bound::Duration(Duration::from_secs(10)),
+            }),
+            Measure::Load(OpenLoad {
+                rate: crate::spec::Rate::INF,
+                arrivals: crate::spec::Arrivals::Poisson,
+                burstiness: 1.0,
+                max_concurrency: None,
+                bound: crate::plan::Bound::Requests(500),
+            }),
+            Measure::Capacity(Search {
+                axis: crate::spec::SearchAxis::Rate,
+                min: 0.5,
+                max: 16.0,
+                precision: 0.5,
+                window: Duration::from_secs(20),
+                arrivals: crate::spec::Arrivals::Constant,
+                burstiness: 1.0,
+            }),
         ];
         for m in cases {
             let c = cell(m);

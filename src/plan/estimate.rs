@@ -36,7 +36,10 @@ const REQUEST_OVERHEAD_S: f64 = 0.05;
 /// - fixed-duration decode: the warm-up, then the window. With a warm prompt cache, slot
 ///   prompts are shared across the concurrencies of one context, so a cell only prefills
 ///   the slots the previous cell of its context did not have;
-/// - request-count decode: rounds of C requests, each a prefill and `max_output_tokens`.
+/// - request-count decode: rounds of C requests, each a prefill and `max_output_tokens`;
+/// - load: the arrivals (requests / rate; rounds of the cap for `inf`), then the last
+///   request's prefill and output;
+/// - capacity: the most probes the bisection takes, each a window and a drain.
 pub(super) fn apply(cells: &mut [Cell], rates: &Rates, workload: &Workload) {
     let out = workload.max_output_tokens as f64;
     let warm = workload.warm();
@@ -60,6 +63,21 @@ pub(super) fn apply(cells: &mut [Cell], rates: &Rates, workload: &Workload) {
                 let new_slots = cell.concurrency.saturating_sub(already).max(1);
                 warmed = Some((cell.context, cell.concurrency.max(already)));
                 f64::from(new_slots) * prefill(cell.prompt_tokens) + window.as_secs_f64()
+            }
+            Measure::Load(l) => {
+                let one = prefill(cell.prompt_tokens) + out / rates.decode_tok_s.max(0.001);
+                let n = l.expected_requests();
+                let arriving = if l.rate.is_inf() {
+                    let cap = f64::from(l.max_concurrency.unwrap_or(u32::MAX)).min(n.max(1.0));
+                    (n / cap).ceil().max(1.0) * one - one
+                } else {
+                    n / l.rate.0
+                };
+                arriving + one
+            }
+            Measure::Capacity(s) => {
+                let drain = out / rates.decode_tok_s.max(0.001);
+                f64::from(s.max_probes()) * (s.window.as_secs_f64() + drain)
             }
         };
     }

@@ -5,15 +5,19 @@
 
 mod cell;
 mod estimate;
+mod open;
 mod shard;
 mod table;
 
 pub use cell::{Cell, CellFileError, Decode, Measure, Mode, Phase, Prefill, decode_id, prefill_id};
 pub use estimate::Rates;
+pub use open::{Bound, OpenLoad, Search, capacity_id, load_id};
 pub use shard::Shard;
 pub use table::render_table;
 
-use crate::spec::{DecodeMode, PrefillMode, PromptCache, Span, Spec, Tokens, Validity};
+use crate::spec::{
+    DecodeMode, PrefillMode, PromptCache, SearchAxis, Slo, Span, Spec, Tokens, Validity,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -68,6 +72,9 @@ pub struct Workload {
     pub validity: Validity,
     /// Copied into every record.
     pub labels: BTreeMap<String, String>,
+    /// The latency objectives cells are judged against (absent from plans of older runs).
+    #[serde(default, skip_serializing_if = "Slo::is_empty")]
+    pub slo: Slo,
 }
 
 impl Default for Workload {
@@ -80,6 +87,7 @@ impl Default for Workload {
             seed: w.seed,
             validity: Validity::default(),
             labels: BTreeMap::new(),
+            slo: Slo::default(),
         }
     }
 }
@@ -94,6 +102,7 @@ impl Workload {
             seed: spec.workload.seed,
             validity: spec.validity.clone(),
             labels: spec.labels.clone(),
+            slo: spec.slo.clone(),
         }
     }
 
@@ -128,6 +137,11 @@ pub fn expand_for(spec: &Spec, rates: &Rates, server_max_model_len: Option<u64>)
         let has_decode = decode.iter().any(Cell::runs);
         cells.push(prefill_cell(spec, ctx.0, max_len, has_decode));
         cells.extend(decode);
+        let too_long = max_len
+            .filter(|&max| ctx.0 + out > max)
+            .map(|max| format!("{} + {out} output tokens > max_model_len {max}", ctx.0));
+        cells.extend(open::load_cells(spec, ctx.0, too_long.clone()));
+        cells.extend(open::capacity_cell(spec, ctx.0, too_long));
     }
     let workload = Workload::of(spec);
     estimate::apply(&mut cells, rates, &workload);
@@ -229,6 +243,14 @@ impl Plan {
 
     /// The most streams any runnable cell keeps in flight at once.
     pub fn max_concurrency(&self) -> u32 {
-        self.runnable().map(|c| c.concurrency).max().unwrap_or(1)
+        self.runnable()
+            .map(|c| match c.measure {
+                Measure::Load(l) => l.max_concurrency.unwrap_or(64),
+                Measure::Capacity(s) if s.axis == SearchAxis::Concurrency => s.max as u32,
+                Measure::Capacity(_) => 64,
+                _ => c.concurrency,
+            })
+            .max()
+            .unwrap_or(1)
     }
 }

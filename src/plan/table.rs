@@ -2,15 +2,27 @@
 //! reasons, then the estimate and what it assumes.
 
 use super::estimate::human_duration;
-use super::{Cell, Decode, Measure, Phase, Plan, Prefill};
+use super::{Bound, Cell, Decode, Measure, Phase, Plan, Prefill};
 use std::fmt::Write as _;
 
 /// Render `plan` (of the spec at `path`) as text.
 pub fn render_table(plan: &Plan, path: &str) -> String {
     let mut out = String::new();
     let run: Vec<&Cell> = plan.runnable().collect();
-    let prefill = run.iter().filter(|c| c.phase() == Phase::Prefill).count();
-    let decode = run.len() - prefill;
+    let count = |p: Phase| run.iter().filter(|c| c.phase() == p).count();
+    let mut kinds = format!(
+        "{} prefill, {} decode",
+        count(Phase::Prefill),
+        count(Phase::Decode)
+    );
+    for (p, n) in [
+        (Phase::Load, count(Phase::Load)),
+        (Phase::Capacity, count(Phase::Capacity)),
+    ] {
+        if n > 0 {
+            let _ = write!(kinds, ", {n} {}", p.as_str());
+        }
+    }
     let shard = plan
         .shard
         .map(|s| format!(", shard {s}"))
@@ -25,11 +37,7 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         "max_model_len {max_len}, max output {} tokens",
         plan.max_output_tokens
     );
-    let _ = writeln!(
-        out,
-        "{} cells to run: {prefill} prefill, {decode} decode\n",
-        run.len()
-    );
+    let _ = writeln!(out, "{} cells to run: {kinds}\n", run.len());
     let _ = writeln!(
         out,
         "{:>4}  {:<18} {:>7} {:>5}  {:<28} {:>9}",
@@ -92,5 +100,23 @@ fn how(c: &Cell) -> String {
         }
         Measure::Decode(Decode::FixedDuration(d)) => format!("{} s window", d.as_secs_f64()),
         Measure::Decode(Decode::RequestCount(n)) => format!("{n} requests"),
+        Measure::Load(l) => {
+            let bound = match l.bound {
+                Bound::Duration(d) => format!("{} s", d.as_secs_f64()),
+                Bound::Requests(n) => format!("{n} req"),
+            };
+            let cap = l
+                .max_concurrency
+                .map(|c| format!(", <={c} in flight"))
+                .unwrap_or_default();
+            format!("{} {} req/s, {bound}{cap}", l.arrivals.as_str(), l.rate)
+        }
+        Measure::Capacity(s) => format!(
+            "search {} {}..{}, <={} probes",
+            s.axis.as_str(),
+            s.min,
+            s.max,
+            s.max_probes()
+        ),
     }
 }

@@ -317,6 +317,8 @@ fn view(p: &Planned, record: Option<&Record>) -> CellView {
         phase_label: match p.phase {
             Phase::Prefill => "Prefill",
             Phase::Decode => "Sustained decode",
+            Phase::Load => "Open-loop load",
+            Phase::Capacity => "Capacity search",
         }
         .into(),
         context: p.context,

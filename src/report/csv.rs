@@ -8,7 +8,7 @@ use super::context::Context;
 use crate::results::TokenSource;
 use crate::results::stats::Summary;
 
-const STATS: [&str; 6] = ["mean", "min", "p50", "p90", "p99", "max"];
+const STATS: [&str; 7] = ["mean", "min", "p50", "p90", "p95", "p99", "max"];
 const CLIENT: [&str; 4] = ["cpu_busy", "threads", "rss_mb", "cpu_s"];
 
 fn header() -> Vec<String> {
@@ -51,7 +51,7 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 
 fn stats(s: Option<Summary>) -> Vec<String> {
     match s {
-        Some(s) => [s.mean, s.min, s.p50, s.p90, s.p99, s.max]
+        Some(s) => [s.mean, s.min, s.p50, s.p90, s.p95, s.p99, s.max]
             .iter()
             .map(f64::to_string)
             .collect(),

@@ -87,6 +87,9 @@ pub struct Record {
     /// The measuring client's own footprint during the window (decode cells).
     #[serde(default)]
     pub client: Option<ClientUse>,
+    /// Open-loop measurements, SLO verdicts and capacity results (contract §8).
+    #[serde(flatten)]
+    pub open: super::open::OpenFields,
 }
 
 /// What the measuring client itself used during a decode window (contract §8 `client`).
@@ -173,6 +176,7 @@ impl Record {
             labels: labels.clone(),
             server_prompt_tokens: None,
             client: None,
+            open: super::open::OpenFields::default(),
         }
     }
 }

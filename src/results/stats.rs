@@ -16,6 +16,9 @@ pub struct Summary {
     pub p50: f64,
     /// 90th percentile.
     pub p90: f64,
+    /// 95th percentile (absent in records of older runs).
+    #[serde(default)]
+    pub p95: f64,
     /// 99th percentile.
     pub p99: f64,
     /// Largest.
@@ -61,6 +64,7 @@ impl Latencies {
             min: ms(h.min()),
             p50: ms(h.median_equivalent(h.value_at_quantile(0.5))),
             p90: ms(h.median_equivalent(h.value_at_quantile(0.9))),
+            p95: ms(h.median_equivalent(h.value_at_quantile(0.95))),
             p99: ms(h.median_equivalent(h.value_at_quantile(0.99))),
             max: ms(h.max()),
         })

@@ -18,6 +18,7 @@ pub use interrupt::Interrupt;
 mod h1;
 mod launch;
 mod load;
+mod open;
 mod prepared;
 mod probe;
 mod prompt;
@@ -279,6 +280,8 @@ async fn measure(
 ) -> Record {
     match c.measure {
         Measure::Prefill(how) => cell::prefill(cx, c, how, rec).await,
+        Measure::Load(load) => cell::load(cx.clone(), c, load, rec).await,
+        Measure::Capacity(_) => rec,
         Measure::Decode(load) => {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             let measuring = cell::decode(cx.clone(), c, load, rec, tx);

@@ -2,6 +2,8 @@
 //! one field at a time, so they run beside the schema layer even when other parts of the
 //! spec are broken; a field the schema already rejected is simply not looked at again.
 
+mod open;
+
 use super::command::{env_refs, flag_value, parse_url, port_arg};
 use super::diag::{Problem, Severity};
 use super::model::{Command, EngineKind};
@@ -62,6 +64,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     engine(&cx, &mut out);
     tokenizer(&cx, &mut out);
     report(&cx, &mut out);
+    open::check(&cx, &mut out);
     out
 }
 
@@ -99,7 +102,7 @@ fn axes(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 }
 
 /// A phase's own axis: not empty, ascending, and drawn from the matrix.
-fn subset<T: PartialOrd + std::fmt::Display>(
+pub(super) fn subset<T: PartialOrd + std::fmt::Display>(
     list: &[T],
     matrix: Option<&[T]>,
     ptr: &str,
@@ -125,7 +128,11 @@ fn subset<T: PartialOrd + std::fmt::Display>(
 }
 
 /// Each value must be greater than the one before it: no duplicates, ascending order.
-fn ascending<T: PartialOrd + std::fmt::Display>(values: &[T], ptr: &str, out: &mut Vec<Problem>) {
+pub(super) fn ascending<T: PartialOrd + std::fmt::Display>(
+    values: &[T],
+    ptr: &str,
+    out: &mut Vec<Problem>,
+) {
     for (i, v) in values.iter().enumerate().skip(1) {
         let at = format!("{ptr}/{i}");
         if values[..i].contains(v) {
@@ -143,10 +150,13 @@ fn ascending<T: PartialOrd + std::fmt::Display>(values: &[T], ptr: &str, out: &m
 fn phases(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     let prefill_on = cx.or("/phases/prefill/enabled", true);
     let decode_on = cx.or("/phases/decode/enabled", true);
-    if prefill_on == Some(false) && decode_on == Some(false) {
+    let open_on = ["/phases/load", "/phases/capacity"].iter().any(|p| {
+        cx.json.pointer(p).is_some() && cx.or(&format!("{p}/enabled"), true) == Some(true)
+    });
+    if prefill_on == Some(false) && decode_on == Some(false) && !open_on {
         out.push(Problem::error(
             "/phases",
-            "both phases are disabled, so nothing would be measured",
+            "every phase is disabled, so nothing would be measured",
         ));
     }
     let max_len: Option<Tokens> = cx.field("/model/max_model_len").ok().flatten();

@@ -7,6 +7,7 @@ pub mod command;
 mod diag;
 mod doc;
 mod model;
+mod open;
 pub mod schema;
 mod units;
 mod workload;
@@ -16,6 +17,9 @@ pub use diag::{Diagnostic, Problem, Severity};
 pub use model::{
     Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Hardware, HardwareType, Launch, Model,
     SimDialect, SimEngine, SimFaults, Spec,
+};
+pub use open::{
+    Arrivals, Capacity, DEFAULT_LOAD_DURATION, Load, Metric, Objective, Rate, SearchAxis, Slo,
 };
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{

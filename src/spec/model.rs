@@ -44,6 +44,9 @@ pub struct Spec {
     /// When a measured cell counts as valid.
     #[serde(default)]
     pub validity: Validity,
+    /// Latency objectives: every load and decode cell gets goodput and `slo_met`.
+    #[serde(default, skip_serializing_if = "super::open::Slo::is_empty")]
+    pub slo: super::open::Slo,
     /// The reports rendered at the end of a run.
     #[serde(default)]
     pub report: Report,

@@ -115,6 +115,12 @@ pub struct Phases {
     /// Sustained generation speed for each context × concurrency.
     #[serde(default)]
     pub decode: Decode,
+    /// Open-loop load: requests arriving at set rates (cells `load/<context>/r<rate>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<super::open::Load>,
+    /// The highest concurrency or rate that meets the `slo`, searched by bisection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<super::open::Capacity>,
 }
 
 /// The prefill phase.

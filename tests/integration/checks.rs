@@ -133,7 +133,7 @@ fn cases() -> Vec<Case> {
                 MATRIX,
                 "phases:\n  prefill: {enabled: false}\n  decode: {enabled: false}\n",
             ),
-            want: vec![(E, "/phases", 12, 3, "both phases are disabled")],
+            want: vec![(E, "/phases", 12, 3, "every phase is disabled")],
         },
         Case {
             name: "launch port disagrees with base_url",

@@ -4,8 +4,10 @@
 
 mod decode;
 mod filled;
+mod open;
 
 pub use decode::{Stage, Tick, decode};
+pub use open::load;
 
 use super::client::{Client, Outcome};
 use super::probe::Probe;

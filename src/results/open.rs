@@ -1,0 +1,63 @@
+//! The open-loop fields of a result record (contract §8), flattened into it: a load cell's
+//! offered and achieved rates and its latency distributions, the goodput of any cell judged
+//! against an `slo`, and a capacity search's summary. All are absent (null) where not
+//! measured, so records of older runs read back unchanged.
+
+use super::stats::Summary;
+use crate::spec::Rate;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Open-loop measurements, SLO verdicts and capacity results of one record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OpenFields {
+    /// Requests per second offered (`inf`: all at once).
+    #[serde(default)]
+    pub rate_offered: Option<Rate>,
+    /// Requests per second actually sent: (sent − 1) / (last send − first send).
+    #[serde(default)]
+    pub rate_sent: Option<f64>,
+    /// Completed requests / (last token − first send), as vLLM's request throughput.
+    #[serde(default)]
+    pub rate_achieved: Option<f64>,
+    /// How arrivals were drawn: `poisson`, `gamma` or `constant`.
+    #[serde(default)]
+    pub arrivals: Option<String>,
+    /// Coefficient of variation of the measured gaps between sends (1 for Poisson).
+    #[serde(default)]
+    pub arrival_cv: Option<f64>,
+    /// Most requests in flight at once.
+    #[serde(default)]
+    pub peak_active: Option<u32>,
+    /// Time per output token, per request: (last token − first token) / (tokens − 1).
+    #[serde(default)]
+    pub tpot_ms: Option<Summary>,
+    /// Inter-token latency: every gap between token-bearing chunks (divided by the tokens
+    /// of the later chunk).
+    #[serde(default)]
+    pub itl_ms: Option<Summary>,
+    /// End-to-end latency: from the send to the last token.
+    #[serde(default)]
+    pub e2e_ms: Option<Summary>,
+    /// Time an arrival waited in the client for a `max_concurrency` slot (not in TTFT).
+    #[serde(default)]
+    pub queue_ms: Option<Summary>,
+    /// How late each send was against its scheduled arrival (after any queue wait).
+    #[serde(default)]
+    pub send_lateness_ms: Option<Summary>,
+    /// Requests per second that met every objective of the `slo` (vLLM's goodput).
+    #[serde(default)]
+    pub goodput_rps: Option<f64>,
+    /// The fraction of finished requests that met every objective.
+    #[serde(default)]
+    pub slo_fraction: Option<f64>,
+    /// Whether every objective held at its percentile over the cell.
+    #[serde(default)]
+    pub slo_met: Option<bool>,
+    /// What a capacity summary searched: `concurrency` or `rate`.
+    #[serde(default)]
+    pub search: Option<String>,
+    /// A capacity summary: the highest value that met the SLO (null: none did).
+    #[serde(default)]
+    pub capacity: Option<f64>,
+}

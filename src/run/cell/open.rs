@@ -1,0 +1,137 @@
+//! A load cell (contract §8): the arrival schedule drawn from the seed, every request's body
+//! prepared before the first arrival (so making prompts never delays a send), a warm pool
+//! warmed first when the prompt cache is warm, then the dispatcher, and the record with its
+//! verdict.
+
+use super::{CellFailure, Ctx, failed, rand_tag, verdict};
+use crate::plan::{Cell, OpenLoad};
+use crate::results::Record;
+use crate::run::client::Prepared;
+use crate::run::open::arrivals::schedule;
+use crate::run::open::dispatch::{Finished, dispatch};
+use crate::run::open::fill::fill;
+use crate::run::probe::{Cpu, reset_peak_rss};
+use std::sync::Arc;
+
+/// Prompts a warm load cell cycles through when it sets no `max_concurrency`.
+const WARM_POOL: usize = 16;
+
+/// Measure the load cell `cell` under `load`.
+pub async fn load(cx: Arc<Ctx>, cell: &Cell, load: OpenLoad, mut rec: Record) -> Record {
+    let seed = cx.workload.seed ^ fnv(&cell.id);
+    let times = schedule(&load, seed);
+    let bodies = match bodies(&cx, cell, &load, times.len(), &mut rec).await {
+        Ok(b) => b,
+        Err(why) => return failed(rec, &why),
+    };
+    reset_peak_rss();
+    let mut cpu = Cpu {
+        open: cx.probe.sample(),
+        ..Cpu::default()
+    };
+    let finished = dispatch(&cx.client, bodies, times, load.max_concurrency).await;
+    cpu.close = cx.probe.sample();
+    fill(&mut rec, &finished, cell, &load, &cx.workload.slo);
+    rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
+    keep_requests(&cx, cell, &finished);
+    let reasons = reasons(&rec, &cx.workload.validity);
+    let (errors, started) = (rec.errors, rec.requests_started);
+    verdict(rec, errors, started, &reasons)
+}
+
+/// Every arrival's request: with a warm cache, a pool of slot prompts (those the decode
+/// cells of the context use) sent once first and cycled; with a cold one, a new prompt for
+/// each arrival.
+async fn bodies(
+    cx: &Ctx,
+    cell: &Cell,
+    load: &OpenLoad,
+    n: usize,
+    rec: &mut Record,
+) -> Result<Vec<Prepared>, CellFailure> {
+    let out = cx.workload.max_output_tokens;
+    let mut bodies = Vec::new();
+    if cx.workload.warm() {
+        let pool = (load.max_concurrency.map_or(WARM_POOL, |c| c as usize)).min(n);
+        for slot in 0..pool {
+            let prompt = cx
+                .slot_prompt(cell.context, cell.prompt_tokens, slot)
+                .await?;
+            bodies.push(cx.client.prepare(&prompt, out));
+        }
+        let warm = bodies
+            .iter()
+            .map(|b| b.with_max_tokens(1))
+            .collect::<Vec<_>>();
+        let outs =
+            futures_util::future::join_all(warm.iter().map(|w| cx.client.generate(w, |_| {})))
+                .await;
+        if !outs.is_empty() && outs.iter().all(|o| o.failure.is_some()) {
+            for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
+                rec.errors += 1;
+                *rec.error_kinds.entry(f.kind()).or_default() += 1;
+            }
+            return Err(CellFailure::WarmUp {
+                kinds: rec.error_kinds.keys().cloned().collect(),
+            });
+        }
+        return Ok(bodies);
+    }
+    let tag = rand_tag();
+    for i in 0..n {
+        let prompt = cx
+            .fresh_prompt(cell.prompt_tokens, &format!("{}n{i}x{tag}", cell.id))
+            .await?;
+        bodies.push(cx.client.prepare(&prompt, out));
+    }
+    Ok(bodies)
+}
+
+/// Why the cell is not valid, if it is not.
+fn reasons(rec: &Record, validity: &crate::spec::Validity) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if rec.output_tokens.unwrap_or(0) == 0 {
+        reasons.push("no tokens were generated".into());
+    }
+    if let Some(c) = rec.client
+        && c.cpu_busy > validity.max_client_busy
+    {
+        reasons.push(format!(
+            "client saturated: {:.0}% busy (more than validity.max_client_busy {:.0}%)",
+            c.cpu_busy * 100.0,
+            validity.max_client_busy * 100.0
+        ));
+    }
+    let rate = rec.errors as f64 / rec.requests_started.max(1) as f64;
+    if rate > validity.max_error_rate {
+        reasons.push(format!(
+            "error rate {rate:.3} > {}",
+            validity.max_error_rate
+        ));
+    }
+    reasons
+}
+
+/// Each request's times for `requests.jsonl` (`--save-requests`), relative to the first
+/// arrival.
+fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
+    let Some(lines) = &cx.requests else { return };
+    let Ok(mut lines) = lines.lock() else { return };
+    let rel = |i: tokio::time::Instant| i.saturating_duration_since(f.start).as_secs_f64();
+    for d in &f.done {
+        lines.push(serde_json::json!({
+            "cell": cell.id, "due_s": rel(d.due), "admitted_s": rel(d.admitted),
+            "sent_s": rel(d.sent), "first_token_s": d.first.map(rel),
+            "last_token_s": d.last.map(rel), "end_s": rel(d.end),
+            "output_tokens": d.tokens, "usage_prompt_tokens": d.usage_prompt,
+            "error": d.failure,
+        }));
+    }
+}
+
+/// FNV-1a of `text`: a cell's own arrival seed from the run's seed.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}

@@ -1,0 +1,179 @@
+//! Arrival schedules of open-loop cells, drawn ahead from a seed: exponential gaps (Poisson),
+//! gamma gaps of shape k (vLLM's `--burstiness`: CV = 1/√k, same mean), or constant gaps;
+//! `inf` sends everything at once. Pure: the same seed gives the same schedule.
+
+use crate::plan::{Bound, OpenLoad};
+use crate::spec::Arrivals;
+use std::time::Duration;
+
+/// A small seeded generator (SplitMix64): fast, and good enough for arrival gaps.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator following `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5851_f42d_4c95_7f2d)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1]: never 0, so its logarithm is finite.
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (self.unit(), self.unit());
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    }
+
+    /// Exponential with mean 1.
+    pub fn exp(&mut self) -> f64 {
+        -self.unit().ln()
+    }
+
+    /// Gamma with shape `k` and scale 1 (Marsaglia–Tsang; k < 1 boosted by U^(1/k)).
+    pub fn gamma(&mut self, k: f64) -> f64 {
+        if k < 1.0 {
+            return self.gamma(k + 1.0) * self.unit().powf(1.0 / k);
+        }
+        let d = k - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = self.unit();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
+}
+
+/// Most arrivals one cell schedules, whatever its rate × duration: a guard against a
+/// schedule that could not be held in memory.
+pub const MAX_ARRIVALS: usize = 10_000_000;
+
+/// The arrival times of `load`, as offsets from the cell's start; the first is at 0.
+pub fn schedule(load: &OpenLoad, seed: u64) -> Vec<Duration> {
+    let mut rng = Rng::new(seed);
+    let mean = if load.rate.is_inf() {
+        0.0
+    } else {
+        1.0 / load.rate.0
+    };
+    let k = load.burstiness.max(1e-6);
+    let mut gap = || match load.arrivals {
+        _ if mean == 0.0 => 0.0,
+        Arrivals::Poisson => mean * rng.exp(),
+        Arrivals::Gamma => mean / k * rng.gamma(k),
+        Arrivals::Constant => mean,
+    };
+    let mut out = Vec::new();
+    let mut t = 0.0f64;
+    loop {
+        match load.bound {
+            Bound::Requests(n) if out.len() >= n as usize => break,
+            Bound::Duration(d) if t >= d.as_secs_f64() || mean == 0.0 && !out.is_empty() => break,
+            _ if out.len() >= MAX_ARRIVALS => break,
+            _ => {}
+        }
+        out.push(Duration::from_secs_f64(t));
+        t += gap();
+    }
+    out
+}
+
+/// Mean and coefficient of variation of the gaps between consecutive times.
+pub fn gap_stats(times: &[f64]) -> Option<(f64, f64)> {
+    if times.len() < 3 {
+        return None;
+    }
+    let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    let n = gaps.len() as f64;
+    let mean = gaps.iter().sum::<f64>() / n;
+    let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean > 0.0).then(|| (mean, var.sqrt() / mean))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Rate;
+
+    fn load(arrivals: Arrivals, rate: f64, k: f64, bound: Bound) -> OpenLoad {
+        OpenLoad {
+            rate: Rate(rate),
+            arrivals,
+            burstiness: k,
+            max_concurrency: None,
+            bound,
+        }
+    }
+
+    fn secs(s: &[Duration]) -> Vec<f64> {
+        s.iter().map(Duration::as_secs_f64).collect()
+    }
+
+    #[test]
+    fn gaps_have_the_rate_and_spread_asked_for() {
+        // (arrivals, shape, expected CV, tolerance)
+        let cases = [
+            (Arrivals::Poisson, 1.0, 1.0, 0.05),
+            (Arrivals::Gamma, 0.25, 2.0, 0.12),
+            (Arrivals::Gamma, 4.0, 0.5, 0.03),
+            (Arrivals::Constant, 1.0, 0.0, 1e-9),
+        ];
+        for (arrivals, k, cv, tol) in cases {
+            let s = schedule(&load(arrivals, 20.0, k, Bound::Requests(20_000)), 7);
+            assert_eq!(s.len(), 20_000);
+            let (mean, got) = gap_stats(&secs(&s)).unwrap_or_default();
+            assert!(
+                (mean * 20.0 - 1.0).abs() < 0.03,
+                "{arrivals:?} k={k}: mean gap {mean}"
+            );
+            assert!(
+                (got - cv).abs() <= tol,
+                "{arrivals:?} k={k}: cv {got}, want {cv}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_duration_bounds_the_arrivals_and_a_seed_fixes_them() {
+        let l = load(
+            Arrivals::Poisson,
+            10.0,
+            1.0,
+            Bound::Duration(Duration::from_secs(60)),
+        );
+        let a = schedule(&l, 1);
+        assert_eq!(a, schedule(&l, 1));
+        assert_ne!(a, schedule(&l, 2));
+        assert!(a.iter().all(|t| t.as_secs_f64() < 60.0));
+        assert!((500..700).contains(&a.len()), "{}", a.len());
+        assert_eq!(a.first(), Some(&Duration::ZERO));
+    }
+
+    #[test]
+    fn inf_sends_everything_at_once() {
+        let l = OpenLoad {
+            rate: Rate::INF,
+            ..load(Arrivals::Poisson, 1.0, 1.0, Bound::Requests(50))
+        };
+        let s = schedule(&l, 1);
+        assert_eq!(s.len(), 50);
+        assert!(s.iter().all(|t| t.is_zero()));
+    }
+}

@@ -1,0 +1,226 @@
+//! The open-loop driver: a dispatcher thread holds the schedule and starts each request at
+//! its arrival time — it sleeps until just before it, then spins the last stretch, so a
+//! send is late by microseconds, not by the runtime timer's millisecond — and each request
+//! runs as its own task on the runtime, waiting for a `max_concurrency` slot when capped.
+//! Every request's times come back as a [`Done`]; nothing crosses tasks per chunk.
+
+use crate::run::client::{Chunk, Client, Prepared};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+/// How long before an arrival the dispatcher stops sleeping and starts spinning: above the
+/// kernel's usual timer slack, so the spin is short.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// What one request of an open-loop cell saw.
+#[derive(Debug, Clone)]
+pub struct Done {
+    /// Its scheduled arrival.
+    pub due: Instant,
+    /// When a `max_concurrency` slot was free (`due` when uncapped, or later).
+    pub admitted: Instant,
+    /// Just before the request was written.
+    pub sent: Instant,
+    /// Its first token-bearing chunk.
+    pub first: Option<Instant>,
+    /// Its last token-bearing chunk.
+    pub last: Option<Instant>,
+    /// When it ended (finished, failed or cut).
+    pub end: Instant,
+    /// Output tokens: the server's count, else one per chunk.
+    pub tokens: u64,
+    /// Whether every chunk carried the server's usage.
+    pub all_usage: bool,
+    /// Gaps between chunks, µs, each divided by the tokens of the later chunk.
+    pub gaps: Vec<u32>,
+    /// The failure kind, when it failed.
+    pub failure: Option<String>,
+    /// `usage.prompt_tokens` as the server counted it.
+    pub usage_prompt: Option<u64>,
+}
+
+/// What the dispatcher and the request tasks share.
+struct Shared {
+    client: Client,
+    bodies: Vec<Prepared>,
+    slots: Option<Semaphore>,
+    done: Mutex<Vec<Done>>,
+    aborts: Mutex<Vec<AbortHandle>>,
+    in_flight: AtomicU32,
+    peak: AtomicU32,
+    left: AtomicU32,
+    all_done: Notify,
+    stop: AtomicBool,
+}
+
+/// The requests of a cell once every one has ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// Every request, in the order they ended.
+    pub done: Vec<Done>,
+    /// Most requests in flight at once.
+    pub peak: u32,
+    /// When the first arrival was due.
+    pub start: Instant,
+}
+
+/// Aborts the requests and stops the dispatcher when the cell is dropped (a stop request).
+struct Guard(Arc<Shared>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Relaxed);
+        if let Ok(aborts) = self.0.aborts.lock() {
+            aborts.iter().for_each(AbortHandle::abort);
+        }
+    }
+}
+
+/// Send `bodies` (cycled) at the offsets of `schedule` from a moment just ahead, with at
+/// most `cap` in flight, and wait for every request to end.
+pub async fn dispatch(
+    client: &Client,
+    bodies: Vec<Prepared>,
+    schedule: Vec<Duration>,
+    cap: Option<u32>,
+) -> Finished {
+    let n = schedule.len();
+    let shared = Arc::new(Shared {
+        client: client.clone(),
+        bodies,
+        slots: cap.map(|c| Semaphore::new(c as usize)),
+        done: Mutex::new(Vec::with_capacity(n)),
+        aborts: Mutex::new(Vec::with_capacity(n)),
+        in_flight: AtomicU32::new(0),
+        peak: AtomicU32::new(0),
+        left: AtomicU32::new(n as u32),
+        all_done: Notify::new(),
+        stop: AtomicBool::new(false),
+    });
+    let guard = Guard(shared.clone());
+    // A few milliseconds ahead, so the first arrival is not already late.
+    let start = Instant::now() + Duration::from_millis(5);
+    if n > 0 && !shared.bodies.is_empty() {
+        let handle = tokio::runtime::Handle::current();
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("benchspec-arrivals".into())
+            .spawn(move || dispatcher(&s, &handle, start.into_std(), &schedule));
+        if spawned.is_err() {
+            shared.left.store(0, Relaxed);
+        }
+        while shared.left.load(Relaxed) > 0 {
+            let notified = shared.all_done.notified();
+            if shared.left.load(Relaxed) == 0 {
+                break;
+            }
+            notified.await;
+        }
+    }
+    let done = shared
+        .done
+        .lock()
+        .map(|mut d| std::mem::take(&mut *d))
+        .unwrap_or_default();
+    drop(guard);
+    Finished {
+        done,
+        peak: shared.peak.load(Relaxed),
+        start,
+    }
+}
+
+/// The dispatcher thread: each arrival started on the runtime at its time.
+fn dispatcher(
+    s: &Arc<Shared>,
+    rt: &tokio::runtime::Handle,
+    start: std::time::Instant,
+    schedule: &[Duration],
+) {
+    for (i, offset) in schedule.iter().enumerate() {
+        let due = start + *offset;
+        loop {
+            let now = std::time::Instant::now();
+            if now >= due || s.stop.load(Relaxed) {
+                break;
+            }
+            let left = due - now;
+            if left > SPIN {
+                std::thread::sleep(left - SPIN);
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        if s.stop.load(Relaxed) {
+            return;
+        }
+        let task = rt.spawn(request(s.clone(), i, Instant::from_std(due)));
+        if let Ok(mut a) = s.aborts.lock() {
+            a.push(task.abort_handle());
+        }
+    }
+}
+
+/// One request: a slot when capped, the send, every chunk timed on this task.
+async fn request(s: Arc<Shared>, i: usize, due: Instant) {
+    let permit = match &s.slots {
+        Some(sem) => sem.acquire().await.ok(),
+        None => None,
+    };
+    let admitted = Instant::now().max(due);
+    let Some(body) = s.bodies.get(i % s.bodies.len().max(1)) else {
+        return;
+    };
+    let now = s.in_flight.fetch_add(1, Relaxed) + 1;
+    s.peak.fetch_max(now, Relaxed);
+    let (mut first, mut prev): (Option<Instant>, Option<Instant>) = (None, None);
+    let (mut gaps, mut by_chunk) = (Vec::new(), true);
+    let out = s
+        .client
+        .generate(body, |c: Chunk| {
+            by_chunk &= !c.from_usage;
+            match prev {
+                None => first = Some(c.at),
+                Some(p) => {
+                    let gap = (c.at - p).as_micros() as u64 / c.tokens.max(1);
+                    gaps.push(gap.min(u64::from(u32::MAX)) as u32);
+                }
+            }
+            prev = Some(c.at);
+        })
+        .await;
+    let end = Instant::now();
+    s.in_flight.fetch_sub(1, Relaxed);
+    drop(permit);
+    let tokens = out.usage_completion.unwrap_or(out.counted);
+    // Chunk-counted gaps are scaled once the server's count is known (several tokens in
+    // one chunk shorten each token's share of the gap).
+    if by_chunk && out.counted > 0 && tokens > out.counted {
+        let factor = tokens as f64 / out.counted as f64;
+        gaps.iter_mut()
+            .for_each(|g| *g = (f64::from(*g) / factor).round() as u32);
+    }
+    let done = Done {
+        due,
+        admitted,
+        sent: out.sent.max(admitted),
+        first,
+        last: prev,
+        end,
+        tokens,
+        all_usage: out.all_usage,
+        gaps,
+        failure: out.failure.as_ref().map(|f| f.kind()),
+        usage_prompt: out.usage_prompt,
+    };
+    if let Ok(mut d) = s.done.lock() {
+        d.push(done);
+    }
+    if s.left.fetch_sub(1, Relaxed) == 1 {
+        s.all_done.notify_one();
+    }
+}
