@@ -43,6 +43,11 @@ impl Cells<'_> {
                 continue;
             }
             index += 1;
+            if let crate::plan::Measure::Capacity(search) = c.measure {
+                self.search(c, search, engine, summary, (index, total))
+                    .await?;
+                continue;
+            }
             (self.on)(Event::Cell {
                 index,
                 total,
@@ -57,7 +62,7 @@ impl Cells<'_> {
     /// Measure `c`, unless a stop is asked for first: then the cell in flight is dropped (its
     /// requests cancelled), the cells already on disk stay, and the engine is stopped by the
     /// caller.
-    async fn measure_or_stop(
+    pub(super) async fn measure_or_stop(
         &self,
         c: &Cell,
         rec: Record,
@@ -77,16 +82,16 @@ impl Cells<'_> {
         }
     }
 
-    /// Record a measured cell; an engine that stopped answering fails it and ends the run,
-    /// one that died is relaunched or ends the run.
-    async fn after(
+    /// Record a measured cell and return its record as written; an engine that stopped
+    /// answering fails it and ends the run, one that died is relaunched or ends the run.
+    pub(super) async fn after(
         &self,
         c: &Cell,
         mut rec: Record,
         engine: &mut EngineSide,
         summary: &mut Summary,
         (index, total): (usize, usize),
-    ) -> Result<(), RunError> {
+    ) -> Result<Record, RunError> {
         let gone = engine.gone(&rec).await;
         if let Some(why) = &gone {
             rec.status = Status::Failed;
@@ -97,7 +102,7 @@ impl Cells<'_> {
         (self.on)(Event::Done {
             index,
             total,
-            record: Box::new(rec),
+            record: Box::new(rec.clone()),
         });
         if let Some(why) = gone {
             return Err(RunError::EngineLost {
@@ -110,7 +115,8 @@ impl Cells<'_> {
                 ),
             });
         }
-        engine.after_cell(&c.id, self.on).await
+        engine.after_cell(&c.id, self.on).await?;
+        Ok(rec)
     }
 
     fn resume_command(&self) -> String {

@@ -3,6 +3,7 @@
 //! says, measure each cell in order and append its record to `results.jsonl` as it ends. The
 //! core reports progress as [`Event`]s and never prints.
 
+mod capacity;
 mod cell;
 mod cells;
 mod chunk;
@@ -281,6 +282,7 @@ async fn measure(
     match c.measure {
         Measure::Prefill(how) => cell::prefill(cx, c, how, rec).await,
         Measure::Load(load) => cell::load(cx.clone(), c, load, rec).await,
+        // A search is run probe by probe by the cell loop (`capacity.rs`), never here.
         Measure::Capacity(_) => rec,
         Measure::Decode(load) => {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

@@ -10,6 +10,7 @@ mod faults;
 mod launch;
 mod llamacpp;
 mod merge;
+mod open;
 mod plan;
 mod props;
 mod report;

@@ -131,7 +131,7 @@ pub async fn decode(
     }
     keep_requests(&cx, cell, &mut totals);
     rec.client = cpu.usage(&cx.probe, totals.length_s);
-    fill(rec, &mut totals, cell, window, &cx.workload.validity)
+    fill(rec, &mut totals, cell, window, &cx.workload)
 }
 
 /// One task per slot, each with its tally, sending until `stop` (or its tickets run out).
@@ -153,6 +153,9 @@ fn spawn_slots(
         );
         if cx.requests.is_some() {
             tally.save_requests(shared.clock.base());
+        }
+        if cx.workload.slo.itl.is_some() {
+            tally.keep_itl();
         }
         let slot_cx = SlotCx {
             cx: cx.clone(),

@@ -3,9 +3,12 @@
 
 use super::{round, verdict};
 use crate::plan::Cell;
+use crate::plan::Workload;
+use crate::results::slo::{self, Summaries};
+use crate::results::stats::Latencies;
 use crate::results::{Record, TokenSource};
 use crate::run::load::Totals;
-use crate::spec::Validity;
+use crate::spec::{Slo, Validity};
 use std::time::Duration;
 
 /// The record of a measured window, with its verdict.
@@ -14,8 +17,9 @@ pub(super) fn fill(
     w: &mut Totals,
     cell: &Cell,
     window: Option<Duration>,
-    validity: &Validity,
+    workload: &Workload,
 ) -> Record {
+    let validity = &workload.validity;
     let len = w.length_s;
     rec.measured_s = Some(round(len, 3));
     rec.output_tokens = Some(w.tokens.round() as u64);
@@ -34,8 +38,36 @@ pub(super) fn fill(
     rec.ttft_ms = w.ttft.summary();
     rec.tbt_ms = w.tbt.summary();
     rec.server_prompt_tokens = w.server_prompt_tokens;
+    judge(&mut rec, w, &workload.slo);
     let reasons = reasons(&rec, w, cell, window, validity);
     verdict(rec, w.errors, w.started.max(1), &reasons)
+}
+
+/// TPOT and E2E of the requests that finished inside the window, and the verdict against
+/// the SLO (ITL is the window's TBT).
+fn judge(rec: &mut Record, w: &Totals, slo: &Slo) {
+    let (mut tpot, mut e2e) = (Latencies::default(), Latencies::default());
+    for r in w.judged.iter().filter(|r| r.ok) {
+        if let Some(v) = r.tpot {
+            tpot.record_s(v / 1e3);
+        }
+        if let Some(v) = r.e2e {
+            e2e.record_s(v / 1e3);
+        }
+    }
+    rec.open.tpot_ms = tpot.summary();
+    rec.open.e2e_ms = e2e.summary();
+    let s = Summaries {
+        ttft: rec.ttft_ms,
+        tpot: rec.open.tpot_ms,
+        itl: rec.tbt_ms,
+        e2e: rec.open.e2e_ms,
+    };
+    if let Some(v) = slo::judge(slo, &w.judged, &s, w.length_s) {
+        rec.open.goodput_rps = Some(round(v.goodput_rps, 3));
+        rec.open.slo_fraction = Some(round(v.fraction, 4));
+        rec.open.slo_met = Some(v.met);
+    }
 }
 
 /// Why the window is not valid, if it is not (contract §5's validity rules).

@@ -6,6 +6,7 @@
 
 use super::clock::{Clock, Where};
 use super::{Gauge, Sink};
+use crate::results::slo;
 use crate::run::outcome::{Chunk, Failure, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,6 +21,8 @@ const BATCH: usize = 256;
 pub struct Track {
     n: u64,
     sent: Instant,
+    /// Just before the request was written (the start of its TTFT).
+    wrote: Option<Instant>,
     first: Option<Instant>,
     prev: Option<Instant>,
     pub(super) last: Option<Instant>,
@@ -28,6 +31,8 @@ pub struct Track {
     pub(super) rate_tokens: u64,
     /// Gaps (µs) of chunks counted one token each, scaled once the server's total is known.
     pub(super) gaps: Vec<u64>,
+    /// Every gap of the request (µs per token), kept when an ITL objective judges it.
+    itl: Vec<u32>,
 }
 
 /// What one slot counted.
@@ -58,6 +63,9 @@ pub struct Tally {
     pub(super) saved: Option<(Instant, Vec<serde_json::Value>)>,
     /// The request still in flight when the window closed.
     pub(super) leftover: Option<Track>,
+    /// The latencies of requests that ended inside the window, for the SLO.
+    pub(super) judged: Vec<slo::Request>,
+    keep_itl: bool,
 }
 
 impl Tally {
@@ -85,7 +93,14 @@ impl Tally {
             active_s: 0.0,
             saved: None,
             leftover: None,
+            judged: Vec::new(),
+            keep_itl: false,
         }
+    }
+
+    /// Keep every gap of each request, for an ITL objective.
+    pub fn keep_itl(&mut self) {
+        self.keep_itl = true;
     }
 
     /// Keep one line of detail per request, times from `since` (`--save-requests`).
@@ -106,6 +121,7 @@ impl Tally {
         self.current = Some(Track {
             n,
             sent: at,
+            wrote: None,
             first: None,
             prev: None,
             last: None,
@@ -113,6 +129,7 @@ impl Tally {
             window_tokens: 0,
             rate_tokens: 0,
             gaps: Vec::new(),
+            itl: Vec::new(),
         });
     }
 
@@ -132,8 +149,15 @@ impl Tally {
             return;
         };
         let first_chunk = t.first.is_none();
+        if self.keep_itl
+            && let Some(prev) = t.prev
+        {
+            t.itl
+                .push((micros(c.at - prev) / c.tokens.max(1)).min(u64::from(u32::MAX)) as u32);
+        }
         if first_chunk {
             t.first = Some(c.at);
+            t.wrote = Some(c.sent);
             self.ttft
                 .push(micros(c.at.saturating_duration_since(c.sent)));
         }
@@ -227,9 +251,29 @@ impl Tally {
         self.tokens += (factor - 1.0) * t.window_tokens as f64;
         if out.failure.is_none() && t.last.is_some_and(|l| self.clock.place(l) == Where::Inside) {
             self.completed += 1;
+            self.judge(&t, out.usage_completion.unwrap_or(out.counted), factor);
+        } else if out.failure.is_some() && self.clock.place(at) == Where::Inside {
+            self.judged.push(slo::Request::default());
         }
         t.rate_tokens = (t.rate_tokens as f64 * factor).round() as u64;
         self.finish_track(&mut t, factor);
+    }
+
+    /// The latencies of a request that finished inside the window, for the SLO.
+    fn judge(&mut self, t: &Track, tokens: u64, factor: f64) {
+        let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64() * 1e3;
+        let (Some(first), Some(last)) = (t.first, t.last) else {
+            return;
+        };
+        let mut itl: Vec<f64> = t.itl.iter().map(|&g| f64::from(g) / 1e3 / factor).collect();
+        itl.sort_by(f64::total_cmp);
+        self.judged.push(slo::Request {
+            ok: true,
+            ttft: Some(ms(t.wrote.unwrap_or(t.sent), first)),
+            tpot: (tokens > 1).then(|| ms(first, last) / (tokens - 1) as f64),
+            e2e: Some(ms(t.wrote.unwrap_or(t.sent), last)),
+            itl,
+        });
     }
 
     fn fail(&mut self, f: &Failure) {

@@ -35,6 +35,8 @@ pub struct Totals {
     active_s: f64,
     /// Per-request detail (`--save-requests`).
     pub saved: Vec<serde_json::Value>,
+    /// Latencies of the requests that ended inside the window, for the SLO.
+    pub judged: Vec<crate::results::slo::Request>,
 }
 
 impl Totals {
@@ -99,6 +101,7 @@ impl Totals {
             self.note_prompt(p, expected);
         }
         self.active_s += s.active_s;
+        self.judged.extend(s.judged);
         if let Some((_, lines)) = s.saved {
             self.saved.extend(lines);
         }

@@ -1,0 +1,203 @@
+//! Open-loop load, SLOs and the capacity search against the embedded simulator: arrivals
+//! with the rate and spread asked for, the client-side cap, TPOT and E2E against the
+//! simulator's own model, and a capacity search that lands where the model says. Tolerances
+//! are written beside each check.
+
+use super::Edit;
+use benchspec::results::{Record, Status};
+use benchspec::run::{self, RunOptions};
+use benchspec::sim::{calibrate, profile};
+use benchspec::spec::{self, Stage};
+
+use super::cli::tempdir::Dir;
+
+fn run_spec(yaml: &str) -> (Vec<Record>, Dir) {
+    let dir = Dir::new();
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    let loaded = spec::parse(&path, yaml, Stage::Run, &|_| None)
+        .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
+    let out = dir.path().join("run");
+    let opts = RunOptions {
+        out: Some(out.clone()),
+        save_requests: true,
+        ..RunOptions::default()
+    };
+    run::run(&loaded, &opts, &run::Interrupt::new(), &|_| {}).unwrap();
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    (records, dir)
+}
+
+fn cell<'a>(records: &'a [Record], id: &str) -> &'a Record {
+    records
+        .iter()
+        .find(|r| r.cell == id)
+        .unwrap_or_else(|| panic!("no record of {id}"))
+}
+
+/// The tiny profile, 256-token prompts, 8 output tokens: short requests, so that the
+/// arrivals, not the engine, shape the cell.
+const TINY: &str = "
+version: 1
+name: open loop
+engine: {kind: sim, sim: {profile: tiny}}
+model: {served_name: tiny, max_model_len: 8192}
+workload: {max_output_tokens: 8}
+matrix: {contexts: [256], concurrency: [1]}
+phases:
+  prefill: {enabled: false}
+  decode: {enabled: false}
+  load:
+    rates: [100]
+    arrivals: poisson
+    requests: 600
+";
+
+#[test]
+fn arrivals_have_the_rate_and_the_spread_asked_for() {
+    let _cpu = super::cpu();
+    // (arrivals, expected CV of the measured send gaps, tolerance)
+    let cases = [
+        ("poisson", 1.0, 0.1),
+        ("gamma\n    burstiness: 0.25", 2.0, 0.2),
+        ("constant", 0.0, 0.1),
+    ];
+    for (arrivals, cv, tol) in cases {
+        let yaml = TINY.edit("arrivals: poisson", &format!("arrivals: {arrivals}"));
+        let (records, _dir) = run_spec(&yaml);
+        let r = cell(&records, "load/256/r100");
+        assert_eq!(r.status, Status::Valid, "{arrivals}: {:?}", r.reasons);
+        assert_eq!(r.requests_started, 600);
+        assert_eq!(r.completed, 600, "{arrivals}: {:?}", r.error_kinds);
+        let sent = r.open.rate_sent.unwrap();
+        // The schedule's own rate is exactly 100/s; sends may be late by a little each.
+        assert!(
+            (sent / 100.0 - 1.0).abs() <= 0.03,
+            "{arrivals}: sent {sent} req/s"
+        );
+        let got = r.open.arrival_cv.unwrap();
+        assert!(
+            (got - cv).abs() <= tol,
+            "{arrivals}: CV {got}, want {cv} ± {tol}"
+        );
+        let late = r.open.send_lateness_ms.unwrap();
+        // Sends on a shared 2-core machine: late by well under a millisecond at the median.
+        assert!(late.p50 < 1.0, "{arrivals}: lateness {late:?}");
+        assert!(r.open.queue_ms.is_none(), "no cap, no queue");
+        assert_eq!(r.open.rate_offered.map(|r| r.0), Some(100.0));
+    }
+}
+
+#[test]
+fn max_concurrency_is_never_exceeded_and_the_wait_is_recorded() {
+    let _cpu = super::cpu();
+    let yaml = TINY
+        .edit("max_output_tokens: 8", "max_output_tokens: 64")
+        .edit("rates: [100]", "rates: [inf]\n    max_concurrency: 4")
+        .edit("requests: 600", "requests: 40");
+    let (records, dir) = run_spec(&yaml);
+    let r = cell(&records, "load/256/rinf");
+    assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    assert_eq!(r.open.peak_active, Some(4));
+    assert!(r.avg_active.unwrap() <= 4.0 + 1e-9, "{:?}", r.avg_active);
+    // 40 requests at once, 4 at a time: the last ten waited nine rounds of ~64 steps.
+    let q = r.open.queue_ms.unwrap();
+    assert!(q.min < 1.0 && q.max > 100.0, "{q:?}");
+    // The wait is not in TTFT: a request's TTFT is one admission, never the queue.
+    assert!(
+        r.ttft_ms.unwrap().max < q.max / 2.0,
+        "{:?} {q:?}",
+        r.ttft_ms
+    );
+    // requests.jsonl: at no instant were more than 4 requests between send and end.
+    let text = std::fs::read_to_string(dir.path().join("run/requests.jsonl")).unwrap();
+    let mut edges: Vec<(f64, i32)> = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        edges.push((v["sent_s"].as_f64().unwrap(), 1));
+        edges.push((v["end_s"].as_f64().unwrap(), -1));
+    }
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let peak = edges
+        .iter()
+        .scan(0, |n, e| {
+            *n += e.1;
+            Some(*n)
+        })
+        .max();
+    assert_eq!(peak, Some(4));
+}
+
+#[test]
+fn tpot_and_e2e_match_the_simulators_model() {
+    let _cpu = super::cpu();
+    let p = profile::profile("tiny").unwrap();
+    // Constant arrivals 250 ms apart, each request ~70 ms long: one at a time.
+    let yaml = TINY
+        .edit("max_output_tokens: 8", "max_output_tokens: 64")
+        .edit("rates: [100]", "rates: [4]")
+        .edit("arrivals: poisson", "arrivals: constant")
+        .edit("requests: 600", "requests: 20")
+        .edit("matrix: {contexts: [256]", "matrix: {contexts: [1K]");
+    let (records, _dir) = run_spec(&yaml);
+    let r = cell(&records, "load/1K/r4");
+    assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    let truth = calibrate::decode_cell(&p, 1024, 1, 2.0, 64);
+    let tpot_truth_ms = 1e3 / truth.total_tok_s;
+    let tpot = r.open.tpot_ms.unwrap();
+    // One stream alone: each token is one modelled step (+ the simulator's own pacing).
+    let ratio = tpot.p50 / tpot_truth_ms;
+    assert!(
+        (0.95..=1.15).contains(&ratio),
+        "TPOT {tpot:?} vs model {tpot_truth_ms} ms"
+    );
+    // E2E = TTFT + 63 gaps, per request; at the median within 10%.
+    let e2e = r.open.e2e_ms.unwrap();
+    let sum = r.ttft_ms.unwrap().p50 + 63.0 * tpot.p50;
+    assert!((e2e.p50 / sum - 1.0).abs() <= 0.10, "E2E {e2e:?} vs {sum}");
+    assert_eq!(r.open.peak_active, Some(1));
+}
+
+#[test]
+fn the_capacity_search_lands_where_the_model_says() {
+    let _cpu = super::cpu();
+    let p = profile::profile("tiny").unwrap();
+    // Past 32 running requests (max_num_seqs) requests queue in the engine and TTFT grows
+    // ~2 ms per extra stream: the SLO on TTFT p50 cuts there.
+    let yaml = "
+version: 1
+name: capacity
+engine: {kind: sim, sim: {profile: tiny}}
+model: {served_name: tiny, max_model_len: 8192}
+workload: {max_output_tokens: 64}
+matrix: {contexts: [1K], concurrency: [1]}
+phases:
+  prefill: {enabled: false}
+  decode: {enabled: false}
+  capacity: {search: concurrency, min: 1, max: 64, precision: 4, duration: 2s}
+slo:
+  ttft: {p50: 30ms}
+";
+    let (records, _dir) = run_spec(yaml);
+    let summary = cell(&records, "capacity/1K");
+    assert_eq!(summary.phase, benchspec::plan::Phase::Capacity);
+    assert_eq!(summary.open.search.as_deref(), Some("concurrency"));
+    let got = summary.open.capacity.unwrap();
+    // The model's answer: the highest C whose replayed TTFT p50 is within 30 ms.
+    let truth = (1..=64)
+        .filter(|&c| calibrate::decode_cell(&p, 1024, c, 2.0, 64).ttft_p50_s * 1e3 <= 30.0)
+        .max()
+        .unwrap() as f64;
+    assert!((got - truth).abs() <= 4.0, "capacity {got}, model {truth}");
+    let probes: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.cell.starts_with("capacity/1K/c"))
+        .collect();
+    assert!(probes.len() >= 3 && probes.len() <= 8, "{}", probes.len());
+    for pr in &probes {
+        let c = f64::from(pr.concurrency);
+        let passed = pr.status == Status::Valid && pr.open.slo_met == Some(true);
+        assert_eq!(passed, c <= got, "{}: {:?}", pr.cell, pr.ttft_ms);
+    }
+}
