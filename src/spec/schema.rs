@@ -248,6 +248,10 @@ fn unit_message(schema_path: &str, instance: &Value) -> Option<String> {
             .unwrap_or_else(|| UnitError::NotSize(t.to_string()))
             .to_string(),
         ("Size", None) => format!("expected a size such as `141GB`, found {}", found(instance)),
+        ("Rate", _) => format!(
+            "expected a rate above 0 requests per second (such as `4` or `0.5`) or `inf`, found {}",
+            found(instance)
+        ),
         ("Command", _) => format!(
             "expected the launch command as a string or a list of strings, found {}",
             found(instance)

@@ -121,6 +121,65 @@ fn cases() -> Vec<Case> {
             )],
         },
         Case {
+            name: "a rate of 0 and inf without a request count",
+            text: spec_with(
+                ENGINE,
+                MODEL,
+                MATRIX,
+                "phases:\n  load:\n    rates: [0, inf]\n",
+            ),
+            want: vec![
+                (E, "/phases/load/rates/0", 13, 13, "expected a rate above 0"),
+                (
+                    E,
+                    "/phases/load/rates/1",
+                    13,
+                    16,
+                    "set `phases.load.requests`",
+                ),
+            ],
+        },
+        Case {
+            name: "burstiness 0, duration and requests both",
+            text: spec_with(
+                ENGINE,
+                MODEL,
+                MATRIX,
+                "phases:\n  load: {rates: [1], arrivals: gamma, burstiness: 0, duration: 10s, requests: 5}\n",
+            ),
+            want: vec![
+                (E, "/phases/load/burstiness", 12, 51, "not a gamma shape"),
+                (E, "/phases/load/requests", 12, 79, "not both"),
+            ],
+        },
+        Case {
+            name: "an SLO on an unknown metric and percentile, and a zero objective",
+            text: spec_with(
+                ENGINE,
+                MODEL,
+                MATRIX,
+                "slo:\n  latency: {p90: 1s}\n  ttft: {p80: 1s}\n  tpot: {p90: 0ms}\n",
+            ),
+            want: vec![
+                (E, "/slo/latency", 12, 3, "unknown field `latency`"),
+                (E, "/slo/ttft/p80", 13, 10, "unknown field `p80`"),
+                (E, "/slo/tpot/p90", 14, 15, "can never be met"),
+            ],
+        },
+        Case {
+            name: "capacity bounds the wrong way round, and no SLO",
+            text: spec_with(
+                ENGINE,
+                MODEL,
+                MATRIX,
+                "phases:\n  capacity: {min: 64, max: 8}\n",
+            ),
+            want: vec![
+                (E, "/phases/capacity", 12, 13, "add `slo:`"),
+                (E, "/phases/capacity/max", 12, 28, "the wrong way round"),
+            ],
+        },
+        Case {
             name: "zero concurrency",
             text: spec_with(ENGINE, MODEL, "  contexts: [8K]\n  concurrency: [0, 1]", ""),
             want: vec![(E, "/matrix/concurrency/0", 10, 17, "")],

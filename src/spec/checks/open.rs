@@ -39,10 +39,21 @@ fn load(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             "requests must keep arriving for longer than 0s",
         ));
     }
-    if let Ok(Some(rates)) = cx.field::<Vec<Rate>>("/phases/load/rates") {
-        ascending(&rates, "/phases/load/rates", out);
-        if requests.is_none()
-            && let Some(i) = rates.iter().position(|r| r.is_inf())
+    let rates: Vec<Option<Rate>> = match cx.json.pointer("/phases/load/rates") {
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .map(|v| serde_json::from_value(v.clone()).ok())
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Some(all) = rates.iter().copied().collect::<Option<Vec<Rate>>>() {
+        ascending(&all, "/phases/load/rates", out);
+    }
+    if requests.is_none() && cx.json.pointer("/phases/load/requests").is_none() {
+        for (i, _) in rates
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.is_some_and(Rate::is_inf))
         {
             out.push(Problem::error(
                 &format!("/phases/load/rates/{i}"),
@@ -122,21 +133,26 @@ fn capacity(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 }
 
 fn slo(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
-    let Ok(Some(slo)) = cx.field::<Slo>("/slo") else {
-        return;
-    };
-    if slo.is_empty() {
+    if let Ok(Some(slo)) = cx.field::<Slo>("/slo")
+        && slo.is_empty()
+    {
         out.push(Problem::error(
             "/slo",
             "an empty `slo` judges nothing; set e.g. `ttft: {p90: 500ms}` or remove it",
         ));
     }
-    for (metric, p, limit) in slo.terms() {
-        if limit.is_zero() {
-            out.push(Problem::error(
-                &format!("/slo/{}/p{p}", metric.as_str()),
-                "an objective of 0s can never be met; use a positive duration",
-            ));
+    // Each threshold on its own, so that one unknown key does not hide the others.
+    for metric in ["ttft", "tpot", "itl", "e2e"] {
+        for p in ["p50", "p90", "p95", "p99"] {
+            let ptr = format!("/slo/{metric}/{p}");
+            if let Ok(Some(limit)) = cx.field::<Span>(&ptr)
+                && limit.0.is_zero()
+            {
+                out.push(Problem::error(
+                    &ptr,
+                    "an objective of 0s can never be met; use a positive duration",
+                ));
+            }
         }
     }
 }
