@@ -120,17 +120,35 @@ fn side(run: &RunDir) -> Side {
 
 type Pick = fn(&Record) -> Option<f64>;
 
-const RATES: [(&str, &str, Pick); 3] = [
+const RATES: [(&str, &str, Pick); 6] = [
     ("total_tok_s", "Total tok/s", |r| r.total_tok_s),
     ("per_request_tok_s", "Per request tok/s", |r| {
         r.per_request_tok_s
     }),
     ("prefill_tok_s", "Prefill tok/s", |r| r.prefill_tok_s),
+    ("rate_achieved", "Achieved req/s", |r| r.open.rate_achieved),
+    ("goodput_rps", "Goodput req/s", |r| r.open.goodput_rps),
+    ("capacity", "Capacity", |r| r.open.capacity),
 ];
-const LATENCIES: [(&str, &str, Pick); 2] = [
+const LATENCIES: [(&str, &str, Pick); 5] = [
     ("ttft_ms_p50", "TTFT p50", |r| r.ttft_ms.map(|s| s.p50)),
     ("tbt_ms_p50", "TBT p50", |r| r.tbt_ms.map(|s| s.p50)),
+    ("ttft_ms_p99", "TTFT p99", |r| {
+        r.open.rate_offered.and(r.ttft_ms.map(|s| s.p99))
+    }),
+    ("tpot_ms_p50", "TPOT p50", |r| {
+        r.open.rate_offered.and(r.open.tpot_ms.map(|s| s.p50))
+    }),
+    ("e2e_ms_p99", "E2E p99", |r| {
+        r.open.rate_offered.and(r.open.e2e_ms.map(|s| s.p99))
+    }),
 ];
+
+/// A capacity search's probe: its value differs from run to run, so only the search's
+/// summary record is compared.
+fn probe(r: &Record) -> bool {
+    r.cell.starts_with("capacity/") && r.phase != crate::plan::Phase::Capacity
+}
 
 fn metric(
     key: &str,
@@ -211,7 +229,7 @@ pub fn compare(base: &RunDir, new: &RunDir, threshold_pct: f64) -> Comparison {
     let rows: Vec<Row> = base
         .records
         .iter()
-        .filter(|b| b.status != Status::Skipped)
+        .filter(|b| b.status != Status::Skipped && !probe(b))
         .filter_map(|b| {
             Some(row(
                 b,
@@ -224,7 +242,7 @@ pub fn compare(base: &RunDir, new: &RunDir, threshold_pct: f64) -> Comparison {
     let only = |a: &RunDir, b: &RunDir| -> Vec<String> {
         a.records
             .iter()
-            .filter(|r| r.status != Status::Skipped)
+            .filter(|r| r.status != Status::Skipped && !probe(r))
             .filter(|r| {
                 b.record(&r.cell)
                     .is_none_or(|o| o.status == Status::Skipped)

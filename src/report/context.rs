@@ -7,6 +7,8 @@
 pub use super::facts::Item;
 use super::facts::{engine, engine_line, hardware, settings};
 use super::format::ctx;
+pub use super::open::{CapacityView, SloTerm};
+use super::open::{capacity, load_cells, slo_terms};
 use crate::plan::Phase;
 use crate::results::{Record, Status};
 use crate::rundir::Run;
@@ -52,6 +54,12 @@ pub struct Context {
     pub prefill: Vec<CellView>,
     /// The decode matrix: context rows × concurrency columns.
     pub decode: DecodeMatrix,
+    /// The spec's latency objectives.
+    pub slo: Vec<SloTerm>,
+    /// Open-loop load cells, by context and rate.
+    pub load: Vec<CellView>,
+    /// What each capacity search found, one line per context.
+    pub capacity: Vec<CapacityView>,
     /// Every cell: prefill cells, then decode cells, each in run order (records of cells the
     /// plan does not list come last in their phase).
     pub cells: Vec<CellView>,
@@ -277,6 +285,9 @@ impl Context {
             },
             prefill,
             decode,
+            slo: slo_terms(&spec.slo),
+            load: load_cells(&cells),
+            capacity: capacity(&run.records, &spec.slo),
             cells,
             problems,
             run: run_info,
@@ -338,7 +349,11 @@ fn view(p: &Planned, record: Option<&Record>) -> CellView {
 /// The decode cells as a grid; a context or concurrency whose cells are all skipped has no
 /// row or column (they are listed as skipped cells instead).
 fn matrix(cells: &[CellView]) -> DecodeMatrix {
-    let all: Vec<&CellView> = cells.iter().filter(|c| c.phase == Phase::Decode).collect();
+    // Capacity probes are decode cells too, but not of the matrix.
+    let all: Vec<&CellView> = cells
+        .iter()
+        .filter(|c| c.phase == Phase::Decode && c.id.starts_with("decode/"))
+        .collect();
     let shown = |c: &&CellView| c.status != CellStatus::Skipped;
     let decode: Vec<&CellView> = all
         .iter()

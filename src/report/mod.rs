@@ -9,7 +9,9 @@ pub(crate) mod context;
 mod csv;
 mod facts;
 mod format;
+mod open;
 mod svg;
+mod svg_xy;
 pub(crate) mod templates;
 
 pub use context::{Context, context_schema_text};

@@ -7,25 +7,25 @@ use super::format::tok_s;
 use crate::results::Record;
 use std::fmt::Write;
 
-const W: f64 = 640.0;
-const H: f64 = 300.0;
-const LEFT: f64 = 64.0;
-const RIGHT: f64 = 120.0;
-const TOP: f64 = 16.0;
-const BOTTOM: f64 = 40.0;
+pub(super) const W: f64 = 640.0;
+pub(super) const H: f64 = 300.0;
+pub(super) const LEFT: f64 = 64.0;
+pub(super) const RIGHT: f64 = 120.0;
+pub(super) const TOP: f64 = 16.0;
+pub(super) const BOTTOM: f64 = 40.0;
 /// Series colours that keep their contrast on white and on near-black.
-const PALETTE: [&str; 8] = [
+pub(super) const PALETTE: [&str; 8] = [
     "#3b82f6", "#ef4444", "#10b981", "#f59e0b", "#a855f7", "#06b6d4", "#ec4899", "#84cc16",
 ];
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
 
 /// A rounded-up axis maximum and its tick step.
-fn scale(max: f64) -> (f64, f64) {
+pub(super) fn scale(max: f64) -> (f64, f64) {
     if max <= 0.0 || !max.is_finite() {
         return (1.0, 0.25);
     }
@@ -39,7 +39,7 @@ fn scale(max: f64) -> (f64, f64) {
     ((max / step).ceil() * step, step)
 }
 
-fn open(title: &str) -> String {
+pub(super) fn open(title: &str) -> String {
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" role=\"img\" class=\"chart\" font-size=\"12\" fill=\"currentColor\"><title>{}</title>",
         esc(title)
@@ -47,7 +47,7 @@ fn open(title: &str) -> String {
 }
 
 /// A tick label: `500`, `2.5K`, `15K`.
-fn axis_label(v: f64) -> String {
+pub(super) fn axis_label(v: f64) -> String {
     if v >= 1000.0 {
         let k = format!("{:.1}", v / 1000.0);
         format!("{}K", k.trim_end_matches(".0"))
@@ -57,7 +57,7 @@ fn axis_label(v: f64) -> String {
 }
 
 /// The y axis with grid lines and labels.
-fn y_axis(s: &mut String, max: f64, step: f64, label: &str) {
+pub(super) fn y_axis(s: &mut String, max: f64, step: f64, label: &str) {
     let plot_h = H - TOP - BOTTOM;
     let mut v = 0.0;
     while v <= max + step / 2.0 {

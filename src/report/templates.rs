@@ -4,7 +4,7 @@
 //! a loader that lets a user template include only files from its own folder.
 
 use super::context::Context;
-use super::{ReportError, format, svg};
+use super::{ReportError, format, svg, svg_xy};
 use minijinja::value::{Serde, Value};
 use minijinja::{Environment, UndefinedBehavior};
 use std::path::{Component, Path, PathBuf};
@@ -73,6 +73,14 @@ fn with_charts(env: &mut Environment<'static>, cx: &Context) {
         (
             "per_request",
             svg::decode(cx, |r| r.per_request_tok_s, "per-request tok/s"),
+        ),
+        (
+            "load_ttft",
+            svg_xy::latency(cx, |r| r.ttft_ms, "ttft", "TTFT ms"),
+        ),
+        (
+            "load_tpot",
+            svg_xy::latency(cx, |r| r.open.tpot_ms, "tpot", "TPOT ms"),
         ),
     ];
     let map: std::collections::BTreeMap<&str, Value> = charts

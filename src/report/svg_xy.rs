@@ -1,0 +1,143 @@
+//! The latency–throughput chart of the HTML report: a latency (TTFT or TPOT, p50 and p99)
+//! against the achieved request rate of the load cells, one line per context and
+//! percentile, with the SLO's thresholds for that metric drawn as dashed lines.
+
+use super::context::Context;
+use super::svg::{BOTTOM, H, LEFT, PALETTE, RIGHT, TOP, W, axis_label, esc, open, scale, y_axis};
+use crate::results::{Record, Summary};
+use std::fmt::Write;
+
+/// One line: its name, dash pattern and points (x, y).
+struct Line {
+    name: String,
+    dashed: bool,
+    points: Vec<(f64, f64)>,
+}
+
+fn lines(cx: &Context, pick: fn(&Record) -> Option<Summary>) -> Vec<Line> {
+    let mut contexts: Vec<(u64, String)> = cx
+        .load
+        .iter()
+        .map(|c| (c.context, c.context_label.clone()))
+        .collect();
+    contexts.dedup();
+    let mut out = Vec::new();
+    for (context, label) in contexts {
+        for (p, dashed) in [("p50", false), ("p99", true)] {
+            let mut points: Vec<(f64, f64)> = cx
+                .load
+                .iter()
+                .filter(|c| c.context == context && c.status.measured())
+                .filter_map(|c| {
+                    let r = c.record.as_ref()?;
+                    let s = pick(r)?;
+                    Some((r.open.rate_achieved?, if dashed { s.p99 } else { s.p50 }))
+                })
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            out.push(Line {
+                name: format!("{label} {p}"),
+                dashed,
+                points,
+            });
+        }
+    }
+    out
+}
+
+/// `label` (`metric`'s summaries by `pick`) against achieved requests per second.
+pub fn latency(
+    cx: &Context,
+    pick: fn(&Record) -> Option<Summary>,
+    metric: &str,
+    label: &str,
+) -> String {
+    let lines = lines(cx, pick);
+    let limits: Vec<(String, f64)> = cx
+        .slo
+        .iter()
+        .filter(|t| t.metric == metric)
+        .map(|t| (t.label.clone(), t.limit_ms))
+        .collect();
+    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let (ymax, ystep) = scale(ys.chain(limits.iter().map(|l| l.1)).fold(0.0, f64::max));
+    let (xmax, xstep) = scale(
+        lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .fold(0.0, f64::max),
+    );
+    let mut s = open(&format!("{label} against achieved requests per second"));
+    y_axis(&mut s, ymax, ystep, label);
+    let (plot_w, plot_h) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let x_of = |x: f64| LEFT + plot_w * x / xmax;
+    let y_of = |y: f64| TOP + plot_h * (1.0 - y / ymax);
+    let mut x = 0.0;
+    while x <= xmax + xstep / 2.0 {
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            x_of(x),
+            H - BOTTOM + 16.0,
+            axis_label(x)
+        );
+        x += xstep;
+    }
+    for (name, y) in &limits {
+        let _ = write!(
+            s,
+            "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"currentColor\" stroke-dasharray=\"2 4\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">SLO {}</text>",
+            W - RIGHT,
+            y_of(*y),
+            y_of(*y),
+            W - RIGHT - 4.0,
+            y_of(*y) - 4.0,
+            esc(name)
+        );
+    }
+    for (k, l) in lines.iter().enumerate() {
+        let color = PALETTE[(k / 2) % PALETTE.len()];
+        let dash = if l.dashed {
+            " stroke-dasharray=\"6 3\""
+        } else {
+            ""
+        };
+        let path: Vec<String> = l
+            .points
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", x_of(*x), y_of(*y)))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>",
+            path.join(" ")
+        );
+        for (x, y) in &l.points {
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}: {y:.1} ms at {x:.2} req/s</title></circle>",
+                x_of(*x),
+                y_of(*y),
+                esc(&l.name)
+            );
+        }
+        let ly = TOP + 14.0 + 18.0 * k as f64;
+        let _ = write!(
+            s,
+            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
+            W - RIGHT + 12.0,
+            W - RIGHT + 32.0,
+            ly - 4.0,
+            ly - 4.0,
+            W - RIGHT + 38.0,
+            esc(&l.name)
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">achieved requests per second</text></svg>",
+        LEFT + plot_w / 2.0,
+        H - 6.0
+    );
+    s
+}
