@@ -106,6 +106,18 @@ fn probe_id(context: u64, search: &str, value: f64) -> String {
     format!("capacity/{}/{tag}{value}", crate::spec::Tokens(context))
 }
 
+/// The probe just above `value` in the search at `label` (the one that bounded it).
+fn next_probe<'a>(records: &'a [Record], label: &str, value: f64) -> Option<(f64, &'a Record)> {
+    let prefix = format!("capacity/{label}/");
+    records
+        .iter()
+        .filter_map(|r| {
+            let v: f64 = r.cell.strip_prefix(&prefix)?.get(1..)?.parse().ok()?;
+            (v > value).then_some((v, r))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+}
+
 /// One line per capacity summary record.
 pub fn capacity(records: &[Record], slo: &Slo) -> Vec<CapacityView> {
     records
@@ -125,7 +137,10 @@ pub fn capacity(records: &[Record], slo: &Slo) -> Vec<CapacityView> {
                         .iter()
                         .find(|p| p.cell == probe_id(r.context, &search, v));
                     let why = probe.map(|p| against(p, slo)).unwrap_or_default();
-                    format!("Capacity at {label}: {} — {why}", unit(v))
+                    let next = next_probe(records, &label, v)
+                        .map(|(n, p)| format!("; at {n}: {}", against(p, slo)))
+                        .unwrap_or_default();
+                    format!("Capacity at {label}: {} — {why}{next}", unit(v))
                 }
                 None => {
                     let first = records

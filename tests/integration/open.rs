@@ -201,3 +201,24 @@ slo:
         assert_eq!(passed, c <= got, "{}: {:?}", pr.cell, pr.ttft_ms);
     }
 }
+
+#[test]
+fn the_shipped_open_loop_and_capacity_specs_run() {
+    let _cpu = super::cpu();
+    let text = std::fs::read_to_string(super::repo_path("specs/open-loop.yaml")).unwrap();
+    let (records, _dir) = run_spec(&text);
+    let load: Vec<&Record> = records.iter().filter(|r| r.cell.starts_with("load/")).collect();
+    assert_eq!(load.len(), 4);
+    for r in &load {
+        assert_eq!(r.status, Status::Valid, "{}: {:?}", r.cell, r.reasons);
+        assert!(r.open.slo_met.is_some() && r.open.goodput_rps.is_some(), "{}", r.cell);
+    }
+    // The lowest rate is far below what the engine holds: every request within the SLO.
+    assert_eq!(load[0].open.slo_fraction, Some(1.0), "{:?}", load[0].open);
+    let text = std::fs::read_to_string(super::repo_path("specs/capacity.yaml")).unwrap();
+    let (records, _dir) = run_spec(&text);
+    let c = cell(&records, "capacity/1K");
+    // tiny holds 32 requests at once (max_num_seqs); past it they queue and TTFT jumps.
+    let got = c.open.capacity.unwrap();
+    assert!((30.0..=40.0).contains(&got), "capacity {got}");
+}
