@@ -207,11 +207,18 @@ fn the_shipped_open_loop_and_capacity_specs_run() {
     let _cpu = super::cpu();
     let text = std::fs::read_to_string(super::repo_path("specs/open-loop.yaml")).unwrap();
     let (records, _dir) = run_spec(&text);
-    let load: Vec<&Record> = records.iter().filter(|r| r.cell.starts_with("load/")).collect();
+    let load: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.cell.starts_with("load/"))
+        .collect();
     assert_eq!(load.len(), 4);
     for r in &load {
         assert_eq!(r.status, Status::Valid, "{}: {:?}", r.cell, r.reasons);
-        assert!(r.open.slo_met.is_some() && r.open.goodput_rps.is_some(), "{}", r.cell);
+        assert!(
+            r.open.slo_met.is_some() && r.open.goodput_rps.is_some(),
+            "{}",
+            r.cell
+        );
     }
     // The lowest rate is far below what the engine holds: every request within the SLO.
     assert_eq!(load[0].open.slo_fraction, Some(1.0), "{:?}", load[0].open);

@@ -1,9 +1,10 @@
-//! The open-loop driver: a dispatcher thread holds the schedule and starts each request at
-//! its arrival time — it sleeps until just before it, then spins the last stretch, so a
-//! send is late by microseconds, not by the runtime timer's millisecond — and each request
-//! runs as its own task on the runtime, waiting for a `max_concurrency` slot when capped.
+//! The open-loop driver: a dispatcher task holds the schedule and spawns each request at its
+//! arrival time — woken by a timer to the microsecond ([`Timer`]), not by the runtime's
+//! millisecond wheel — and each request runs as its own task on the runtime, waiting for a
+//! `max_concurrency` slot when capped.
 //! Every request's times come back as a [`Done`]; nothing crosses tasks per chunk.
 
+use super::timer::Timer;
 use crate::run::client::{Chunk, Client, Prepared};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -11,10 +12,6 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
-
-/// How long before an arrival the dispatcher stops sleeping and starts spinning: above the
-/// kernel's usual timer slack, so the spin is short.
-const SPIN: Duration = Duration::from_micros(200);
 
 /// What one request of an open-loop cell saw.
 #[derive(Debug, Clone)]
@@ -105,13 +102,9 @@ pub async fn dispatch(
     // A few milliseconds ahead, so the first arrival is not already late.
     let start = Instant::now() + Duration::from_millis(5);
     if n > 0 && !shared.bodies.is_empty() {
-        let handle = tokio::runtime::Handle::current();
-        let s = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("benchspec-arrivals".into())
-            .spawn(move || dispatcher(&s, &handle, start.into_std(), &schedule));
-        if spawned.is_err() {
-            shared.left.store(0, Relaxed);
+        let task = tokio::spawn(dispatcher(shared.clone(), start, schedule));
+        if let Ok(mut a) = shared.aborts.lock() {
+            a.push(task.abort_handle());
         }
         while shared.left.load(Relaxed) > 0 {
             let notified = shared.all_done.notified();
@@ -134,31 +127,17 @@ pub async fn dispatch(
     }
 }
 
-/// The dispatcher thread: each arrival started on the runtime at its time.
-fn dispatcher(
-    s: &Arc<Shared>,
-    rt: &tokio::runtime::Handle,
-    start: std::time::Instant,
-    schedule: &[Duration],
-) {
+/// The dispatcher, a task on a runtime worker: each arrival's request spawned at its time
+/// (a local spawn: the request starts on this worker at once, or another steals it).
+async fn dispatcher(s: Arc<Shared>, start: Instant, schedule: Vec<Duration>) {
+    let timer = Timer::new();
     for (i, offset) in schedule.iter().enumerate() {
         let due = start + *offset;
-        loop {
-            let now = std::time::Instant::now();
-            if now >= due || s.stop.load(Relaxed) {
-                break;
-            }
-            let left = due - now;
-            if left > SPIN {
-                std::thread::sleep(left - SPIN);
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+        timer.until(due).await;
         if s.stop.load(Relaxed) {
             return;
         }
-        let task = rt.spawn(request(s.clone(), i, Instant::from_std(due)));
+        let task = tokio::spawn(request(s.clone(), i, due));
         if let Ok(mut a) = s.aborts.lock() {
             a.push(task.abort_handle());
         }
@@ -167,11 +146,19 @@ fn dispatcher(
 
 /// One request: a slot when capped, the send, every chunk timed on this task.
 async fn request(s: Arc<Shared>, i: usize, due: Instant) {
-    let permit = match &s.slots {
-        Some(sem) => sem.acquire().await.ok(),
-        None => None,
+    // Admitted at the arrival unless the cap made it wait: then when a slot was free. The
+    // lateness of the send counts from there, so the hop from the dispatcher to this task is
+    // part of it.
+    let (permit, admitted) = match &s.slots {
+        None => (None, due),
+        Some(sem) => match sem.try_acquire() {
+            Ok(p) => (Some(p), due),
+            Err(_) => {
+                let p = sem.acquire().await.ok();
+                (p, Instant::now().max(due))
+            }
+        },
     };
-    let admitted = Instant::now().max(due);
     let Some(body) = s.bodies.get(i % s.bodies.len().max(1)) else {
         return;
     };

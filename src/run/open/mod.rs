@@ -6,3 +6,4 @@
 pub mod arrivals;
 pub mod dispatch;
 pub mod fill;
+mod timer;
