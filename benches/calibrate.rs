@@ -23,4 +23,23 @@ fn main() {
         .map(|r| (r.ratio() - 1.0).abs())
         .fold(0.0, f64::max);
     println!("\nworst |ratio - 1| = {worst:.3} over {} cells", rows.len());
+    let ttft = calibrate::ttft_table(&p, 30.0, 4096);
+    println!("\n| cell | seed TTFT p50 ms | simulated | ratio |\n|---|---:|---:|---:|");
+    for r in &ttft {
+        println!(
+            "| {} | {:.0} | {:.0} | {:.3} |",
+            r.cell,
+            r.seed,
+            r.sim,
+            r.ratio()
+        );
+    }
+    let within = ttft
+        .iter()
+        .filter(|r| (r.ratio() - 1.0).abs() <= 0.25)
+        .count();
+    println!(
+        "\nTTFT within 25% of the seed: {within} of {} cells",
+        ttft.len()
+    );
 }

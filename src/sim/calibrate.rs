@@ -46,14 +46,23 @@ pub const SEED_DECODE: [(u64, [f64; 8]); 5] = [
     ),
 ];
 
+/// Decode TTFT p50 of the seed page, milliseconds: rows and columns as [`SEED_DECODE`].
+pub const SEED_TTFT_MS: [[f64; 8]; 5] = [
+    [71.0, 87.0, 113.0, 134.0, 180.0, 248.0, 310.0, 1051.0],
+    [97.0, 116.0, 118.0, 207.0, 205.0, 268.0, 869.0, 1600.0],
+    [145.0, 180.0, 233.0, 247.0, 208.0, 302.0, 1784.0, 3480.0],
+    [211.0, 289.0, 268.0, 279.0, 302.0, 2018.0, 3670.0, 7401.0],
+    [473.0, 541.0, 517.0, 573.0, 2692.0, 4997.0, 8685.0, 16_966.0],
+];
+
 /// One compared cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     /// `prefill/8K` or `decode/8K/c4`.
     pub cell: String,
-    /// The seed's value (tok/s).
+    /// The seed's value (tok/s, or ms for TTFT).
     pub seed: f64,
-    /// The simulated value (tok/s).
+    /// The simulated value (tok/s, or ms for TTFT).
     pub sim: f64,
 }
 
@@ -91,6 +100,23 @@ pub fn seed_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Ro
     rows
 }
 
+/// Decode TTFT p50 of every seed cell (`decode/8K/c4`), seed and simulated, milliseconds:
+/// the simulated one over every request of the cell with a first token, as `run` counts it.
+pub fn ttft_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for ((ctx, _), seed_row) in SEED_DECODE.iter().zip(SEED_TTFT_MS) {
+        for (c, seed) in SEED_CONCURRENCY.iter().zip(seed_row) {
+            let t = decode_cell(profile, *ctx as usize, *c as usize, window_s, max_tokens);
+            rows.push(Row {
+                cell: crate::plan::decode_id(*ctx, *c),
+                seed,
+                sim: t.ttft_p50_s * 1e3,
+            });
+        }
+    }
+    rows
+}
+
 /// A prompt unique to (`ctx`, `slot`), sharing no block with any other slot's.
 fn slot_prompt(ctx: usize, slot: usize) -> Vec<u32> {
     let base = (ctx as u32).wrapping_mul(2_654_435_761) ^ (slot as u32).wrapping_mul(40_503);
@@ -109,7 +135,7 @@ pub fn prefill_tok_s(profile: &Profile, ctx: usize) -> f64 {
     while e.has_work() {
         e.step();
     }
-    ctx as f64 / (e.now + profile.api_delay_s(ctx))
+    ctx as f64 / (e.now + profile.api_delay_s(ctx) + profile.tokenizer_s(ctx))
 }
 
 /// Output tokens in the window / window length, for C closed-loop streams on a warm cache.
@@ -156,7 +182,14 @@ pub fn decode_cell(
         e.step();
     }
     let delay = profile.api_delay_s(ctx);
-    let mut arrivals: Vec<(f64, usize)> = (0..c).map(|s| (e.now + delay, s)).collect();
+    // A request sent at `t` reaches the engine after the API server's one tokenizer has
+    // taken it (in arrival order) and the rest of its delay: (ready, slot, sent).
+    let mut tokenizer_free = 0.0f64;
+    let mut send = |t: f64, s: usize| {
+        tokenizer_free = tokenizer_free.max(t) + profile.tokenizer_s(ctx);
+        (tokenizer_free + delay, s, t)
+    };
+    let mut arrivals: Vec<(f64, usize, f64)> = (0..c).map(|s| send(e.now, s)).collect();
     let mut slot_of: HashMap<ReqId, usize> = HashMap::new();
     let mut sent_at: HashMap<ReqId, f64> = HashMap::new();
     let mut ttfts: Vec<f64> = Vec::new();
@@ -165,13 +198,13 @@ pub fn decode_cell(
     loop {
         arrivals.sort_by(|a, b| b.0.total_cmp(&a.0));
         while arrivals.last().is_some_and(|a| a.0 <= e.now) {
-            if let Some((at, s)) = arrivals.pop() {
+            if let Some((_, s, sent)) = arrivals.pop() {
                 let id = e.add(NewRequest {
                     tokens: prompts[s].clone(),
                     target: max_tokens,
                 });
                 slot_of.insert(id, s);
-                sent_at.insert(id, at - delay);
+                sent_at.insert(id, sent);
             }
         }
         if !e.has_work() {
@@ -204,7 +237,7 @@ pub fn decode_cell(
         }
         for id in &out.finished {
             if let Some(s) = slot_of.remove(id) {
-                arrivals.push((e.now + delay, s));
+                arrivals.push(send(e.now, s));
             }
         }
     }

@@ -310,7 +310,10 @@ impl Engine {
                     done: hit * BLOCK_TOKENS,
                 };
             }
-            cost += self.profile.cached_token_s * (hit * BLOCK_TOKENS) as f64;
+            if hit > 0 {
+                cost += self.profile.cached_request_s
+                    + self.profile.cached_token_s * (hit * BLOCK_TOKENS) as f64;
+            }
             cost += self.prefill_chunk(id, budget, out);
         }
         cost

@@ -39,7 +39,18 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
             None,
         );
     }
-    tokio::time::sleep(Duration::from_secs_f64(opts.profile.api_delay_s(ids.len()))).await;
+    // The API server's one tokenizer takes requests in arrival order; the rest of its time
+    // runs in parallel.
+    let tokenized = match s.tokenizer.lock() {
+        Ok(mut free) => {
+            let start = (*free).max(tokio::time::Instant::now());
+            *free = start + Duration::from_secs_f64(opts.profile.tokenizer_s(ids.len()));
+            *free
+        }
+        Err(_) => tokio::time::Instant::now(),
+    };
+    let api = Duration::from_secs_f64(opts.profile.api_delay_s(ids.len()));
+    tokio::time::sleep_until(tokenized + api).await;
     let target = stream::target(&req, limit, &ids, opts.seed);
     let prompt_len = ids.len();
     let (tx, rx) = mpsc::unbounded_channel();

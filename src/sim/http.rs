@@ -17,6 +17,8 @@ pub(super) struct Shared {
     pub tx: mpsc::UnboundedSender<Msg>,
     pub metrics: Arc<Mutex<Snapshot>>,
     pub next_key: AtomicU64,
+    /// When the API server's one tokenizer is next free.
+    pub tokenizer: Mutex<tokio::time::Instant>,
 }
 
 pub(super) fn json_response(status: StatusCode, body: &Value) -> Response {

@@ -35,10 +35,15 @@ pub struct Profile {
     pub prefill_quadratic_s: f64,
     /// Cost per prompt token found in the prefix cache, seconds.
     pub cached_token_s: f64,
+    /// Fixed cost of admitting a request whose prompt is found in the prefix cache, seconds.
+    pub cached_request_s: f64,
     /// API-server time before a request reaches the engine (tokenizing), fixed part, seconds.
     pub api_s: f64,
-    /// API-server time per prompt token, seconds.
+    /// API-server time per prompt token, seconds (requests in parallel).
     pub api_token_s: f64,
+    /// API-server time per prompt token on its one tokenizer, seconds: requests that arrive
+    /// together queue for it (vLLM's API server is one process).
+    pub api_serial_token_s: f64,
 }
 
 impl Profile {
@@ -53,9 +58,14 @@ impl Profile {
         self.per_seq_s * seqs as f64 + self.per_kv_token_s * kv as f64
     }
 
-    /// API-server time for a prompt of `tokens`.
+    /// API-server time for a prompt of `tokens`, apart from the queue for the tokenizer.
     pub fn api_delay_s(&self, tokens: usize) -> f64 {
         self.api_s + self.api_token_s * tokens as f64
+    }
+
+    /// Time on the API server's one tokenizer for a prompt of `tokens`.
+    pub fn tokenizer_s(&self, tokens: usize) -> f64 {
+        self.api_serial_token_s * tokens as f64
     }
 }
 
@@ -74,11 +84,13 @@ pub fn profiles() -> [Profile; 3] {
             step_s: 3.75e-3,
             per_seq_s: 0.018e-3,
             per_kv_token_s: 3.3e-9,
-            prefill_token_s: 12e-6,
-            prefill_quadratic_s: 3.6e-10,
-            cached_token_s: 2.5e-6,
-            api_s: 0.02,
-            api_token_s: 0.4e-6,
+            prefill_token_s: 7.25e-6,
+            prefill_quadratic_s: 4.1875e-10,
+            cached_token_s: 0.08e-6,
+            cached_request_s: 3.0e-3,
+            api_s: 0.035,
+            api_token_s: 1.5e-6,
+            api_serial_token_s: 1.9e-6,
         },
         Profile {
             name: "tiny",
@@ -95,8 +107,10 @@ pub fn profiles() -> [Profile; 3] {
             prefill_token_s: 2e-6,
             prefill_quadratic_s: 1e-10,
             cached_token_s: 0.2e-6,
+            cached_request_s: 0.0,
             api_s: 0.001,
             api_token_s: 0.05e-6,
+            api_serial_token_s: 0.0,
         },
         Profile {
             name: "instant",
@@ -113,8 +127,10 @@ pub fn profiles() -> [Profile; 3] {
             prefill_token_s: 0.0,
             prefill_quadratic_s: 0.0,
             cached_token_s: 0.0,
+            cached_request_s: 0.0,
             api_s: 0.0,
             api_token_s: 0.0,
+            api_serial_token_s: 0.0,
         },
     ]
 }

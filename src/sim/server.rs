@@ -90,6 +90,7 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
         tx,
         metrics,
         next_key: AtomicU64::new(1),
+        tokenizer: Mutex::new(tokio::time::Instant::now()),
     });
     let app = Router::new()
         .route("/health", get(|| async { StatusCode::OK }))

@@ -140,7 +140,12 @@ fn decode_and_prefill_match_the_simulators_ground_truth() {
         // per step, so the mean lies between one request alone and all C in one step (the
         // virtual-time replay, where they arrive at the same instant).
         let truth = calibrate::decode_cell(&p, 8192, c as usize, 3.0, 256);
-        let alone_ms = 1e3 * (p.api_delay_s(8192) + p.cached_token_s * 8176.0 + p.step_s);
+        let alone_ms = 1e3
+            * (p.api_delay_s(8192)
+                + p.tokenizer_s(8192)
+                + p.cached_request_s
+                + p.cached_token_s * 8176.0
+                + p.step_s);
         let mean = r.ttft_ms.unwrap().mean;
         if c == 1 {
             // Never below the model; above it by the simulator's own request parsing (a few
@@ -195,7 +200,12 @@ fn chat_ttft_counts_reasoning_and_multi_token_chunks_count_right() {
     );
     // TTFT ends at the first reasoning chunk: had it waited for content (40 tokens), it would
     // be 40 steps (~150 ms) longer.
-    let warm_ms = 1e3 * (p.api_delay_s(8192) + p.cached_token_s * 8192.0 + 4.0 * step_ms);
+    let warm_ms = 1e3
+        * (p.api_delay_s(8192)
+            + p.tokenizer_s(8192)
+            + p.cached_request_s
+            + p.cached_token_s * 8192.0
+            + 4.0 * step_ms);
     assert!(
         r.ttft_ms.unwrap().p50 < warm_ms * 1.6,
         "TTFT {:?} vs {warm_ms}",
