@@ -181,6 +181,11 @@ mod tests {
                 burstiness: 0.25,
                 max_concurrency: Some(8),
                 bound: crate::plan::Bound::Duration(Duration::from_secs(10)),
+                input: Some(crate::spec::Spread {
+                    distribution: crate::spec::Distribution::Lognormal,
+                    spread: 0.5,
+                }),
+                output: None,
             }),
             Measure::Load(OpenLoad {
                 rate: crate::spec::Rate::INF,
@@ -188,6 +193,8 @@ mod tests {
                 burstiness: 1.0,
                 max_concurrency: None,
                 bound: crate::plan::Bound::Requests(500),
+                input: None,
+                output: None,
             }),
             Measure::Capacity(Search {
                 axis: crate::spec::SearchAxis::Rate,

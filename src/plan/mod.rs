@@ -75,6 +75,10 @@ pub struct Workload {
     /// The latency objectives cells are judged against (absent from plans of older runs).
     #[serde(default, skip_serializing_if = "Slo::is_empty")]
     pub slo: Slo,
+    /// The longest prompt + output the engine takes, when known: drawn prompt lengths stay
+    /// within it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<u64>,
 }
 
 impl Default for Workload {
@@ -88,6 +92,7 @@ impl Default for Workload {
             validity: Validity::default(),
             labels: BTreeMap::new(),
             slo: Slo::default(),
+            max_model_len: None,
         }
     }
 }
@@ -103,6 +108,7 @@ impl Workload {
             validity: spec.validity.clone(),
             labels: spec.labels.clone(),
             slo: spec.slo.clone(),
+            max_model_len: None,
         }
     }
 
@@ -143,7 +149,10 @@ pub fn expand_for(spec: &Spec, rates: &Rates, server_max_model_len: Option<u64>)
         cells.extend(open::load_cells(spec, ctx.0, too_long.clone()));
         cells.extend(open::capacity_cell(spec, ctx.0, too_long));
     }
-    let workload = Workload::of(spec);
+    let workload = Workload {
+        max_model_len: max_len,
+        ..Workload::of(spec)
+    };
     estimate::apply(&mut cells, rates, &workload);
     let estimate_s = cells.iter().map(|c| c.estimate_s).sum();
     Plan {

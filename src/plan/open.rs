@@ -3,7 +3,7 @@
 //! `capacity/16K/c24` or `capacity/16K/r2.5` the search records as it goes).
 
 use super::{Cell, Decode, Measure};
-use crate::spec::{Arrivals, DEFAULT_LOAD_DURATION, Rate, SearchAxis, Spec, Tokens};
+use crate::spec::{Arrivals, DEFAULT_LOAD_DURATION, Rate, SearchAxis, Spec, Spread, Tokens};
 use std::time::Duration;
 
 /// How long an open-loop cell keeps requests arriving.
@@ -28,6 +28,10 @@ pub struct OpenLoad {
     pub max_concurrency: Option<u32>,
     /// How long arrivals go on.
     pub bound: Bound,
+    /// How prompt lengths vary around the context.
+    pub input: Option<Spread>,
+    /// How output lengths vary around `max_output_tokens`.
+    pub output: Option<Spread>,
 }
 
 impl OpenLoad {
@@ -85,6 +89,8 @@ impl Search {
                     burstiness: self.burstiness,
                     max_concurrency: None,
                     bound: Bound::Duration(self.window),
+                    input: None,
+                    output: None,
                 };
                 (id, 0, Measure::Load(load))
             }
@@ -144,6 +150,8 @@ pub(super) fn load_cells(spec: &Spec, ctx: u64, too_long: Option<String>) -> Vec
                     burstiness: l.burstiness,
                     max_concurrency: l.max_concurrency,
                     bound,
+                    input: l.input,
+                    output: l.output,
                 }),
                 skip,
                 estimate_s: 0.0,

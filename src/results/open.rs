@@ -29,6 +29,12 @@ pub struct OpenFields {
     /// Most requests in flight at once.
     #[serde(default)]
     pub peak_active: Option<u32>,
+    /// Mean prompt length of the cell's requests (each exact; drawn when `input` spreads).
+    #[serde(default)]
+    pub input_tokens_mean: Option<f64>,
+    /// Mean output length of its finished requests.
+    #[serde(default)]
+    pub output_tokens_mean: Option<f64>,
     /// Time per output token, per request: (last token − first token) / (tokens − 1).
     #[serde(default)]
     pub tpot_ms: Option<Summary>,

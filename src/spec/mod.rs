@@ -19,7 +19,8 @@ pub use model::{
     SimDialect, SimEngine, SimFaults, Spec,
 };
 pub use open::{
-    Arrivals, Capacity, DEFAULT_LOAD_DURATION, Load, Metric, Objective, Rate, SearchAxis, Slo,
+    Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,
+    SearchAxis, Slo, Spread,
 };
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{

@@ -161,6 +161,38 @@ pub struct Load {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub requests: Option<u32>,
+    /// How prompt lengths vary around the context (default: every prompt exactly the
+    /// context). Each length is exact, drawn from `workload.seed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Spread>,
+    /// How output lengths vary around `workload.max_output_tokens` (default: all of it),
+    /// forced with `ignore_eos` where the engine honours it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Spread>,
+}
+
+/// Lengths drawn around a centre (the context, or `max_output_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Spread {
+    /// `uniform` in [c × (1 − spread), c × (1 + spread)] (vLLM's `--random-range-ratio`);
+    /// `normal` or `lognormal` with mean c and standard deviation c × spread.
+    pub distribution: Distribution,
+    /// The width, as a fraction of the centre.
+    #[schemars(range(min = 0.0))]
+    pub spread: f64,
+}
+
+/// A length distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Distribution {
+    /// Every value in the range equally likely.
+    Uniform,
+    /// Gaussian, cut at 1 token.
+    Normal,
+    /// Log-normal: skewed to long values, as real prompt and answer lengths are.
+    Lognormal,
 }
 
 /// The default arrival window of a load cell.

@@ -229,3 +229,60 @@ fn the_shipped_open_loop_and_capacity_specs_run() {
     let got = c.open.capacity.unwrap();
     assert!((30.0..=40.0).contains(&got), "capacity {got}");
 }
+
+#[test]
+fn drawn_lengths_are_exact_per_request_and_have_the_spread_asked_for() {
+    let _cpu = super::cpu();
+    let yaml = TINY
+        .edit("max_output_tokens: 8", "max_output_tokens: 32")
+        .edit("matrix: {contexts: [256]", "matrix: {contexts: [1K]")
+        .edit("rates: [100]", "rates: [50]")
+        .edit("requests: 600", "requests: 200\n    input: {distribution: lognormal, spread: 0.5}\n    output: {distribution: uniform, spread: 0.5}");
+    let (records, dir) = run_spec(&yaml);
+    let r = cell(&records, "load/1K/r50");
+    // Every prompt is exactly as long as drawn: the server counted each one the same.
+    assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    let text = std::fs::read_to_string(dir.path().join("run/requests.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 200);
+    for v in &lines {
+        assert_eq!(v["usage_prompt_tokens"], v["prompt_tokens"], "{v}");
+    }
+    let prompts: Vec<f64> = lines
+        .iter()
+        .map(|v| v["usage_prompt_tokens"].as_f64().unwrap())
+        .collect();
+    let outputs: Vec<f64> = lines
+        .iter()
+        .map(|v| v["output_tokens"].as_f64().unwrap())
+        .collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let cv = |v: &[f64]| {
+        let m = mean(v);
+        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / v.len() as f64).sqrt() / m
+    };
+    // Lognormal around 1K with CV 0.5: over 200 draws the mean within 10%, the CV within 0.15.
+    assert!(
+        (mean(&prompts) / 1024.0 - 1.0).abs() < 0.10,
+        "{}",
+        mean(&prompts)
+    );
+    assert!((cv(&prompts) - 0.5).abs() < 0.15, "{}", cv(&prompts));
+    // Uniform in [16, 48] output tokens, each forced with ignore_eos.
+    assert!(
+        outputs.iter().all(|&o| (16.0..=48.0).contains(&o)),
+        "{outputs:?}"
+    );
+    assert!(
+        (mean(&outputs) / 32.0 - 1.0).abs() < 0.10,
+        "{}",
+        mean(&outputs)
+    );
+    assert_eq!(
+        r.open.input_tokens_mean.map(|m| m.round()),
+        Some(mean(&prompts).round())
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::{Cell, Decode, Measure, Mode, Phase, Prefill};
 use crate::plan::open::{Bound, OpenLoad, Search};
-use crate::spec::{Arrivals, Rate, SearchAxis};
+use crate::spec::{Arrivals, Rate, SearchAxis, Spread};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -33,6 +33,10 @@ pub(super) struct CellFile {
     burstiness: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_concurrency: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    output: Option<Spread>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     search: Option<SearchAxis>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,6 +68,8 @@ impl From<Cell> for CellFile {
             arrivals: None,
             burstiness: None,
             max_concurrency: None,
+            input: None,
+            output: None,
             search: None,
             min: None,
             max: None,
@@ -85,6 +91,7 @@ impl From<Cell> for CellFile {
                 f.arrivals = Some(l.arrivals);
                 f.burstiness = Some(l.burstiness);
                 f.max_concurrency = l.max_concurrency;
+                (f.input, f.output) = (l.input, l.output);
             }
             Measure::Capacity(s) => {
                 f.search = Some(s.axis);
@@ -165,6 +172,8 @@ impl CellFile {
                     Some(n) => Bound::Requests(n),
                     None => Bound::Duration(self.window()?),
                 },
+                input: self.input,
+                output: self.output,
             }),
             (Phase::Capacity, Mode::Search) => Measure::Capacity(Search {
                 axis: self.need(self.search, "search")?,

@@ -7,7 +7,7 @@ use super::{CellFailure, Ctx, failed, rand_tag, verdict};
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::run::client::Prepared;
-use crate::run::open::arrivals::schedule;
+use crate::run::open::arrivals::{lengths, schedule};
 use crate::run::open::dispatch::{Finished, dispatch};
 use crate::run::open::fill::fill;
 use crate::run::probe::{Cpu, reset_peak_rss};
@@ -20,7 +20,7 @@ const WARM_POOL: usize = 16;
 pub async fn load(cx: Arc<Ctx>, cell: &Cell, load: OpenLoad, mut rec: Record) -> Record {
     let seed = cx.workload.seed ^ fnv(&cell.id);
     let times = schedule(&load, seed);
-    let bodies = match bodies(&cx, cell, &load, times.len(), &mut rec).await {
+    let (bodies, prompts) = match bodies(&cx, cell, &load, times.len(), &mut rec).await {
         Ok(b) => b,
         Err(why) => return failed(rec, &why),
     };
@@ -29,9 +29,9 @@ pub async fn load(cx: Arc<Ctx>, cell: &Cell, load: OpenLoad, mut rec: Record) ->
         open: cx.probe.sample(),
         ..Cpu::default()
     };
-    let finished = dispatch(&cx.client, bodies, times, load.max_concurrency).await;
+    let finished = dispatch(&cx.client, bodies, prompts, times, load.max_concurrency).await;
     cpu.close = cx.probe.sample();
-    fill(&mut rec, &finished, cell, &load, &cx.workload.slo);
+    fill(&mut rec, &finished, &load, &cx.workload.slo);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
     keep_requests(&cx, cell, &finished);
     let reasons = reasons(&rec, &cx.workload.validity);
@@ -39,52 +39,77 @@ pub async fn load(cx: Arc<Ctx>, cell: &Cell, load: OpenLoad, mut rec: Record) ->
     verdict(rec, errors, started, &reasons)
 }
 
-/// Every arrival's request: with a warm cache, a pool of slot prompts (those the decode
-/// cells of the context use) sent once first and cycled; with a cold one, a new prompt for
-/// each arrival.
+/// Every arrival's request and its exact prompt length. Lengths are drawn from the seed
+/// when `phases.load.input`/`output` ask for a spread. With a warm cache, a pool of slot
+/// prompts (those the decode cells of the context use) is sent once first and the arrivals
+/// cycle through it (a drawn length shares its slot prompt's prefix); with a cold one, each
+/// arrival gets a new prompt.
 async fn bodies(
     cx: &Ctx,
     cell: &Cell,
     load: &OpenLoad,
     n: usize,
     rec: &mut Record,
-) -> Result<Vec<Prepared>, CellFailure> {
-    let out = cx.workload.max_output_tokens;
-    let mut bodies = Vec::new();
-    if cx.workload.warm() {
-        let pool = (load.max_concurrency.map_or(WARM_POOL, |c| c as usize)).min(n);
+) -> Result<(Vec<Prepared>, Vec<u64>), CellFailure> {
+    let w = &cx.workload;
+    let seed = w.seed ^ fnv(&cell.id);
+    let outs = lengths(w.max_output_tokens, load.output, n, seed ^ 1, u64::MAX);
+    let longest = outs.iter().copied().max().unwrap_or(0);
+    let room = w
+        .max_model_len
+        .map_or(u64::MAX, |m| m.saturating_sub(longest));
+    let ins = lengths(cell.prompt_tokens, load.input, n, seed ^ 2, room);
+    let mut bodies = Vec::with_capacity(n);
+    if w.warm() {
+        let pool = load
+            .max_concurrency
+            .map_or(WARM_POOL, |c| c as usize)
+            .min(n);
+        let mut warm = Vec::with_capacity(pool);
         for slot in 0..pool {
-            let prompt = cx
+            let p = cx
                 .slot_prompt(cell.context, cell.prompt_tokens, slot)
                 .await?;
-            bodies.push(cx.client.prepare(&prompt, out));
+            warm.push(cx.client.prepare(&p, 1));
         }
-        let warm = bodies
-            .iter()
-            .map(|b| b.with_max_tokens(1))
-            .collect::<Vec<_>>();
-        let outs =
-            futures_util::future::join_all(warm.iter().map(|w| cx.client.generate(w, |_| {})))
-                .await;
-        if !outs.is_empty() && outs.iter().all(|o| o.failure.is_some()) {
-            for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
-                rec.errors += 1;
-                *rec.error_kinds.entry(f.kind()).or_default() += 1;
-            }
-            return Err(CellFailure::WarmUp {
-                kinds: rec.error_kinds.keys().cloned().collect(),
-            });
+        warm_up(cx, &warm, rec).await?;
+        for (i, (&len, &out)) in ins.iter().zip(&outs).enumerate() {
+            let slot = i % pool.max(1);
+            let body = match warm.get(slot) {
+                Some(b) if len == cell.prompt_tokens => b.with_max_tokens(out),
+                _ => {
+                    let p = cx.slot_prompt(cell.context, len, slot).await?;
+                    cx.client.prepare(&p, out)
+                }
+            };
+            bodies.push(body);
         }
-        return Ok(bodies);
+        return Ok((bodies, ins));
     }
     let tag = rand_tag();
-    for i in 0..n {
+    for (i, (&len, &out)) in ins.iter().zip(&outs).enumerate() {
         let prompt = cx
-            .fresh_prompt(cell.prompt_tokens, &format!("{}n{i}x{tag}", cell.id))
+            .fresh_prompt(len, &format!("{}n{i}x{tag}", cell.id))
             .await?;
         bodies.push(cx.client.prepare(&prompt, out));
     }
-    Ok(bodies)
+    Ok((bodies, ins))
+}
+
+/// Send each warm prompt once, together; an error when every one failed.
+async fn warm_up(cx: &Ctx, warm: &[Prepared], rec: &mut Record) -> Result<(), CellFailure> {
+    let outs =
+        futures_util::future::join_all(warm.iter().map(|w| cx.client.generate(w, |_| {}))).await;
+    if !outs.is_empty() && outs.iter().all(|o| o.failure.is_some()) {
+        for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
+            rec.errors += 1;
+            *rec.error_kinds.entry(f.kind()).or_default() += 1;
+        }
+        return Err(CellFailure::WarmUp {
+            kinds: rec.error_kinds.keys().cloned().collect(),
+        });
+    }
+    Ok(())
 }
 
 /// Why the cell is not valid, if it is not.
@@ -123,7 +148,8 @@ fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
             "cell": cell.id, "due_s": rel(d.due), "admitted_s": rel(d.admitted),
             "sent_s": rel(d.sent), "first_token_s": d.first.map(rel),
             "last_token_s": d.last.map(rel), "end_s": rel(d.end),
-            "output_tokens": d.tokens, "usage_prompt_tokens": d.usage_prompt,
+            "prompt_tokens": d.prompt_target, "output_tokens": d.tokens,
+            "usage_prompt_tokens": d.usage_prompt,
             "error": d.failure,
         }));
     }

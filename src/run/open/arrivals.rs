@@ -3,7 +3,7 @@
 //! `inf` sends everything at once. Pure: the same seed gives the same schedule.
 
 use crate::plan::{Bound, OpenLoad};
-use crate::spec::Arrivals;
+use crate::spec::{Arrivals, Distribution, Spread};
 use std::time::Duration;
 
 /// A small seeded generator (SplitMix64): fast, and good enough for arrival gaps.
@@ -108,6 +108,31 @@ pub fn schedule(load: &OpenLoad, seed: u64) -> Vec<Duration> {
     out
 }
 
+/// `n` lengths around `centre` as `spread` draws them (all `centre` without one), each
+/// between 1 and `max`.
+pub fn lengths(centre: u64, spread: Option<Spread>, n: usize, seed: u64, max: u64) -> Vec<u64> {
+    let Some(sp) = spread.filter(|s| s.spread > 0.0) else {
+        return vec![centre.clamp(1, max.max(1)); n];
+    };
+    let mut rng = Rng::new(seed);
+    let c = centre as f64;
+    let s = sp.spread;
+    let (mu, sigma) = {
+        let var = (1.0 + s * s).ln();
+        (c.ln() - var / 2.0, var.sqrt())
+    };
+    (0..n)
+        .map(|_| {
+            let v = match sp.distribution {
+                Distribution::Uniform => c * (1.0 - s + 2.0 * s * (1.0 - rng.unit())),
+                Distribution::Normal => c * (1.0 + s * rng.normal()),
+                Distribution::Lognormal => (mu + sigma * rng.normal()).exp(),
+            };
+            (v.round().max(1.0) as u64).min(max.max(1))
+        })
+        .collect()
+}
+
 /// Mean and coefficient of variation of the gaps between consecutive times.
 pub fn gap_stats(times: &[f64]) -> Option<(f64, f64)> {
     if times.len() < 3 {
@@ -132,6 +157,8 @@ mod tests {
             burstiness: k,
             max_concurrency: None,
             bound,
+            input: None,
+            output: None,
         }
     }
 
@@ -177,6 +204,49 @@ mod tests {
         assert!(a.iter().all(|t| t.as_secs_f64() < 60.0));
         assert_eq!(a.len(), 600);
         assert_eq!(a.first(), Some(&Duration::ZERO));
+    }
+
+    #[test]
+    fn lengths_have_the_mean_and_spread_asked_for() {
+        // (distribution, spread, expected CV) around 8192
+        let cases = [
+            (Distribution::Uniform, 0.25, 0.25 / 3f64.sqrt()),
+            (Distribution::Normal, 0.1, 0.1),
+            (Distribution::Lognormal, 0.5, 0.5),
+        ];
+        for (distribution, spread, cv) in cases {
+            let sp = Some(Spread {
+                distribution,
+                spread,
+            });
+            let v: Vec<f64> = lengths(8192, sp, 20_000, 3, u64::MAX)
+                .into_iter()
+                .map(|x| x as f64)
+                .collect();
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64).sqrt();
+            assert!(
+                (mean / 8192.0 - 1.0).abs() < 0.02,
+                "{distribution:?}: mean {mean}"
+            );
+            assert!(
+                (sd / mean - cv).abs() < 0.02,
+                "{distribution:?}: cv {}",
+                sd / mean
+            );
+        }
+        assert_eq!(lengths(100, None, 3, 1, 64), vec![64; 3], "capped at max");
+        let u = lengths(
+            1000,
+            Some(Spread {
+                distribution: Distribution::Uniform,
+                spread: 0.5,
+            }),
+            1000,
+            1,
+            10_000,
+        );
+        assert!(u.iter().all(|&x| (500..=1500).contains(&x)));
     }
 
     #[test]

@@ -38,12 +38,15 @@ pub struct Done {
     pub failure: Option<String>,
     /// `usage.prompt_tokens` as the server counted it.
     pub usage_prompt: Option<u64>,
+    /// The exact prompt length sent.
+    pub prompt_target: u64,
 }
 
 /// What the dispatcher and the request tasks share.
 struct Shared {
     client: Client,
     bodies: Vec<Prepared>,
+    prompts: Vec<u64>,
     slots: Option<Semaphore>,
     done: Mutex<Vec<Done>>,
     aborts: Mutex<Vec<AbortHandle>>,
@@ -77,11 +80,12 @@ impl Drop for Guard {
     }
 }
 
-/// Send `bodies` (cycled) at the offsets of `schedule` from a moment just ahead, with at
+/// Send `bodies` (cycled; `prompts` their exact prompt lengths) at the offsets of `schedule` from a moment just ahead, with at
 /// most `cap` in flight, and wait for every request to end.
 pub async fn dispatch(
     client: &Client,
     bodies: Vec<Prepared>,
+    prompts: Vec<u64>,
     schedule: Vec<Duration>,
     cap: Option<u32>,
 ) -> Finished {
@@ -89,6 +93,7 @@ pub async fn dispatch(
     let shared = Arc::new(Shared {
         client: client.clone(),
         bodies,
+        prompts,
         slots: cap.map(|c| Semaphore::new(c as usize)),
         done: Mutex::new(Vec::with_capacity(n)),
         aborts: Mutex::new(Vec::with_capacity(n)),
@@ -203,6 +208,7 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
         gaps,
         failure: out.failure.as_ref().map(|f| f.kind()),
         usage_prompt: out.usage_prompt,
+        prompt_target: s.prompts.get(i).copied().unwrap_or_default(),
     };
     if let Ok(mut d) = s.done.lock() {
         d.push(done);

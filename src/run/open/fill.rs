@@ -4,7 +4,7 @@
 
 use super::arrivals::gap_stats;
 use super::dispatch::{Done, Finished};
-use crate::plan::{Cell, OpenLoad};
+use crate::plan::OpenLoad;
 use crate::results::slo::{self, Summaries};
 use crate::results::stats::{Latencies, median};
 use crate::results::{Record, TokenSource};
@@ -75,7 +75,7 @@ fn add(h: &mut Hists, d: &Done, capped: bool) -> slo::Request {
 }
 
 /// Fill `rec` from the finished requests of a load cell.
-pub fn fill(rec: &mut Record, f: &Finished, cell: &Cell, load: &OpenLoad, slo: &Slo) {
+pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
     let done = &f.done;
     let capped = load.max_concurrency.is_some();
     let mut h = Hists::default();
@@ -137,12 +137,30 @@ pub fn fill(rec: &mut Record, f: &Finished, cell: &Cell, load: &OpenLoad, slo: &
         o.slo_fraction = Some(round(v.fraction, 4));
         o.slo_met = Some(v.met);
     }
-    let mut server = done.iter().filter_map(|d| d.usage_prompt);
-    if let Some(p) = server.find(|&p| p != cell.prompt_tokens) {
+    let mismatched: Vec<&Done> = done
+        .iter()
+        .filter(|d| d.usage_prompt.is_some_and(|p| p != d.prompt_target))
+        .collect();
+    if let Some(d) = mismatched.first() {
         rec.reasons.push(format!(
-            "prompt length mismatch: sent {} tokens, the server counted {p}",
-            cell.prompt_tokens
+            "prompt length mismatch: sent {} tokens, the server counted {} ({} requests)",
+            d.prompt_target,
+            d.usage_prompt.unwrap_or_default(),
+            mismatched.len()
         ));
     }
+    let n = done.len().max(1) as f64;
+    rec.open.input_tokens_mean = Some(round(
+        done.iter().map(|d| d.prompt_target as f64).sum::<f64>() / n,
+        1,
+    ));
+    rec.open.output_tokens_mean = (completed > 0).then(|| {
+        let sum: u64 = done
+            .iter()
+            .filter(|d| d.failure.is_none())
+            .map(|d| d.tokens)
+            .sum();
+        round(sum as f64 / completed as f64, 1)
+    });
     rec.server_prompt_tokens = done.iter().find_map(|d| d.usage_prompt);
 }

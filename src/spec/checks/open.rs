@@ -3,7 +3,7 @@
 
 use super::{Ctx, ascending, subset};
 use crate::spec::diag::Problem;
-use crate::spec::open::{Arrivals, Rate, SearchAxis, Slo};
+use crate::spec::open::{Arrivals, Distribution, Rate, SearchAxis, Slo, Spread};
 use crate::spec::units::{Span, Tokens};
 
 /// Every problem of `phases.load`, `phases.capacity` and `slo`.
@@ -58,6 +58,21 @@ fn load(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             out.push(Problem::error(
                 &format!("/phases/load/rates/{i}"),
                 "rate `inf` sends every request at once, so it needs a count: set `phases.load.requests` (instead of `duration`)",
+            ));
+        }
+    }
+    for key in ["input", "output"] {
+        let ptr = format!("/phases/load/{key}");
+        if let Ok(Some(sp)) = cx.field::<Spread>(&ptr)
+            && sp.distribution == Distribution::Uniform
+            && sp.spread >= 1.0
+        {
+            out.push(Problem::error(
+                &format!("{ptr}/spread"),
+                format!(
+                    "a uniform spread of {} reaches lengths of 0 or less; use a value below 1",
+                    sp.spread
+                ),
             ));
         }
     }
