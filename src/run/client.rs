@@ -222,6 +222,24 @@ impl Client {
         }
     }
 
+    /// A chat request of the given `messages` (a dataset's), asking for `max_tokens`.
+    pub fn prepare_messages(&self, messages: &Value, max_tokens: u64) -> Prepared {
+        let mut p = self.prepare("", max_tokens);
+        p.path = "/v1/chat/completions";
+        p.prefix = Bytes::from(format!(
+            "{{\"model\":{},\"messages\":",
+            Value::String(self.model.clone())
+        ));
+        p.prompt = Bytes::from(serde_json::to_vec(messages).unwrap_or_default());
+        if let Some(rest) = std::str::from_utf8(&p.rest)
+            .ok()
+            .and_then(|r| r.strip_prefix("}]"))
+        {
+            p.rest = Bytes::from(rest.to_string());
+        }
+        p
+    }
+
     /// Write the request. A pooled keep-alive connection the server has closed in the
     /// meantime (llama.cpp's server closes idle ones, and each after a number of requests)
     /// fails before any response byte; that is retried, with the clock restarted, up to

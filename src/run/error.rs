@@ -49,6 +49,9 @@ pub enum RunError {
     /// The simulator could not start.
     #[error(transparent)]
     Sim(#[from] crate::sim::SimError),
+    /// The load phase's dataset could not be read (it changed since it was checked).
+    #[error("{0}")]
+    Dataset(String),
 }
 
 impl RunError {
@@ -56,7 +59,7 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::Engine(_) | RunError::EngineLost { .. } | RunError::Sim(_) => 3,
-            RunError::RunDir(_) => 2,
+            RunError::RunDir(_) | RunError::Dataset(_) => 2,
             RunError::Interrupted { .. } => 1,
         }
     }

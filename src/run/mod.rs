@@ -199,12 +199,15 @@ async fn run_async(
         loaded,
         dir: &dir,
         manifest: &manifest,
-        cx: Arc::new(cell::Ctx::new(
-            engine.client.clone(),
-            &todo.workload,
-            opts.save_requests,
-            probe,
-        )),
+        cx: Arc::new(cell::Ctx {
+            dataset: dataset(loaded)?,
+            ..cell::Ctx::new(
+                engine.client.clone(),
+                &todo.workload,
+                opts.save_requests,
+                probe,
+            )
+        }),
         interrupt,
         on,
     };
@@ -270,6 +273,18 @@ impl Start<'_> {
         };
         Ok((manifest, todo))
     }
+}
+
+/// The load phase's dataset, read whole, when the spec names one.
+fn dataset(loaded: &Loaded) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>, RunError> {
+    let spec = &loaded.spec;
+    let Some(name) = spec.phases.load.as_ref().and_then(|l| l.dataset.as_deref()) else {
+        return Ok(None);
+    };
+    let path = crate::spec::dataset::resolve(&loaded.path, name);
+    crate::spec::dataset::read(&path, name, spec.workload.api)
+        .map(|e| Some(e.into()))
+        .map_err(RunError::Dataset)
 }
 
 /// Measure one runnable cell, forwarding a decode cell's ticks as events.

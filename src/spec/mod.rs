@@ -4,6 +4,7 @@
 
 mod checks;
 pub mod command;
+pub mod dataset;
 mod diag;
 mod doc;
 mod model;
@@ -170,6 +171,7 @@ pub fn parse(
     let json = root.to_json();
     let mut problems = schema::check(&root, &json);
     problems.extend(checks::check(&json, stage, env));
+    problems.extend(dataset::check(&json, path));
     let clean = problems.iter().all(|p| p.severity == Severity::Warning);
     let spec = match serde_json::from_value::<Spec>(json) {
         Ok(spec) => Some(spec),

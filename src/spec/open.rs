@@ -169,6 +169,12 @@ pub struct Load {
     /// forced with `ignore_eos` where the engine honours it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Spread>,
+    /// A JSONL file of prompts (relative to the spec), one request a line: `{"prompt": …}`
+    /// or `{"messages": […]}`, with an optional `"output_tokens"`. Its prompts keep their own
+    /// lengths; they replace the synthetic ones, cycled in an order drawn from the seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub dataset: Option<String>,
 }
 
 /// Lengths drawn around a centre (the context, or `max_output_tokens`).

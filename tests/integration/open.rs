@@ -12,7 +12,15 @@ use benchspec::spec::{self, Stage};
 use super::cli::tempdir::Dir;
 
 fn run_spec(yaml: &str) -> (Vec<Record>, Dir) {
+    run_spec_with(yaml, &[])
+}
+
+/// Run `yaml` with `files` (name, text) written beside it.
+fn run_spec_with(yaml: &str, files: &[(&str, &str)]) -> (Vec<Record>, Dir) {
     let dir = Dir::new();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
     let path = dir.path().join("spec.yaml");
     std::fs::write(&path, yaml).unwrap();
     let path = path.to_string_lossy().into_owned();
@@ -285,4 +293,61 @@ fn drawn_lengths_are_exact_per_request_and_have_the_spread_asked_for() {
         r.open.input_tokens_mean.map(|m| m.round()),
         Some(mean(&prompts).round())
     );
+}
+
+#[test]
+fn a_dataset_replaces_the_synthetic_prompts() {
+    let _cpu = super::cpu();
+    let lines: String = (0..10)
+        .map(|i| {
+            let words = "lorem ipsum dolor ".repeat(10 * (i + 1));
+            format!(
+                "{{\"messages\": [{{\"role\": \"user\", \"content\": \"{words}\"}}], \"output_tokens\": {}}}\n",
+                4 + i
+            )
+        })
+        .collect();
+    let yaml = TINY
+        .edit("max_output_tokens: 8}", "max_output_tokens: 8, api: chat}")
+        .edit("requests: 600", "requests: 30\n    dataset: chats.jsonl");
+    let (records, dir) = run_spec_with(&yaml, &[("chats.jsonl", &lines)]);
+    let r = cell(&records, "load/256/r100");
+    assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    assert_eq!(r.completed, 30);
+    let text = std::fs::read_to_string(dir.path().join("run/requests.jsonl")).unwrap();
+    let mut outputs = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        // Each answer is as long as its line asked (4 to 13 tokens, forced with ignore_eos).
+        outputs.insert(v["output_tokens"].as_u64().unwrap());
+        // The prompts are the dataset's own, of their own lengths.
+        assert!(v["usage_prompt_tokens"].as_u64().unwrap() >= 30, "{v}");
+    }
+    assert_eq!(outputs, (4..14).collect(), "every line was sent");
+}
+
+#[test]
+fn a_missing_dataset_or_a_bad_line_is_a_located_error() {
+    let dir = Dir::new();
+    let yaml = TINY.edit("requests: 600", "requests: 30\n    dataset: d.jsonl");
+    let path = dir.path().join("spec.yaml").to_string_lossy().into_owned();
+    let check = |want: &str| {
+        let err = spec::parse(&path, &yaml, Stage::Validate, &|_| None)
+            .err()
+            .unwrap();
+        let d = &err.diagnostics()[0];
+        assert_eq!(
+            (d.pointer.as_str(), d.line),
+            ("/phases/load/dataset", 15),
+            "{d:?}"
+        );
+        assert!(d.message.contains(want), "{}", d.message);
+    };
+    check("cannot read the dataset `d.jsonl`");
+    std::fs::write(
+        dir.path().join("d.jsonl"),
+        "{\"prompt\": \"a\"}\n{\"prompt\": 1}\n",
+    )
+    .unwrap();
+    check("`d.jsonl` line 2: `prompt` must be a string");
 }

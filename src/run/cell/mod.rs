@@ -30,6 +30,8 @@ pub struct Ctx {
     pub requests: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
     /// The client's own footprint.
     pub probe: Probe,
+    /// The load phase's dataset, when the spec names one.
+    pub dataset: Option<std::sync::Arc<[crate::spec::dataset::Entry]>>,
 }
 
 impl Ctx {
@@ -41,6 +43,7 @@ impl Ctx {
             synth: Mutex::new(Synth::new(workload.seed)),
             workload: workload.clone(),
             requests: save_requests.then(|| std::sync::Mutex::new(Vec::new())),
+            dataset: None,
         }
     }
 

@@ -7,10 +7,11 @@ use super::{CellFailure, Ctx, failed, rand_tag, verdict};
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::run::client::Prepared;
-use crate::run::open::arrivals::{lengths, schedule};
+use crate::run::open::arrivals::{Rng, lengths, schedule};
 use crate::run::open::dispatch::{Finished, dispatch};
 use crate::run::open::fill::fill;
 use crate::run::probe::{Cpu, reset_peak_rss};
+use crate::spec::dataset::Entry;
 use std::sync::Arc;
 
 /// Prompts a warm load cell cycles through when it sets no `max_concurrency`.
@@ -54,6 +55,9 @@ async fn bodies(
     let w = &cx.workload;
     let seed = w.seed ^ fnv(&cell.id);
     let outs = lengths(w.max_output_tokens, load.output, n, seed ^ 1, u64::MAX);
+    if let Some(entries) = &cx.dataset {
+        return Ok(from_dataset(cx, entries, &outs, seed));
+    }
     let longest = outs.iter().copied().max().unwrap_or(0);
     let room = w
         .max_model_len
@@ -94,6 +98,31 @@ async fn bodies(
         bodies.push(cx.client.prepare(&prompt, out));
     }
     Ok((bodies, ins))
+}
+
+/// The dataset's requests, cycled in an order drawn from the seed; their prompts keep their
+/// own lengths (0: not exact, nothing to check against).
+fn from_dataset(cx: &Ctx, entries: &[Entry], outs: &[u64], seed: u64) -> (Vec<Prepared>, Vec<u64>) {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    let mut rng = Rng::new(seed);
+    for i in (1..order.len()).rev() {
+        let j = (rng.unit() * (i + 1) as f64) as usize;
+        order.swap(i, j.min(i));
+    }
+    let bodies = outs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &out)| {
+            let e = entries.get(*order.get(i % order.len().max(1))?)?;
+            let out = e.output_tokens.unwrap_or(out);
+            Some(match (&e.messages, &e.prompt) {
+                (Some(m), _) => cx.client.prepare_messages(m, out),
+                (None, p) => cx.client.prepare(p.as_deref().unwrap_or_default(), out),
+            })
+        })
+        .collect::<Vec<_>>();
+    let targets = vec![0; bodies.len()];
+    (bodies, targets)
 }
 
 /// Send each warm prompt once, together; an error when every one failed.

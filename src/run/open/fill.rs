@@ -139,7 +139,7 @@ pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
     }
     let mismatched: Vec<&Done> = done
         .iter()
-        .filter(|d| d.usage_prompt.is_some_and(|p| p != d.prompt_target))
+        .filter(|d| d.prompt_target > 0 && d.usage_prompt.is_some_and(|p| p != d.prompt_target))
         .collect();
     if let Some(d) = mismatched.first() {
         rec.reasons.push(format!(

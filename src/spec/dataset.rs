@@ -1,0 +1,185 @@
+//! A dataset of prompts for load cells (`phases.load.dataset`): a JSONL file beside the spec,
+//! one request a line — `{"prompt": "…"}` or `{"messages": [{"role": …, "content": …}]}`, with
+//! an optional `"output_tokens": N` — read and checked whole at validate time, so a missing
+//! file or a bad line is a located error before anything runs.
+
+use super::diag::Problem;
+use super::workload::Api;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Datasets larger than this are refused: they are read whole before a cell starts.
+pub const MAX_DATASET_BYTES: u64 = 256 << 20;
+
+/// One request of a dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// A completions prompt (chat wraps it as one user message).
+    pub prompt: Option<String>,
+    /// Chat messages, as given.
+    pub messages: Option<Value>,
+    /// Tokens to generate (default: `workload.max_output_tokens`).
+    pub output_tokens: Option<u64>,
+}
+
+/// Where `dataset` (as the spec writes it) is, relative to the spec at `spec_path`.
+pub fn resolve(spec_path: &str, dataset: &str) -> PathBuf {
+    let base = Path::new(spec_path).parent().unwrap_or(Path::new(""));
+    base.join(dataset)
+}
+
+/// The entries of the dataset at `path`, or what is wrong with it (the file and line).
+pub fn read(path: &Path, shown: &str, api: Api) -> Result<Vec<Entry>, String> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read the dataset `{shown}`: {e}"))?
+        .len();
+    if size > MAX_DATASET_BYTES {
+        return Err(format!(
+            "the dataset `{shown}` is {size} bytes; at most {MAX_DATASET_BYTES} are read"
+        ));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the dataset `{shown}`: {e}"))?;
+    parse(&text, shown, api)
+}
+
+/// The entries of a dataset's text.
+pub fn parse(text: &str, shown: &str, api: Api) -> Result<Vec<Entry>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |what: String| format!("`{shown}` line {}: {what}", i + 1);
+        let v: Value = serde_json::from_str(line).map_err(|e| at(format!("not JSON ({e})")))?;
+        out.push(entry(&v, api).map_err(at)?);
+    }
+    if out.is_empty() {
+        return Err(format!("the dataset `{shown}` has no requests"));
+    }
+    Ok(out)
+}
+
+fn entry(v: &Value, api: Api) -> Result<Entry, String> {
+    let prompt = match v.get("prompt") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err("`prompt` must be a string".into()),
+    };
+    let messages = match v.get("messages") {
+        None => None,
+        Some(m) if is_messages(m) => Some(m.clone()),
+        Some(_) => {
+            return Err("`messages` must be a list of {\"role\": …, \"content\": \"…\"}".into());
+        }
+    };
+    let output_tokens = match v.get("output_tokens") {
+        None => None,
+        Some(n) => Some(
+            n.as_u64()
+                .filter(|n| *n > 0)
+                .ok_or("`output_tokens` must be a whole number above 0")?,
+        ),
+    };
+    match (&prompt, &messages, api) {
+        (None, None, _) => Err("needs `prompt` (a string) or `messages` (a list)".into()),
+        (None, Some(_), Api::Completions) => Err(
+            "has `messages` but `workload.api` is `completions`: give `prompt`, or set `api: chat`"
+                .into(),
+        ),
+        _ => Ok(Entry {
+            prompt,
+            messages,
+            output_tokens,
+        }),
+    }
+}
+
+fn is_messages(m: &Value) -> bool {
+    m.as_array().is_some_and(|a| {
+        !a.is_empty()
+            && a.iter().all(|x| {
+                x.get("role").is_some_and(Value::is_string)
+                    && x.get("content").is_some_and(Value::is_string)
+            })
+    })
+}
+
+/// The problems of the spec's dataset, if it names one: the file, its lines, and the one
+/// context it stands for.
+pub fn check(json: &Value, spec_path: &str) -> Vec<Problem> {
+    let ptr = "/phases/load/dataset";
+    let Some(name) = json.pointer(ptr).and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let api = json
+        .pointer("/workload/api")
+        .and_then(|a| serde_json::from_value(a.clone()).ok())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    if let Err(why) = read(&resolve(spec_path, name), name, api) {
+        out.push(Problem::error(ptr, why));
+    }
+    let count = |p: &str| json.pointer(p).and_then(Value::as_array).map(Vec::len);
+    let contexts = count("/phases/load/contexts").or(count("/matrix/contexts"));
+    if contexts.is_some_and(|n| n != 1) {
+        out.push(Problem::error(
+            ptr,
+            "a dataset's prompts keep their own lengths: list the one context they stand for in `phases.load.contexts`",
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_checked_one_by_one() {
+        let cases = [
+            ("{\"prompt\": \"hi\"}\n", Api::Completions, None),
+            (
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"output_tokens\": 8}\n",
+                Api::Chat,
+                None,
+            ),
+            (
+                "\n{\"prompt\": \"a\"}\nnot json\n",
+                Api::Completions,
+                Some("line 3: not JSON"),
+            ),
+            (
+                "{\"prompt\": 3}\n",
+                Api::Completions,
+                Some("line 1: `prompt` must be a string"),
+            ),
+            (
+                "{\"text\": \"x\"}\n",
+                Api::Completions,
+                Some("needs `prompt`"),
+            ),
+            (
+                "{\"prompt\": \"x\", \"output_tokens\": 0}\n",
+                Api::Completions,
+                Some("above 0"),
+            ),
+            (
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n",
+                Api::Completions,
+                Some("set `api: chat`"),
+            ),
+            ("\n\n", Api::Completions, Some("has no requests")),
+        ];
+        for (text, api, want) in cases {
+            let got = parse(text, "d.jsonl", api);
+            match want {
+                None => assert!(got.is_ok(), "{text}: {got:?}"),
+                Some(w) => {
+                    let e = got.err().unwrap_or_default();
+                    assert!(e.contains(w), "{text}: {e}");
+                }
+            }
+        }
+    }
+}
