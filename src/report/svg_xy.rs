@@ -59,85 +59,105 @@ pub fn latency(
         .filter(|t| t.metric == metric)
         .map(|t| (t.label.clone(), t.limit_ms))
         .collect();
-    let ys = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
-    let (ymax, ystep) = scale(ys.chain(limits.iter().map(|l| l.1)).fold(0.0, f64::max));
-    let (xmax, xstep) = scale(
-        lines
-            .iter()
-            .flat_map(|l| l.points.iter().map(|p| p.0))
-            .fold(0.0, f64::max),
-    );
+    let points = || lines.iter().flat_map(|l| l.points.iter());
+    let ys = points().map(|p| p.1).chain(limits.iter().map(|l| l.1));
+    let (ymax, ystep) = scale(ys.fold(0.0, f64::max));
+    let (xmax, xstep) = scale(points().map(|p| p.0).fold(0.0, f64::max));
     let mut s = open(&format!("{label} against achieved requests per second"));
     y_axis(&mut s, ymax, ystep, label);
-    let (plot_w, plot_h) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-    let x_of = |x: f64| LEFT + plot_w * x / xmax;
-    let y_of = |y: f64| TOP + plot_h * (1.0 - y / ymax);
-    let mut x = 0.0;
-    while x <= xmax + xstep / 2.0 {
-        let _ = write!(
-            s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            x_of(x),
-            H - BOTTOM + 16.0,
-            axis_label(x)
-        );
-        x += xstep;
-    }
+    let plot = Plot { xmax, ymax };
+    x_axis(&mut s, &plot, xstep);
     for (name, y) in &limits {
+        let y = plot.y(*y);
         let _ = write!(
             s,
-            "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"currentColor\" stroke-dasharray=\"2 4\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">SLO {}</text>",
+            "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"currentColor\" stroke-dasharray=\"2 4\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">SLO {}</text>",
             W - RIGHT,
-            y_of(*y),
-            y_of(*y),
             W - RIGHT - 4.0,
-            y_of(*y) - 4.0,
+            y - 4.0,
             esc(name)
         );
     }
     for (k, l) in lines.iter().enumerate() {
-        let color = PALETTE[(k / 2) % PALETTE.len()];
-        let dash = if l.dashed {
-            " stroke-dasharray=\"6 3\""
-        } else {
-            ""
-        };
-        let path: Vec<String> = l
-            .points
-            .iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", x_of(*x), y_of(*y)))
-            .collect();
+        draw(&mut s, &plot, k, l);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The plot area's scale: data to SVG coordinates.
+struct Plot {
+    xmax: f64,
+    ymax: f64,
+}
+
+impl Plot {
+    fn x(&self, x: f64) -> f64 {
+        LEFT + (W - LEFT - RIGHT) * x / self.xmax
+    }
+
+    fn y(&self, y: f64) -> f64 {
+        TOP + (H - TOP - BOTTOM) * (1.0 - y / self.ymax)
+    }
+}
+
+/// Tick labels along x and the axis title.
+fn x_axis(s: &mut String, plot: &Plot, step: f64) {
+    let mut x = 0.0;
+    while x <= plot.xmax + step / 2.0 {
         let _ = write!(
             s,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>",
-            path.join(" ")
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            plot.x(x),
+            H - BOTTOM + 16.0,
+            axis_label(x)
         );
-        for (x, y) in &l.points {
-            let _ = write!(
-                s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}: {y:.1} ms at {x:.2} req/s</title></circle>",
-                x_of(*x),
-                y_of(*y),
-                esc(&l.name)
-            );
-        }
-        let ly = TOP + 14.0 + 18.0 * k as f64;
-        let _ = write!(
-            s,
-            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
-            W - RIGHT + 12.0,
-            W - RIGHT + 32.0,
-            ly - 4.0,
-            ly - 4.0,
-            W - RIGHT + 38.0,
-            esc(&l.name)
-        );
+        x += step;
     }
     let _ = write!(
         s,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">achieved requests per second</text></svg>",
-        LEFT + plot_w / 2.0,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">achieved requests per second</text>",
+        LEFT + (W - LEFT - RIGHT) / 2.0,
         H - 6.0
     );
-    s
+}
+
+/// The `k`th line with a dot per point and its legend entry (a context's colour; p99 dashed).
+fn draw(s: &mut String, plot: &Plot, k: usize, l: &Line) {
+    let color = PALETTE[(k / 2) % PALETTE.len()];
+    let dash = if l.dashed {
+        " stroke-dasharray=\"6 3\""
+    } else {
+        ""
+    };
+    let path: Vec<String> = l
+        .points
+        .iter()
+        .map(|(x, y)| format!("{:.1},{:.1}", plot.x(*x), plot.y(*y)))
+        .collect();
+    let _ = write!(
+        s,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"{dash}/>",
+        path.join(" ")
+    );
+    for (x, y) in &l.points {
+        let _ = write!(
+            s,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}: {y:.1} ms at {x:.2} req/s</title></circle>",
+            plot.x(*x),
+            plot.y(*y),
+            esc(&l.name)
+        );
+    }
+    let ly = TOP + 14.0 + 18.0 * k as f64;
+    let _ = write!(
+        s,
+        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
+        W - RIGHT + 12.0,
+        W - RIGHT + 32.0,
+        ly - 4.0,
+        ly - 4.0,
+        W - RIGHT + 38.0,
+        esc(&l.name)
+    );
 }

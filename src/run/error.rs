@@ -50,8 +50,8 @@ pub enum RunError {
     #[error(transparent)]
     Sim(#[from] crate::sim::SimError),
     /// The load phase's dataset could not be read (it changed since it was checked).
-    #[error("{0}")]
-    Dataset(String),
+    #[error(transparent)]
+    Dataset(#[from] crate::spec::dataset::DatasetError),
 }
 
 impl RunError {

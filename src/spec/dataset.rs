@@ -11,6 +11,43 @@ use std::path::{Path, PathBuf};
 /// Datasets larger than this are refused: they are read whole before a cell starts.
 pub const MAX_DATASET_BYTES: u64 = 256 << 20;
 
+/// What is wrong with a dataset, naming the file (and line).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DatasetError {
+    /// The file cannot be read.
+    #[error("cannot read the dataset `{file}`: {why}")]
+    Read {
+        /// The file as the spec names it.
+        file: String,
+        /// The I/O error.
+        why: String,
+    },
+    /// The file is too large to read whole.
+    #[error("the dataset `{file}` is {bytes} bytes; at most {MAX_DATASET_BYTES} are read")]
+    TooLarge {
+        /// The file as the spec names it.
+        file: String,
+        /// Its size.
+        bytes: u64,
+    },
+    /// A line is not a request.
+    #[error("`{file}` line {line}: {why}")]
+    Line {
+        /// The file as the spec names it.
+        file: String,
+        /// From 1.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// No line holds a request.
+    #[error("the dataset `{file}` has no requests")]
+    Empty {
+        /// The file as the spec names it.
+        file: String,
+    },
+}
+
 /// One request of a dataset.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -29,33 +66,41 @@ pub fn resolve(spec_path: &str, dataset: &str) -> PathBuf {
 }
 
 /// The entries of the dataset at `path`, or what is wrong with it (the file and line).
-pub fn read(path: &Path, shown: &str, api: Api) -> Result<Vec<Entry>, String> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read the dataset `{shown}`: {e}"))?
-        .len();
-    if size > MAX_DATASET_BYTES {
-        return Err(format!(
-            "the dataset `{shown}` is {size} bytes; at most {MAX_DATASET_BYTES} are read"
-        ));
+pub fn read(path: &Path, shown: &str, api: Api) -> Result<Vec<Entry>, DatasetError> {
+    let unreadable = |e: std::io::Error| DatasetError::Read {
+        file: shown.to_string(),
+        why: e.to_string(),
+    };
+    let bytes = std::fs::metadata(path).map_err(unreadable)?.len();
+    if bytes > MAX_DATASET_BYTES {
+        return Err(DatasetError::TooLarge {
+            file: shown.to_string(),
+            bytes,
+        });
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the dataset `{shown}`: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(unreadable)?;
     parse(&text, shown, api)
 }
 
 /// The entries of a dataset's text.
-pub fn parse(text: &str, shown: &str, api: Api) -> Result<Vec<Entry>, String> {
+pub fn parse(text: &str, shown: &str, api: Api) -> Result<Vec<Entry>, DatasetError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let at = |what: String| format!("`{shown}` line {}: {what}", i + 1);
+        let at = |why: String| DatasetError::Line {
+            file: shown.to_string(),
+            line: i + 1,
+            why,
+        };
         let v: Value = serde_json::from_str(line).map_err(|e| at(format!("not JSON ({e})")))?;
         out.push(entry(&v, api).map_err(at)?);
     }
     if out.is_empty() {
-        return Err(format!("the dataset `{shown}` has no requests"));
+        return Err(DatasetError::Empty {
+            file: shown.to_string(),
+        });
     }
     Ok(out)
 }
@@ -118,7 +163,7 @@ pub fn check(json: &Value, spec_path: &str) -> Vec<Problem> {
         .unwrap_or_default();
     let mut out = Vec::new();
     if let Err(why) = read(&resolve(spec_path, name), name, api) {
-        out.push(Problem::error(ptr, why));
+        out.push(Problem::error(ptr, why.to_string()));
     }
     let count = |p: &str| json.pointer(p).and_then(Value::as_array).map(Vec::len);
     let contexts = count("/phases/load/contexts").or(count("/matrix/contexts"));
@@ -176,7 +221,7 @@ mod tests {
             match want {
                 None => assert!(got.is_ok(), "{text}: {got:?}"),
                 Some(w) => {
-                    let e = got.err().unwrap_or_default();
+                    let e = got.err().map(|e| e.to_string()).unwrap_or_default();
                     assert!(e.contains(w), "{text}: {e}");
                 }
             }

@@ -1,7 +1,7 @@
 //! The record of a measured decode window: the merged tallies as the record's fields, and
 //! the verdict with its reasons (contract §5).
 
-use super::{round, verdict};
+use super::{round, shared_reasons, verdict};
 use crate::plan::Cell;
 use crate::plan::Workload;
 use crate::results::slo::{self, Summaries};
@@ -105,22 +105,6 @@ fn reasons(
     if w.tokens <= 0.0 {
         reasons.push("no tokens inside the window".into());
     }
-    if let Some(c) = rec.client
-        && c.cpu_busy > validity.max_client_busy
-    {
-        reasons.push(format!(
-            "client saturated: {:.0}% busy (more than validity.max_client_busy {:.0}%; give it more --client-threads or cores)",
-            c.cpu_busy * 100.0,
-            validity.max_client_busy * 100.0
-        ));
-    }
-    let started = w.started.max(1);
-    let rate = w.errors as f64 / started as f64;
-    if rate > validity.max_error_rate {
-        reasons.push(format!(
-            "error rate {rate:.3} > {}",
-            validity.max_error_rate
-        ));
-    }
+    reasons.extend(shared_reasons(rec, w.errors, w.started, validity));
     reasons
 }

@@ -15,6 +15,7 @@ use super::prompt::{PromptError, Synth};
 use crate::plan::{Cell, Prefill, Workload};
 use crate::results::stats::{Latencies, median};
 use crate::results::{Record, Status};
+use crate::spec::Validity;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Mutex;
 
@@ -183,6 +184,26 @@ pub(super) fn verdict(mut rec: Record, errors: u64, attempts: u64, reasons: &[St
         Status::Invalid
     };
     rec
+}
+
+/// The validity rules every measured cell shares: a client that was itself the bottleneck,
+/// and an error rate above the spec's.
+pub(super) fn shared_reasons(rec: &Record, errors: u64, started: u64, v: &Validity) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if let Some(c) = rec.client
+        && c.cpu_busy > v.max_client_busy
+    {
+        reasons.push(format!(
+            "client saturated: {:.0}% busy (more than validity.max_client_busy {:.0}%; give it more --client-threads or cores)",
+            c.cpu_busy * 100.0,
+            v.max_client_busy * 100.0
+        ));
+    }
+    let rate = errors as f64 / started.max(1) as f64;
+    if rate > v.max_error_rate {
+        reasons.push(format!("error rate {rate:.3} > {}", v.max_error_rate));
+    }
+    reasons
 }
 
 pub(super) fn round(v: f64, digits: i32) -> f64 {

@@ -3,7 +3,7 @@
 //! warmed first when the prompt cache is warm, then the dispatcher, and the record with its
 //! verdict.
 
-use super::{CellFailure, Ctx, failed, rand_tag, verdict};
+use super::{CellFailure, Ctx, failed, rand_tag, shared_reasons, verdict};
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::run::client::Prepared;
@@ -147,22 +147,12 @@ fn reasons(rec: &Record, validity: &crate::spec::Validity) -> Vec<String> {
     if rec.output_tokens.unwrap_or(0) == 0 {
         reasons.push("no tokens were generated".into());
     }
-    if let Some(c) = rec.client
-        && c.cpu_busy > validity.max_client_busy
-    {
-        reasons.push(format!(
-            "client saturated: {:.0}% busy (more than validity.max_client_busy {:.0}%)",
-            c.cpu_busy * 100.0,
-            validity.max_client_busy * 100.0
-        ));
-    }
-    let rate = rec.errors as f64 / rec.requests_started.max(1) as f64;
-    if rate > validity.max_error_rate {
-        reasons.push(format!(
-            "error rate {rate:.3} > {}",
-            validity.max_error_rate
-        ));
-    }
+    reasons.extend(shared_reasons(
+        rec,
+        rec.errors,
+        rec.requests_started,
+        validity,
+    ));
     reasons
 }
 

@@ -76,14 +76,38 @@ fn add(h: &mut Hists, d: &Done, capped: bool) -> slo::Request {
 
 /// Fill `rec` from the finished requests of a load cell.
 pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
-    let done = &f.done;
     let capped = load.max_concurrency.is_some();
     let mut h = Hists::default();
-    let requests: Vec<slo::Request> = done.iter().map(|d| add(&mut h, d, capped)).collect();
-    let end = done.iter().map(|d| d.end).max().unwrap_or(f.start);
+    let requests: Vec<slo::Request> = f.done.iter().map(|d| add(&mut h, d, capped)).collect();
+    let end = f.done.iter().map(|d| d.end).max().unwrap_or(f.start);
     let span = secs(f.start, end);
-    let mut sends: Vec<f64> = done.iter().map(|d| secs(f.start, d.sent)).collect();
-    sends.sort_by(f64::total_cmp);
+    throughput(rec, f, &requests, span);
+    rec.ttft_ms = h.ttft.summary();
+    rec.tbt_ms = h.itl.summary();
+    arrivals(rec, f, load);
+    let o = &mut rec.open;
+    o.tpot_ms = h.tpot.summary();
+    o.itl_ms = h.itl.summary();
+    o.e2e_ms = h.e2e.summary();
+    o.queue_ms = h.queue.summary();
+    o.send_lateness_ms = h.late.summary();
+    let summaries = Summaries {
+        ttft: rec.ttft_ms,
+        tpot: o.tpot_ms,
+        itl: o.itl_ms,
+        e2e: o.e2e_ms,
+    };
+    if let Some(v) = slo::judge(slo, &requests, &summaries, span) {
+        o.goodput_rps = Some(round(v.goodput_rps, 3));
+        o.slo_fraction = Some(round(v.fraction, 4));
+        o.slo_met = Some(v.met);
+    }
+    lengths(rec, &f.done);
+}
+
+/// Tokens, rates, requests in flight and errors over the cell's `span` seconds.
+fn throughput(rec: &mut Record, f: &Finished, requests: &[slo::Request], span: f64) {
+    let done = &f.done;
     let completed = requests.iter().filter(|r| r.ok).count() as u64;
     let tokens: u64 = done.iter().map(|d| d.tokens).sum();
     rec.measured_s = Some(round(span, 3));
@@ -103,14 +127,18 @@ pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
     rec.avg_active = (span > 0.0).then(|| round(busy / span, 2));
     rec.requests_started = done.len() as u64;
     rec.completed = completed;
-    for d in done {
-        if let Some(kind) = &d.failure {
-            rec.errors += 1;
-            *rec.error_kinds.entry(kind.clone()).or_default() += 1;
-        }
+    for kind in done.iter().filter_map(|d| d.failure.as_ref()) {
+        rec.errors += 1;
+        *rec.error_kinds.entry(kind.clone()).or_default() += 1;
     }
-    rec.ttft_ms = h.ttft.summary();
-    rec.tbt_ms = h.itl.summary();
+    rec.open.rate_achieved = (span > 0.0).then(|| round(completed as f64 / span, 3));
+    rec.open.peak_active = Some(f.peak);
+}
+
+/// What was offered, and how the sends really went: their rate and spread.
+fn arrivals(rec: &mut Record, f: &Finished, load: &OpenLoad) {
+    let mut sends: Vec<f64> = f.done.iter().map(|d| secs(f.start, d.sent)).collect();
+    sends.sort_by(f64::total_cmp);
     let o = &mut rec.open;
     o.rate_offered = Some(load.rate);
     o.arrivals = Some(load.arrivals.as_str().to_string());
@@ -118,25 +146,12 @@ pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
         (Some(a), Some(b)) if b > a => Some(round((sends.len() - 1) as f64 / (b - a), 3)),
         _ => None,
     };
-    o.rate_achieved = (span > 0.0).then(|| round(completed as f64 / span, 3));
     o.arrival_cv = gap_stats(&sends).map(|(_, cv)| round(cv, 3));
-    o.peak_active = Some(f.peak);
-    o.tpot_ms = h.tpot.summary();
-    o.itl_ms = h.itl.summary();
-    o.e2e_ms = h.e2e.summary();
-    o.queue_ms = h.queue.summary();
-    o.send_lateness_ms = h.late.summary();
-    let summaries = Summaries {
-        ttft: rec.ttft_ms,
-        tpot: o.tpot_ms,
-        itl: o.itl_ms,
-        e2e: o.e2e_ms,
-    };
-    if let Some(v) = slo::judge(slo, &requests, &summaries, span) {
-        o.goodput_rps = Some(round(v.goodput_rps, 3));
-        o.slo_fraction = Some(round(v.fraction, 4));
-        o.slo_met = Some(v.met);
-    }
+}
+
+/// Prompt and output lengths: each exact prompt checked against the server's count, and
+/// their means (a dataset's prompts, not made to a length, by the server's count).
+fn lengths(rec: &mut Record, done: &[Done]) {
     let mismatched: Vec<&Done> = done
         .iter()
         .filter(|d| d.prompt_target > 0 && d.usage_prompt.is_some_and(|p| p != d.prompt_target))
@@ -149,18 +164,21 @@ pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
             mismatched.len()
         ));
     }
+    let input = |d: &Done| match d.prompt_target {
+        0 => d.usage_prompt.unwrap_or_default(),
+        t => t,
+    };
     let n = done.len().max(1) as f64;
     rec.open.input_tokens_mean = Some(round(
-        done.iter().map(|d| d.prompt_target as f64).sum::<f64>() / n,
+        done.iter().map(|d| input(d) as f64).sum::<f64>() / n,
         1,
     ));
-    rec.open.output_tokens_mean = (completed > 0).then(|| {
-        let sum: u64 = done
-            .iter()
-            .filter(|d| d.failure.is_none())
-            .map(|d| d.tokens)
-            .sum();
-        round(sum as f64 / completed as f64, 1)
-    });
+    let ok: Vec<u64> = done
+        .iter()
+        .filter(|d| d.failure.is_none())
+        .map(|d| d.tokens)
+        .collect();
+    rec.open.output_tokens_mean =
+        (!ok.is_empty()).then(|| round(ok.iter().sum::<u64>() as f64 / ok.len() as f64, 1));
     rec.server_prompt_tokens = done.iter().find_map(|d| d.usage_prompt);
 }
