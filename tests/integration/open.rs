@@ -353,3 +353,52 @@ fn a_missing_dataset_or_a_bad_line_is_a_located_error() {
     .unwrap();
     check("`d.jsonl` line 2: `prompt` must be a string");
 }
+
+#[test]
+fn a_resumed_search_reuses_the_probes_on_disk() {
+    let _cpu = super::cpu();
+    let yaml = "
+version: 1
+name: capacity resume
+engine: {kind: sim, sim: {profile: tiny}}
+model: {served_name: tiny, max_model_len: 8192}
+workload: {max_output_tokens: 32}
+matrix: {contexts: [512], concurrency: [1]}
+phases:
+  prefill: {enabled: false}
+  decode: {enabled: false}
+  capacity: {search: concurrency, min: 1, max: 64, precision: 8, duration: 1s}
+slo:
+  ttft: {p50: 30ms}
+";
+    let (records, dir) = run_spec(yaml);
+    let summary = cell(&records, "capacity/512").clone();
+    // A run killed after its last probe, before the summary: drop the summary's line.
+    let results = dir.path().join("run/results.jsonl");
+    let text = std::fs::read_to_string(&results).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"cell\":\"capacity/512\""))
+        .collect();
+    std::fs::write(&results, kept.join("\n") + "\n").unwrap();
+    let path = dir.path().join("spec.yaml").to_string_lossy().into_owned();
+    let loaded = spec::parse(&path, yaml, Stage::Run, &|_| None).unwrap();
+    let opts = RunOptions {
+        out: Some(dir.path().join("run")),
+        resume: true,
+        ..RunOptions::default()
+    };
+    run::run(&loaded, &opts, &run::Interrupt::new(), &|_| {}).unwrap();
+    let again = benchspec::rundir::read_records(&results).unwrap();
+    let probes = |rs: &[Record]| {
+        rs.iter()
+            .filter(|r| r.cell.starts_with("capacity/512/"))
+            .count()
+    };
+    // No probe was measured twice; the summary came back with the same answer.
+    assert_eq!(probes(&again), probes(&records));
+    assert_eq!(
+        cell(&again, "capacity/512").open.capacity,
+        summary.open.capacity
+    );
+}
