@@ -78,7 +78,7 @@ pub enum Event {
         /// Its id.
         id: String,
     },
-    /// A decode cell's live state (a few times a second).
+    /// A decode or load cell's live state (a few times a second).
     Tick {
         /// The cell.
         id: String,
@@ -275,6 +275,22 @@ impl Start<'_> {
     }
 }
 
+/// Measure with `measuring`, forwarding its ticks as events.
+async fn forward(
+    measuring: impl std::future::Future<Output = Record>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<cell::Tick>,
+    id: &str,
+    on: &(dyn Fn(Event) + Sync),
+) -> Record {
+    tokio::pin!(measuring);
+    loop {
+        tokio::select! {
+            rec = &mut measuring => break rec,
+            Some(tick) = rx.recv() => on(Event::Tick { id: id.to_string(), tick }),
+        }
+    }
+}
+
 /// The load phase's dataset, read whole, when the spec names one.
 fn dataset(loaded: &Loaded) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>, RunError> {
     let spec = &loaded.spec;
@@ -296,19 +312,15 @@ async fn measure(
 ) -> Record {
     match c.measure {
         Measure::Prefill(how) => cell::prefill(cx, c, how, rec).await,
-        Measure::Load(load) => cell::load(cx.clone(), c, load, rec).await,
+        Measure::Load(load) => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            forward(cell::load(cx.clone(), c, load, rec, tx), rx, &c.id, on).await
+        }
         // A search is run probe by probe by the cell loop (`capacity.rs`), never here.
         Measure::Capacity(_) => rec,
         Measure::Decode(load) => {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let measuring = cell::decode(cx.clone(), c, load, rec, tx);
-            tokio::pin!(measuring);
-            loop {
-                tokio::select! {
-                    rec = &mut measuring => break rec,
-                    Some(tick) = rx.recv() => on(Event::Tick { id: c.id.clone(), tick }),
-                }
-            }
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            forward(cell::decode(cx.clone(), c, load, rec, tx), rx, &c.id, on).await
         }
     }
 }

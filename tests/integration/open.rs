@@ -402,3 +402,33 @@ slo:
         summary.open.capacity
     );
 }
+
+#[test]
+fn a_load_cell_reports_its_progress() {
+    let _cpu = super::cpu();
+    let yaml = TINY
+        .edit("rates: [100]", "rates: [50]")
+        .edit("requests: 600", "requests: 40");
+    let dir = Dir::new();
+    let path = dir.path().join("spec.yaml").to_string_lossy().into_owned();
+    let loaded = spec::parse(&path, &yaml, Stage::Run, &|_| None).unwrap();
+    let opts = RunOptions {
+        out: Some(dir.path().join("run")),
+        ..RunOptions::default()
+    };
+    let ticks = std::sync::Mutex::new(Vec::new());
+    let on = |e: run::Event| {
+        if let run::Event::Tick { id, tick } = e {
+            ticks.lock().unwrap().push((id, tick));
+        }
+    };
+    run::run(&loaded, &opts, &run::Interrupt::new(), &on).unwrap();
+    let ticks = ticks.into_inner().unwrap();
+    // 40 arrivals over 0.8 s: ticks every 250 ms, with the tokens of the requests that ended.
+    assert!(ticks.len() >= 2, "{ticks:?}");
+    assert!(ticks.iter().all(|(id, _)| id == "load/256/r50"));
+    assert!(
+        ticks.iter().any(|(_, t)| t.tok_s.is_some_and(|r| r > 0.0)),
+        "{ticks:?}"
+    );
+}

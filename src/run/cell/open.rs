@@ -4,21 +4,29 @@
 //! verdict.
 
 use super::{CellFailure, Ctx, failed, rand_tag, shared_reasons, verdict};
+use super::{Stage, Tick};
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::run::client::Prepared;
 use crate::run::open::arrivals::{Rng, lengths, schedule};
-use crate::run::open::dispatch::{Finished, dispatch};
+use crate::run::open::dispatch::{Finished, Progress, dispatch};
 use crate::run::open::fill::fill;
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::spec::dataset::Entry;
 use std::sync::Arc;
+use tokio::sync::mpsc;
 
 /// Prompts a warm load cell cycles through when it sets no `max_concurrency`.
 const WARM_POOL: usize = 16;
 
 /// Measure the load cell `cell` under `load`.
-pub async fn load(cx: Arc<Ctx>, cell: &Cell, load: OpenLoad, mut rec: Record) -> Record {
+pub async fn load(
+    cx: Arc<Ctx>,
+    cell: &Cell,
+    load: OpenLoad,
+    mut rec: Record,
+    ticks: mpsc::UnboundedSender<Tick>,
+) -> Record {
     let seed = cx.workload.seed ^ fnv(&cell.id);
     let times = schedule(&load, seed);
     let (bodies, prompts) = match bodies(&cx, cell, &load, times.len(), &mut rec).await {
@@ -30,7 +38,18 @@ pub async fn load(cx: Arc<Ctx>, cell: &Cell, load: OpenLoad, mut rec: Record) ->
         open: cx.probe.sample(),
         ..Cpu::default()
     };
-    let finished = dispatch(&cx.client, bodies, prompts, times, load.max_concurrency).await;
+    let progress = Arc::new(Progress::default());
+    let finished = {
+        let run = dispatch(
+            &cx.client,
+            bodies,
+            prompts,
+            times,
+            load.max_concurrency,
+            progress.clone(),
+        );
+        watch(run, &progress, &ticks).await
+    };
     cpu.close = cx.probe.sample();
     fill(&mut rec, &finished, &load, &cx.workload.slo);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
@@ -38,6 +57,31 @@ pub async fn load(cx: Arc<Ctx>, cell: &Cell, load: OpenLoad, mut rec: Record) ->
     let reasons = reasons(&rec, &cx.workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
+}
+
+/// Run the cell, reporting output tok/s of the requests that ended, four times a second.
+async fn watch(
+    run: impl std::future::Future<Output = Finished>,
+    progress: &Progress,
+    ticks: &mpsc::UnboundedSender<Tick>,
+) -> Finished {
+    tokio::pin!(run);
+    let start = tokio::time::Instant::now();
+    let mut every = tokio::time::interval(std::time::Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            finished = &mut run => return finished,
+            _ = every.tick() => {
+                let window_s = start.elapsed().as_secs_f64();
+                let tokens = progress.tokens.load(std::sync::atomic::Ordering::Relaxed);
+                let _ = ticks.send(Tick {
+                    stage: Stage::Window,
+                    tok_s: (window_s > 0.0).then(|| tokens as f64 / window_s),
+                    window_s,
+                });
+            }
+        }
+    }
 }
 
 /// Every arrival's request and its exact prompt length. Lengths are drawn from the seed

@@ -6,7 +6,7 @@
 
 use super::timer::Timer;
 use crate::run::client::{Chunk, Client, Prepared};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
@@ -42,6 +42,16 @@ pub struct Done {
     pub prompt_target: u64,
 }
 
+/// Live counters of an open-loop cell, for progress displays: updated once per request,
+/// when it ends.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Output tokens of the requests that ended.
+    pub tokens: AtomicU64,
+    /// Requests that ended.
+    pub ended: AtomicU32,
+}
+
 /// What the dispatcher and the request tasks share.
 struct Shared {
     client: Client,
@@ -55,6 +65,7 @@ struct Shared {
     left: AtomicU32,
     all_done: Notify,
     stop: AtomicBool,
+    progress: Arc<Progress>,
 }
 
 /// The requests of a cell once every one has ended.
@@ -88,6 +99,7 @@ pub async fn dispatch(
     prompts: Vec<u64>,
     schedule: Vec<Duration>,
     cap: Option<u32>,
+    progress: Arc<Progress>,
 ) -> Finished {
     let n = schedule.len();
     let shared = Arc::new(Shared {
@@ -102,6 +114,7 @@ pub async fn dispatch(
         left: AtomicU32::new(n as u32),
         all_done: Notify::new(),
         stop: AtomicBool::new(false),
+        progress,
     });
     let guard = Guard(shared.clone());
     // A few milliseconds ahead, so the first arrival is not already late.
@@ -210,6 +223,8 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
         usage_prompt: out.usage_prompt,
         prompt_target: s.prompts.get(i).copied().unwrap_or_default(),
     };
+    s.progress.tokens.fetch_add(done.tokens, Relaxed);
+    s.progress.ended.fetch_add(1, Relaxed);
     if let Ok(mut d) = s.done.lock() {
         d.push(done);
     }
