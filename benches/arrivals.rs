@@ -12,7 +12,6 @@
 mod paced;
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -104,22 +103,8 @@ fn sleep_baseline() {
 
 /// One run at `rate` for `secs`: the load cell's record.
 fn one(rate: u32, secs: u32) -> Option<Value> {
-    let me = std::env::current_exe().ok()?;
-    let mut server = Command::new("taskset")
-        .args(["-c", "0"])
-        .arg(me)
-        .args(["--serve", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let mut line = String::new();
-    BufReader::new(server.stdout.take()?)
-        .read_line(&mut line)
-        .ok()?;
-    let got = drive(line.trim(), rate, secs);
-    let _ = server.kill();
-    let _ = server.wait();
-    got
+    let server = paced::Spawned::start(0)?;
+    drive(&server.url, rate, secs)
 }
 
 fn drive(url: &str, rate: u32, secs: u32) -> Option<Value> {

@@ -13,7 +13,6 @@ mod paced;
 
 use paced::{MODEL, serve};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -145,23 +144,8 @@ fn who(case: Case) -> &'static str {
 }
 
 fn one(bin: &str, case: Case, window_s: u64, cores: usize) -> Option<Got> {
-    let me = std::env::current_exe().ok()?;
-    let mut server = Command::new("taskset")
-        .args(["-c", "0"])
-        .arg(me)
-        .args(["--serve", &(case.gap_ms * 1000).to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let mut line = String::new();
-    BufReader::new(server.stdout.take()?)
-        .read_line(&mut line)
-        .ok()?;
-    let url = line.trim().to_string();
-    let got = drive(bin, &url, case, window_s, cores);
-    let _ = server.kill();
-    let _ = server.wait();
-    got
+    let server = paced::Spawned::start(case.gap_ms * 1000)?;
+    drive(bin, &server.url, case, window_s, cores)
 }
 
 fn drive(bin: &str, url: &str, case: Case, window_s: u64, cores: usize) -> Option<Got> {

@@ -155,3 +155,41 @@ async fn completions(State(s): State<Arc<Server>>, body: Bytes) -> axum::respons
         .body(Body::from_stream(stream))
         .unwrap_or_default()
 }
+
+/// This bench binary re-run as the paced server (`--serve GAP_US`) pinned to core 0, and
+/// its URL; killed when dropped.
+pub struct Spawned {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+}
+
+impl Spawned {
+    /// Start it with `gap_us` between tokens.
+    pub fn start(gap_us: u64) -> Option<Spawned> {
+        use std::io::{BufRead, BufReader};
+        let me = std::env::current_exe().ok()?;
+        let mut child = std::process::Command::new("taskset")
+            .args(["-c", "0"])
+            .arg(me)
+            .args(["--serve", &gap_us.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take()?)
+            .read_line(&mut line)
+            .ok()?;
+        Some(Spawned {
+            child,
+            url: line.trim().to_string(),
+        })
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
