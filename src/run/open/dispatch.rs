@@ -9,7 +9,7 @@ use crate::run::client::{Chunk, Client, Prepared};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore, SemaphorePermit};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
@@ -164,19 +164,7 @@ async fn dispatcher(s: Arc<Shared>, start: Instant, schedule: Vec<Duration>) {
 
 /// One request: a slot when capped, the send, every chunk timed on this task.
 async fn request(s: Arc<Shared>, i: usize, due: Instant) {
-    // Admitted at the arrival unless the cap made it wait: then when a slot was free. The
-    // lateness of the send counts from there, so the hop from the dispatcher to this task is
-    // part of it.
-    let (permit, admitted) = match &s.slots {
-        None => (None, due),
-        Some(sem) => match sem.try_acquire() {
-            Ok(p) => (Some(p), due),
-            Err(_) => {
-                let p = sem.acquire().await.ok();
-                (p, Instant::now().max(due))
-            }
-        },
-    };
+    let (permit, admitted) = admit(&s, due).await;
     let Some(body) = s.bodies.get(i % s.bodies.len().max(1)) else {
         return;
     };
@@ -223,6 +211,27 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
         usage_prompt: out.usage_prompt,
         prompt_target: s.prompts.get(i).copied().unwrap_or_default(),
     };
+    ended(&s, done);
+}
+
+/// A slot under the cap, and when it was had: at the arrival unless the cap made the
+/// request wait, then when a slot was free. The lateness of the send counts from there, so
+/// the hop from the dispatcher to the request's task is part of it.
+async fn admit(s: &Shared, due: Instant) -> (Option<SemaphorePermit<'_>>, Instant) {
+    match &s.slots {
+        None => (None, due),
+        Some(sem) => match sem.try_acquire() {
+            Ok(p) => (Some(p), due),
+            Err(_) => {
+                let p = sem.acquire().await.ok();
+                (p, Instant::now().max(due))
+            }
+        },
+    }
+}
+
+/// Keep a request's times, count it for progress, and wake the cell after the last one.
+fn ended(s: &Shared, done: Done) {
     s.progress.tokens.fetch_add(done.tokens, Relaxed);
     s.progress.ended.fetch_add(1, Relaxed);
     if let Ok(mut d) = s.done.lock() {

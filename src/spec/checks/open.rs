@@ -39,28 +39,7 @@ fn load(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             "requests must keep arriving for longer than 0s",
         ));
     }
-    let rates: Vec<Option<Rate>> = match cx.json.pointer("/phases/load/rates") {
-        Some(serde_json::Value::Array(a)) => a
-            .iter()
-            .map(|v| serde_json::from_value(v.clone()).ok())
-            .collect(),
-        _ => Vec::new(),
-    };
-    if let Some(all) = rates.iter().copied().collect::<Option<Vec<Rate>>>() {
-        ascending(&all, "/phases/load/rates", out);
-    }
-    if requests.is_none() && cx.json.pointer("/phases/load/requests").is_none() {
-        for (i, _) in rates
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.is_some_and(Rate::is_inf))
-        {
-            out.push(Problem::error(
-                &format!("/phases/load/rates/{i}"),
-                "rate `inf` sends every request at once, so it needs a count: set `phases.load.requests` (instead of `duration`)",
-            ));
-        }
-    }
+    rates(cx, requests.is_some(), out);
     for key in ["input", "output"] {
         let ptr = format!("/phases/load/{key}");
         if let Ok(Some(sp)) = cx.field::<Spread>(&ptr)
@@ -87,6 +66,32 @@ fn load(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             out.push(Problem::warning(
                 "/phases/load/burstiness",
                 "`burstiness` applies to `arrivals: gamma` only",
+            ));
+        }
+    }
+}
+
+/// The rates: ascending, and `inf` only with a request count.
+fn rates(cx: &Ctx<'_>, has_requests: bool, out: &mut Vec<Problem>) {
+    let rates: Vec<Option<Rate>> = match cx.json.pointer("/phases/load/rates") {
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .map(|v| serde_json::from_value(v.clone()).ok())
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Some(all) = rates.iter().copied().collect::<Option<Vec<Rate>>>() {
+        ascending(&all, "/phases/load/rates", out);
+    }
+    if !has_requests && cx.json.pointer("/phases/load/requests").is_none() {
+        for (i, _) in rates
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.is_some_and(Rate::is_inf))
+        {
+            out.push(Problem::error(
+                &format!("/phases/load/rates/{i}"),
+                "rate `inf` sends every request at once, so it needs a count: set `phases.load.requests` (instead of `duration`)",
             ));
         }
     }
