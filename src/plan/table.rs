@@ -9,20 +9,7 @@ use std::fmt::Write as _;
 pub fn render_table(plan: &Plan, path: &str) -> String {
     let mut out = String::new();
     let run: Vec<&Cell> = plan.runnable().collect();
-    let count = |p: Phase| run.iter().filter(|c| c.phase() == p).count();
-    let mut kinds = format!(
-        "{} prefill, {} decode",
-        count(Phase::Prefill),
-        count(Phase::Decode)
-    );
-    for (p, n) in [
-        (Phase::Load, count(Phase::Load)),
-        (Phase::Capacity, count(Phase::Capacity)),
-    ] {
-        if n > 0 {
-            let _ = write!(kinds, ", {n} {}", p.as_str());
-        }
-    }
+    let kinds = kinds(&run);
     let shard = plan
         .shard
         .map(|s| format!(", shard {s}"))
@@ -87,6 +74,23 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         plan.rates.source
     );
     out
+}
+
+/// `8 prefill, 40 decode, 4 load`: the runnable cells by phase.
+fn kinds(run: &[&Cell]) -> String {
+    let count = |p: Phase| run.iter().filter(|c| c.phase() == p).count();
+    let mut kinds = format!(
+        "{} prefill, {} decode",
+        count(Phase::Prefill),
+        count(Phase::Decode)
+    );
+    for p in [Phase::Load, Phase::Capacity] {
+        let n = count(p);
+        if n > 0 {
+            let _ = write!(kinds, ", {n} {}", p.as_str());
+        }
+    }
+    kinds
 }
 
 fn how(c: &Cell) -> String {

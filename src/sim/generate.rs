@@ -39,18 +39,7 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
             None,
         );
     }
-    // The API server's one tokenizer takes requests in arrival order; the rest of its time
-    // runs in parallel.
-    let tokenized = match s.tokenizer.lock() {
-        Ok(mut free) => {
-            let start = (*free).max(tokio::time::Instant::now());
-            *free = start + Duration::from_secs_f64(opts.profile.tokenizer_s(ids.len()));
-            *free
-        }
-        Err(_) => tokio::time::Instant::now(),
-    };
-    let api = Duration::from_secs_f64(opts.profile.api_delay_s(ids.len()));
-    tokio::time::sleep_until(tokenized + api).await;
+    api_server(&s, ids.len()).await;
     let target = stream::target(&req, limit, &ids, opts.seed);
     let prompt_len = ids.len();
     let (tx, rx) = mpsc::unbounded_channel();
@@ -136,4 +125,20 @@ where
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from_stream(events))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// The API server's time on a prompt of `tokens`: its one tokenizer takes requests in
+/// arrival order; the rest of its time runs in parallel.
+async fn api_server(s: &Shared, tokens: usize) {
+    let profile = &s.opts.profile;
+    let tokenized = match s.tokenizer.lock() {
+        Ok(mut free) => {
+            let start = (*free).max(tokio::time::Instant::now());
+            *free = start + Duration::from_secs_f64(profile.tokenizer_s(tokens));
+            *free
+        }
+        Err(_) => tokio::time::Instant::now(),
+    };
+    let api = Duration::from_secs_f64(profile.api_delay_s(tokens));
+    tokio::time::sleep_until(tokenized + api).await;
 }
