@@ -30,28 +30,7 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         "{:>4}  {:<18} {:>7} {:>5}  {:<28} {:>9}",
         "#", "cell", "prompt", "conc", "how", "estimate"
     );
-    for (i, c) in run.iter().enumerate() {
-        let prompt = if c.clamped {
-            format!("{}*", c.prompt_tokens)
-        } else {
-            c.prompt_tokens.to_string()
-        };
-        let est = if c.estimate_s > 0.0 {
-            human_duration(c.estimate_s)
-        } else {
-            "-".into()
-        };
-        let _ = writeln!(
-            out,
-            "{:>4}  {:<18} {:>7} {:>5}  {:<28} {:>9}",
-            i + 1,
-            c.id,
-            prompt,
-            c.concurrency,
-            how(c),
-            est
-        );
-    }
+    rows(&mut out, &run);
     if run.iter().any(|c| c.clamped) {
         let _ = writeln!(out, "\n* clamped to max_model_len - 1");
     }
@@ -74,6 +53,32 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         plan.rates.source
     );
     out
+}
+
+/// One line per runnable cell, in run order.
+fn rows(out: &mut String, run: &[&Cell]) {
+    for (i, c) in run.iter().enumerate() {
+        let prompt = if c.clamped {
+            format!("{}*", c.prompt_tokens)
+        } else {
+            c.prompt_tokens.to_string()
+        };
+        let est = if c.estimate_s > 0.0 {
+            human_duration(c.estimate_s)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            "{:>4}  {:<18} {:>7} {:>5}  {:<28} {:>9}",
+            i + 1,
+            c.id,
+            prompt,
+            c.concurrency,
+            how(c),
+            est
+        );
+    }
 }
 
 /// `8 prefill, 40 decode, 4 load`: the runnable cells by phase.

@@ -212,16 +212,20 @@ fn polyline(
             esc(label)
         );
     }
+    legend(s, k, color, "", &format!("{name} context"));
+}
+
+/// The `k`th legend entry: a stroke of `color` (`dash` its SVG attributes) and `name`.
+pub(super) fn legend(s: &mut String, k: usize, color: &str, dash: &str, name: &str) {
     let ly = TOP + 14.0 + 18.0 * k as f64;
     let _ = write!(
         s,
-        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{} context</text>",
+        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
         W - RIGHT + 12.0,
         W - RIGHT + 32.0,
         ly - 4.0,
         ly - 4.0,
         W - RIGHT + 38.0,
-        ly,
         esc(name)
     );
 }

@@ -3,7 +3,9 @@
 //! percentile, with the SLO's thresholds for that metric drawn as dashed lines.
 
 use super::context::Context;
-use super::svg::{BOTTOM, H, LEFT, PALETTE, RIGHT, TOP, W, axis_label, esc, open, scale, y_axis};
+use super::svg::{
+    BOTTOM, H, LEFT, PALETTE, RIGHT, TOP, W, axis_label, esc, legend, open, scale, y_axis,
+};
 use crate::results::{Record, Summary};
 use std::fmt::Write;
 
@@ -149,15 +151,5 @@ fn draw(s: &mut String, plot: &Plot, k: usize, l: &Line) {
             esc(&l.name)
         );
     }
-    let ly = TOP + 14.0 + 18.0 * k as f64;
-    let _ = write!(
-        s,
-        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
-        W - RIGHT + 12.0,
-        W - RIGHT + 32.0,
-        ly - 4.0,
-        ly - 4.0,
-        W - RIGHT + 38.0,
-        esc(&l.name)
-    );
+    legend(s, k, color, dash, &l.name);
 }
