@@ -30,6 +30,12 @@ pub struct SimArgs {
     /// Speak llama.cpp's streaming dialect (usage only inside the last chunk).
     #[arg(long)]
     pub llama_cpp_dialect: bool,
+    /// The KV cache's capacity in tokens (default: the profile's).
+    #[arg(long, value_name = "TOKENS")]
+    pub kv_tokens: Option<u64>,
+    /// The most requests scheduled at once (default: the profile's).
+    #[arg(long, value_name = "N")]
+    pub max_num_seqs: Option<usize>,
     /// Fault: fraction of requests answered with HTTP 500.
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub failure_rate: f64,
@@ -60,6 +66,12 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         opts.served_name.clone_from(name);
     }
     opts.reasoning_tokens = args.reasoning_tokens;
+    if let Some(kv) = args.kv_tokens {
+        opts.profile.kv_tokens = kv;
+    }
+    if let Some(n) = args.max_num_seqs {
+        opts.profile.max_num_seqs = n.max(1);
+    }
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
     if args.llama_cpp_dialect {
         opts.dialect = sim::Dialect::LlamaCpp;

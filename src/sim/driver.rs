@@ -5,7 +5,8 @@
 //! microsecond precision where the async timer rounds to milliseconds; deadlines are
 //! absolute, so jitter does not accumulate.
 
-use super::engine::{Engine, NewRequest, ReqId};
+use super::engine::{Engine, NewRequest, ReqId, StepOut};
+pub use super::metrics::Snapshot;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,27 +40,21 @@ pub enum Msg {
     },
 }
 
-/// Engine state published for `/metrics`.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    /// Requests running.
-    pub running: usize,
-    /// Requests waiting.
-    pub waiting: usize,
-    /// KV-cache usage, 0 to 1.
-    pub kv_usage: f64,
-    /// Prefix-cache queries, tokens.
-    pub prefix_queries: u64,
-    /// Prefix-cache hits, tokens.
-    pub prefix_hits: u64,
-    /// Prompt tokens received.
-    pub prompt_tokens: u64,
-    /// Tokens generated.
-    pub generation_tokens: u64,
-    /// Requests finished.
-    pub finished: u64,
-    /// Preemptions.
-    pub preemptions: u64,
+/// One request's stream and its timing, as the engine's own metrics see it.
+struct Stream {
+    key: u64,
+    tx: mpsc::UnboundedSender<Ev>,
+    /// When the request reached the engine.
+    arrived: Instant,
+    /// When its last token left.
+    last: Option<Instant>,
+}
+
+/// The driver's books: the open streams, and what `/metrics` counts.
+struct Book {
+    streams: HashMap<ReqId, Stream>,
+    ids: HashMap<u64, ReqId>,
+    snap: Snapshot,
 }
 
 /// Run the engine until every sender is gone (call on a thread of its own).
@@ -68,19 +63,24 @@ pub fn run(
     mut rx: mpsc::UnboundedReceiver<Msg>,
     metrics: Arc<Mutex<Snapshot>>,
 ) {
-    let mut streams: HashMap<ReqId, (u64, mpsc::UnboundedSender<Ev>)> = HashMap::new();
-    let mut ids: HashMap<u64, ReqId> = HashMap::new();
-    let mut finished = 0u64;
+    let mut book = Book {
+        streams: HashMap::new(),
+        ids: HashMap::new(),
+        snap: Snapshot {
+            kv_blocks: engine.kv_blocks(),
+            ..Snapshot::default()
+        },
+    };
     // Real time of virtual time 0.
     let mut base = Instant::now();
     loop {
         while let Ok(msg) = rx.try_recv() {
-            apply(msg, &mut engine, &mut streams, &mut ids);
+            book.apply(msg, &mut engine);
         }
         if !engine.has_work() {
-            publish(&engine, finished, &metrics);
+            book.publish(&engine, &metrics);
             match rx.blocking_recv() {
-                Some(msg) => apply(msg, &mut engine, &mut streams, &mut ids),
+                Some(msg) => book.apply(msg, &mut engine),
                 None => return,
             }
             // Idle time does not exist for the engine: re-anchor its clock to now.
@@ -93,76 +93,86 @@ pub fn run(
         if due > now {
             std::thread::sleep(due - now);
         }
-        // Publish first, so that a client that sees its request end also sees it counted.
-        finished += out
+        book.step(&out, &mut engine, &metrics);
+    }
+}
+
+impl Book {
+    /// Hand a step's tokens to their streams and end the finished ones. The metrics are
+    /// published first, so that a client that sees its request end also sees it counted.
+    fn step(&mut self, out: &StepOut, engine: &mut Engine, metrics: &Mutex<Snapshot>) {
+        let now = Instant::now();
+        self.snap.finished += out
             .finished
             .iter()
-            .filter(|id| streams.contains_key(id))
+            .filter(|id| self.streams.contains_key(id))
             .count() as u64;
-        publish(&engine, finished, &metrics);
         for id in &out.emitted {
-            let gone = streams
+            if let Some(s) = self.streams.get_mut(id) {
+                match s.last {
+                    None => self.snap.ttft.observe((now - s.arrived).as_secs_f64()),
+                    Some(last) => self.snap.itl.observe((now - last).as_secs_f64()),
+                }
+                s.last = Some(now);
+            }
+        }
+        self.publish(engine, metrics);
+        for id in &out.emitted {
+            let gone = self
+                .streams
                 .get(id)
-                .is_some_and(|(_, tx)| tx.send(Ev::Token).is_err());
+                .is_some_and(|s| s.tx.send(Ev::Token).is_err());
             if gone {
-                drop_stream(*id, &mut engine, &mut streams, &mut ids);
+                self.drop_stream(*id, engine);
             }
         }
         for id in &out.finished {
-            if let Some((key, tx)) = streams.remove(id) {
-                let _ = tx.send(Ev::Done);
-                ids.remove(&key);
+            if let Some(s) = self.streams.remove(id) {
+                let _ = s.tx.send(Ev::Done);
+                self.ids.remove(&s.key);
             }
         }
     }
-}
 
-fn apply(
-    msg: Msg,
-    engine: &mut Engine,
-    streams: &mut HashMap<ReqId, (u64, mpsc::UnboundedSender<Ev>)>,
-    ids: &mut HashMap<u64, ReqId>,
-) {
-    match msg {
-        Msg::Submit { key, req, tx } => {
-            let id = engine.add(req);
-            streams.insert(id, (key, tx));
-            ids.insert(key, id);
-        }
-        Msg::Cancel { key } => {
-            if let Some(id) = ids.get(&key).copied() {
-                drop_stream(id, engine, streams, ids);
+    fn apply(&mut self, msg: Msg, engine: &mut Engine) {
+        match msg {
+            Msg::Submit { key, req, tx } => {
+                let id = engine.add(req);
+                let stream = Stream {
+                    key,
+                    tx,
+                    arrived: Instant::now(),
+                    last: None,
+                };
+                self.streams.insert(id, stream);
+                self.ids.insert(key, id);
+            }
+            Msg::Cancel { key } => {
+                if let Some(id) = self.ids.get(&key).copied() {
+                    self.drop_stream(id, engine);
+                }
             }
         }
     }
-}
 
-fn drop_stream(
-    id: ReqId,
-    engine: &mut Engine,
-    streams: &mut HashMap<ReqId, (u64, mpsc::UnboundedSender<Ev>)>,
-    ids: &mut HashMap<u64, ReqId>,
-) {
-    engine.cancel(id);
-    if let Some((key, _)) = streams.remove(&id) {
-        ids.remove(&key);
+    fn drop_stream(&mut self, id: ReqId, engine: &mut Engine) {
+        engine.cancel(id);
+        if let Some(s) = self.streams.remove(&id) {
+            self.ids.remove(&s.key);
+        }
     }
-}
 
-fn publish(engine: &Engine, finished: u64, metrics: &Mutex<Snapshot>) {
-    let (prefix_queries, prefix_hits) = engine.prefix_cache();
-    let snap = Snapshot {
-        running: engine.running(),
-        waiting: engine.waiting(),
-        kv_usage: engine.kv_usage(),
-        prefix_queries,
-        prefix_hits,
-        prompt_tokens: engine.prompt_tokens,
-        generation_tokens: engine.generation_tokens,
-        finished,
-        preemptions: engine.preemptions,
-    };
-    if let Ok(mut m) = metrics.lock() {
-        *m = snap;
+    fn publish(&mut self, engine: &Engine, metrics: &Mutex<Snapshot>) {
+        let s = &mut self.snap;
+        (s.prefix_queries, s.prefix_hits) = engine.prefix_cache();
+        s.running = engine.running();
+        s.waiting = engine.waiting();
+        s.kv_usage = engine.kv_usage();
+        s.prompt_tokens = engine.prompt_tokens;
+        s.generation_tokens = engine.generation_tokens;
+        s.preemptions = engine.preemptions;
+        if let Ok(mut m) = metrics.lock() {
+            m.clone_from(s);
+        }
     }
 }

@@ -78,76 +78,15 @@ pub(super) async fn apply_template(body: Bytes) -> Response {
 }
 
 pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
-    let m = s.metrics.lock().map(|m| m.clone()).unwrap_or_default();
-    let labels = format!("{{engine=\"0\",model_name=\"{}\"}}", s.opts.served_name);
-    let mut out = String::new();
-    let mut metric = |name: &str, kind: &str, help: &str, value: String| {
-        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
-        let sample = if kind == "counter" {
-            format!("{name}_total")
-        } else {
-            name.to_string()
-        };
-        out.push_str(&format!("{sample}{labels} {value}\n"));
-    };
-    metric(
-        "vllm:num_requests_running",
-        "gauge",
-        "Number of requests in model execution batches.",
-        format!("{:.1}", m.running as f64),
-    );
-    metric(
-        "vllm:num_requests_waiting",
-        "gauge",
-        "Number of requests waiting to be processed.",
-        format!("{:.1}", m.waiting as f64),
-    );
-    metric(
-        "vllm:kv_cache_usage_perc",
-        "gauge",
-        "KV-cache usage. 1 means 100 percent usage.",
-        format!("{}", m.kv_usage),
-    );
-    metric(
-        "vllm:prefix_cache_queries",
-        "counter",
-        "Prefix cache queries, in terms of number of queried tokens.",
-        format!("{:.1}", m.prefix_queries as f64),
-    );
-    metric(
-        "vllm:prefix_cache_hits",
-        "counter",
-        "Prefix cache hits, in terms of number of cached tokens.",
-        format!("{:.1}", m.prefix_hits as f64),
-    );
-    metric(
-        "vllm:prompt_tokens",
-        "counter",
-        "Number of prefill tokens processed.",
-        format!("{:.1}", m.prompt_tokens as f64),
-    );
-    metric(
-        "vllm:generation_tokens",
-        "counter",
-        "Number of generation tokens processed.",
-        format!("{:.1}", m.generation_tokens as f64),
-    );
-    metric(
-        "vllm:num_preemptions",
-        "counter",
-        "Cumulative number of preemption from the engine.",
-        format!("{:.1}", m.preemptions as f64),
-    );
-    metric(
-        "vllm:request_success",
-        "counter",
-        "Count of successfully processed requests.",
-        format!("{:.1}", m.finished as f64),
-    );
+    let text = s
+        .metrics
+        .lock()
+        .map(|m| m.render(&s.opts.served_name))
+        .unwrap_or_default();
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        out,
+        text,
     )
         .into_response()
 }

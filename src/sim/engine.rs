@@ -143,6 +143,11 @@ impl Engine {
         self.waiting.len()
     }
 
+    /// KV-cache blocks of [`BLOCK_TOKENS`] tokens.
+    pub fn kv_blocks(&self) -> u64 {
+        self.kv.blocks() as u64
+    }
+
     /// KV-cache usage, 0 to 1.
     pub fn kv_usage(&self) -> f64 {
         self.kv.usage()

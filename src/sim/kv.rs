@@ -61,6 +61,11 @@ impl Kv {
         }
     }
 
+    /// Blocks in all.
+    pub fn blocks(&self) -> usize {
+        self.total
+    }
+
     /// Blocks neither private nor cached.
     fn free(&self) -> usize {
         self.total.saturating_sub(self.private + self.cached.len())

@@ -11,6 +11,7 @@ mod engine;
 mod generate;
 mod http;
 mod kv;
+mod metrics;
 mod options;
 pub mod profile;
 mod server;
@@ -68,6 +69,12 @@ pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
     opts.reasoning_tokens = sim.reasoning_tokens as usize;
     opts.tokens_per_chunk = sim.tokens_per_chunk.max(1) as usize;
     opts.seed = spec.workload.seed;
+    if let Some(kv) = sim.kv_tokens {
+        opts.profile.kv_tokens = kv.0;
+    }
+    if let Some(n) = sim.max_num_seqs {
+        opts.profile.max_num_seqs = n as usize;
+    }
     opts.dialect = match sim.dialect {
         crate::spec::SimDialect::Vllm => Dialect::Vllm,
         crate::spec::SimDialect::LlamaCpp => Dialect::LlamaCpp,

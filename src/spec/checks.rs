@@ -3,6 +3,7 @@
 //! spec are broken; a field the schema already rejected is simply not looked at again.
 
 mod open;
+mod telemetry;
 
 use super::command::{env_refs, flag_value, parse_url, port_arg};
 use super::diag::{Problem, Severity};
@@ -65,6 +66,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     tokenizer(&cx, &mut out);
     report(&cx, &mut out);
     open::check(&cx, &mut out);
+    telemetry::check(&cx, &mut out);
     out
 }
 

@@ -10,6 +10,7 @@ mod doc;
 mod model;
 mod open;
 pub mod schema;
+pub mod telemetry;
 mod units;
 mod workload;
 

@@ -47,6 +47,10 @@ pub struct Spec {
     /// Latency objectives: every load and decode cell gets goodput and `slo_met`.
     #[serde(default, skip_serializing_if = "super::open::Slo::is_empty")]
     pub slo: super::open::Slo,
+    /// What is watched besides the API while cells are measured: the engine's `/metrics`
+    /// and the GPUs.
+    #[serde(default, skip_serializing_if = "super::telemetry::Telemetry::is_default")]
+    pub telemetry: super::telemetry::Telemetry,
     /// The reports rendered at the end of a run.
     #[serde(default)]
     pub report: Report,
@@ -185,6 +189,13 @@ pub struct SimEngine {
     /// Faults to inject, for testing how a run copes with them.
     #[serde(default)]
     pub faults: SimFaults,
+    /// The KV cache's capacity in tokens, instead of the profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_tokens: Option<Tokens>,
+    /// The most requests scheduled at once (vLLM `--max-num-seqs`), instead of the profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_num_seqs: Option<u32>,
 }
 
 /// The simulated engine's streaming dialect.
@@ -238,6 +249,8 @@ impl Default for SimEngine {
             tokens_per_chunk: one_token(),
             dialect: SimDialect::default(),
             faults: SimFaults::default(),
+            kv_tokens: None,
+            max_num_seqs: None,
         }
     }
 }
@@ -297,4 +310,9 @@ pub struct Model {
     /// The longest prompt + output the engine accepts; read from the server when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_model_len: Option<Tokens>,
+    /// The engine's KV-cache capacity in tokens; read from the engine when absent (vLLM's
+    /// `cache_config_info`, SGLang's server info, llama.cpp's `/props`). Stated here, `plan`
+    /// skips the cells it cannot hold (`workload.kv_overflow`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_tokens: Option<Tokens>,
 }

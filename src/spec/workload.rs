@@ -33,6 +33,10 @@ pub struct Workload {
     /// Seed of prompt synthesis; the same seed gives the same prompts.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Cells whose concurrency × (context + max output) exceeds the engine's KV capacity
+    /// (`model.kv_tokens`, or what the engine reports): `skip`, `warn` or `run`.
+    #[serde(default)]
+    pub kv_overflow: super::telemetry::KvOverflow,
 }
 
 impl Default for Workload {
@@ -45,6 +49,7 @@ impl Default for Workload {
             tokenizer: default_tokenizer(),
             stall_timeout: default_stall_timeout(),
             seed: default_seed(),
+            kv_overflow: super::telemetry::KvOverflow::default(),
         }
     }
 }
