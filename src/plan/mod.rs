@@ -15,6 +15,7 @@ pub use open::{Bound, OpenLoad, Search, capacity_id, load_id};
 pub use shard::Shard;
 pub use table::render_table;
 
+use crate::spec::telemetry::KvOverflow;
 use crate::spec::{
     DecodeMode, PrefillMode, PromptCache, SearchAxis, Slo, Span, Spec, Tokens, Validity,
 };
@@ -79,6 +80,32 @@ pub struct Workload {
     /// within it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_model_len: Option<u64>,
+    /// The engine's KV-cache capacity in tokens, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_tokens: Option<u64>,
+    /// What a cell beyond `kv_tokens` gets.
+    #[serde(default)]
+    pub kv_overflow: KvOverflow,
+}
+
+/// Why `c` cannot hold its requests in the KV cache at once: concurrency × (prompt + the
+/// most output) beyond `w.kv_tokens`. Only closed-loop cells (prefill, decode) are judged.
+pub fn kv_overflow(c: &Cell, w: &Workload) -> Option<String> {
+    let kv = w.kv_tokens?;
+    let out = match c.measure {
+        Measure::Prefill(_) => 1,
+        Measure::Decode(_) => w.max_output_tokens,
+        _ => return None,
+    };
+    let need = u64::from(c.concurrency) * (c.prompt_tokens + out);
+    (need > kv).then(|| {
+        format!(
+            "{} × ({} + {out}) = {need} tokens > the KV cache's {kv} tokens (`workload.kv_overflow: {}`)",
+            c.concurrency,
+            c.prompt_tokens,
+            w.kv_overflow.as_str()
+        )
+    })
 }
 
 impl Default for Workload {
@@ -93,6 +120,8 @@ impl Default for Workload {
             labels: BTreeMap::new(),
             slo: Slo::default(),
             max_model_len: None,
+            kv_tokens: None,
+            kv_overflow: KvOverflow::default(),
         }
     }
 }
@@ -109,6 +138,8 @@ impl Workload {
             labels: spec.labels.clone(),
             slo: spec.slo.clone(),
             max_model_len: None,
+            kv_tokens: None,
+            kv_overflow: spec.workload.kv_overflow,
         }
     }
 
@@ -120,17 +151,27 @@ impl Workload {
 
 /// Expand `spec` into its plan.
 pub fn expand(spec: &Spec, rates: &Rates) -> Plan {
-    expand_for(spec, rates, None)
+    expand_for(spec, rates, Limits::default())
 }
 
-/// Expand `spec` for a server that reports `server_max_model_len`, which counts when the
-/// spec states none.
-pub fn expand_for(spec: &Spec, rates: &Rates, server_max_model_len: Option<u64>) -> Plan {
+/// What the server reports about its limits; the spec's own values come first.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// The served model's max_model_len.
+    pub max_model_len: Option<u64>,
+    /// The KV cache's capacity in tokens.
+    pub kv_tokens: Option<u64>,
+}
+
+/// Expand `spec` for a server that reports `server`'s limits, which count where the spec
+/// states none.
+pub fn expand_for(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
     let max_len = spec
         .model
         .max_model_len
         .map(|t| t.0)
-        .or(server_max_model_len);
+        .or(server.max_model_len);
+    let kv_tokens = spec.model.kv_tokens.map(|t| t.0).or(server.kv_tokens);
     let out = spec.workload.max_output_tokens.0;
     let mut cells = Vec::new();
     for ctx in &spec.matrix.contexts {
@@ -151,8 +192,14 @@ pub fn expand_for(spec: &Spec, rates: &Rates, server_max_model_len: Option<u64>)
     }
     let workload = Workload {
         max_model_len: max_len,
+        kv_tokens,
         ..Workload::of(spec)
     };
+    if spec.workload.kv_overflow == KvOverflow::Skip {
+        for c in cells.iter_mut().filter(|c| c.runs()) {
+            c.skip = kv_overflow(c, &workload);
+        }
+    }
     estimate::apply(&mut cells, rates, &workload);
     let estimate_s = cells.iter().map(|c| c.estimate_s).sum();
     Plan {

@@ -1,11 +1,13 @@
 //! The results stage: the record of each cell (contract §6) and its statistics. The run
 //! directory module (`rundir`) writes records to `results.jsonl` and reads them back.
 
+pub(crate) mod observe;
 pub(crate) mod open;
 pub(crate) mod record;
 pub mod slo;
 pub(crate) mod stats;
 
+pub use observe::{GpuUse, ServerUse};
 pub use open::OpenFields;
 pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text};
 pub use stats::Summary;

@@ -87,6 +87,18 @@ pub struct Record {
     /// The measuring client's own footprint during the window (decode cells).
     #[serde(default)]
     pub client: Option<ClientUse>,
+    /// The engine's own view of the cell, from its `/metrics` (contract §8).
+    #[serde(default)]
+    pub server: Option<super::ServerUse>,
+    /// Each GPU during the window, from `nvidia-smi` or a DCGM exporter (contract §8).
+    #[serde(default)]
+    pub gpu: Option<Vec<super::GpuUse>>,
+    /// Output tokens in the window / the GPUs' energy in it.
+    #[serde(default)]
+    pub tokens_per_joule: Option<f64>,
+    /// What is worth knowing about the cell but does not make it invalid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Open-loop measurements, SLO verdicts and capacity results (contract §8).
     #[serde(flatten)]
     pub open: super::open::OpenFields,
@@ -176,6 +188,10 @@ impl Record {
             labels: labels.clone(),
             server_prompt_tokens: None,
             client: None,
+            server: None,
+            gpu: None,
+            tokens_per_joule: None,
+            warnings: Vec::new(),
             open: super::open::OpenFields::default(),
         }
     }

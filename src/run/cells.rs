@@ -8,6 +8,7 @@ use crate::plan::{Cell, Plan};
 use crate::results::{Record, Status, record::utc_now};
 use crate::rundir::{Manifest, RunDir};
 use crate::spec::Loaded;
+use crate::spec::telemetry::KvOverflow;
 use std::sync::Arc;
 
 /// What the cell loop needs.
@@ -43,6 +44,10 @@ impl Cells<'_> {
                 continue;
             }
             index += 1;
+            let mut rec = rec;
+            if plan.workload.kv_overflow == KvOverflow::Warn {
+                rec.warnings.extend(crate::plan::kv_overflow(c, &plan.workload));
+            }
             if let crate::plan::Measure::Capacity(search) = c.measure {
                 self.search(c, search, engine, summary, (index, total))
                     .await?;

@@ -138,13 +138,19 @@ impl Client {
         rb.send().await.is_ok()
     }
 
+    /// A GET of `path` on the engine, with the API key.
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        let rb = self.http.get(format!("{}{path}", self.base));
+        match &self.key {
+            Some(key) => rb.bearer_auth(key),
+            None => rb,
+        }
+    }
+
     /// GET `path` as JSON.
     pub async fn get_json(&self, path: &str) -> Result<Value, ApiError> {
-        let mut rb = self.http.get(format!("{}{path}", self.base));
-        if let Some(key) = &self.key {
-            rb = rb.bearer_auth(key);
-        }
-        json_of(path, rb.send().await.map_err(ApiError::Send)?).await
+        let r = self.get(path).send().await.map_err(ApiError::Send)?;
+        json_of(path, r).await
     }
 
     /// The prompt's length in tokens as the engine counts it, chat template included.

@@ -18,6 +18,8 @@ pub struct ServerInfo {
     pub models: Vec<String>,
     /// `max_model_len` of the served model, when listed.
     pub max_model_len: Option<u64>,
+    /// The KV cache's capacity in tokens, when the engine states it.
+    pub kv_tokens: Option<u64>,
     started_at: String,
 }
 
@@ -67,12 +69,47 @@ impl ServerInfo {
             .ok()
             .and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string));
         Ok(ServerInfo {
+            kv_tokens: kv_tokens(client).await,
             version,
             models: ids,
             max_model_len,
             started_at: utc_now(),
         })
     }
+}
+
+impl ServerInfo {
+    /// The limits the plan is expanded for.
+    pub fn limits(&self) -> crate::plan::Limits {
+        crate::plan::Limits {
+            max_model_len: self.max_model_len,
+            kv_tokens: self.kv_tokens,
+        }
+    }
+}
+
+/// The KV cache's capacity in tokens, as the engine states it: vLLM's `cache_config_info`
+/// (blocks × block size), SGLang's `max_total_num_tokens`, or llama.cpp's slots × context
+/// per slot.
+async fn kv_tokens(client: &Client) -> Option<u64> {
+    if let Ok(r) = client.get("/metrics").send().await
+        && r.status().is_success()
+        && let Ok(text) = r.text().await
+    {
+        let scrape = super::observe::prom::Scrape::new(std::time::Instant::now(), &text);
+        if let Some(kv) = super::observe::server::vllm_kv_tokens(&scrape) {
+            return Some(kv);
+        }
+    }
+    if let Ok(v) = client.get_json("/get_server_info").await
+        && let Some(kv) = v.get("max_total_num_tokens").and_then(Value::as_u64)
+    {
+        return Some(kv);
+    }
+    let props = client.get_json("/props").await.ok()?;
+    let n_ctx = props.pointer("/default_generation_settings/n_ctx")?.as_u64()?;
+    let slots = props.get("total_slots").and_then(Value::as_u64).unwrap_or(1);
+    Some(n_ctx * slots)
 }
 
 /// The manifest of a run of `loaded` starting now against `server`.
@@ -87,6 +124,7 @@ pub(super) fn manifest(loaded: &Loaded, server: &ServerInfo) -> Manifest {
     m.engine.reported_version.clone_from(&server.version);
     m.engine.models.clone_from(&server.models);
     m.engine.max_model_len = server.max_model_len;
+    m.engine.kv_tokens = server.kv_tokens;
     m.launch_command = spec
         .engine
         .launch

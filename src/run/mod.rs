@@ -19,6 +19,7 @@ pub use interrupt::Interrupt;
 mod h1;
 mod launch;
 mod load;
+pub mod observe;
 mod open;
 mod prepared;
 mod probe;
@@ -177,12 +178,14 @@ async fn run_async(
     let pool = select(plan::expand(spec, &Rates::default()), opts).max_concurrency();
     let mut engine = EngineSide::up(spec, opts, dir.path(), pool as usize, interrupt, on).await?;
     let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name).await?;
-    let plan = plan::expand_for(spec, &crate::sim::rates_for(spec), server.max_model_len);
+    let plan = plan::expand_for(spec, &crate::sim::rates_for(spec), server.limits());
     let mut summary = Summary {
         out: dir.path().to_path_buf(),
         ..Summary::default()
     };
+    let (observer, gpu_warnings) = observe::Observer::start(spec, &engine.client, on).await;
     let start = Start {
+        gpu_warnings,
         client_threads: probe.threads() as u32,
         loaded,
         dir: &dir,
@@ -201,6 +204,7 @@ async fn run_async(
         manifest: &manifest,
         cx: Arc::new(cell::Ctx {
             dataset: dataset(loaded)?,
+            observer,
             ..cell::Ctx::new(
                 engine.client.clone(),
                 &todo.workload,
@@ -221,6 +225,7 @@ async fn run_async(
 
 /// What the start of a run writes and says.
 struct Start<'a> {
+    gpu_warnings: Vec<String>,
     client_threads: u32,
     loaded: &'a Loaded,
     dir: &'a RunDir,
@@ -239,6 +244,7 @@ impl Start<'_> {
     ) -> Result<(crate::rundir::Manifest, Plan), RunError> {
         let mut manifest = dir::manifest(self.loaded, self.server);
         manifest.client_threads = Some(self.client_threads);
+        manifest.warnings.extend(self.gpu_warnings.iter().cloned());
         for w in &manifest.warnings {
             (self.on)(Event::Note(w.clone()));
         }
@@ -305,6 +311,20 @@ fn dataset(loaded: &Loaded) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>
 
 /// Measure one runnable cell, forwarding a decode cell's ticks as events.
 async fn measure(
+    cx: &Arc<cell::Ctx>,
+    c: &plan::Cell,
+    rec: Record,
+    on: &(dyn Fn(Event) + Sync),
+) -> Record {
+    let watching = cx.observer.begin(&cx.marks).await;
+    let rec = measure_only(cx, c, rec, on).await;
+    let fraction = cx.workload.validity.min_active_fraction;
+    cx.observer
+        .finish(watching, &cx.marks, rec, fraction, on)
+        .await
+}
+
+async fn measure_only(
     cx: &Arc<cell::Ctx>,
     c: &plan::Cell,
     rec: Record,

@@ -57,6 +57,9 @@ pub struct EngineFacts {
     /// The served model's `max_model_len`, when listed.
     #[serde(default)]
     pub max_model_len: Option<u64>,
+    /// The KV cache's capacity in tokens, when the engine states it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_tokens: Option<u64>,
 }
 
 /// One run directory of a merged run.
@@ -99,6 +102,7 @@ impl Manifest {
                 reported_version: None,
                 models: Vec::new(),
                 max_model_len: None,
+                kv_tokens: None,
             },
             launch_command: None,
             warnings: Vec::new(),

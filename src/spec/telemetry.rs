@@ -82,3 +82,14 @@ pub enum KvOverflow {
     /// Run it as any other cell.
     Run,
 }
+
+impl KvOverflow {
+    /// As a spec writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvOverflow::Skip => "skip",
+            KvOverflow::Warn => "warn",
+            KvOverflow::Run => "run",
+        }
+    }
+}

@@ -112,6 +112,7 @@ pub async fn decode(
     let _ = stop_tx.send(true);
     let at = Instant::now();
     shared.clock.end_at(at);
+    cx.marks.close(at.into_std());
     while let Ok(Some(joined)) = tokio::time::timeout(Duration::from_secs(5), set.join_next()).await
     {
         tallies.extend(joined.ok());
@@ -240,8 +241,11 @@ async fn watch_cell(
     let (mut seen, mut quiet_since) = (0u64, Instant::now());
     let _ = ticks.send(Tick::at(Stage::Ramp));
     loop {
-        if cpu.open.is_none() && clock.open().is_some() {
+        if cpu.open.is_none()
+            && let Some(open) = clock.open()
+        {
             cpu.open = cx.probe.sample();
+            cx.marks.open(open.into_std());
         }
         let close = clock.close().filter(|_| window.is_some());
         tokio::select! {

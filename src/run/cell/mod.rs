@@ -33,6 +33,10 @@ pub struct Ctx {
     pub probe: Probe,
     /// The load phase's dataset, when the spec names one.
     pub dataset: Option<std::sync::Arc<[crate::spec::dataset::Entry]>>,
+    /// The engine and GPU watcher.
+    pub observer: super::observe::Observer,
+    /// The measured window of the cell in progress, marked for the observer.
+    pub marks: std::sync::Arc<super::observe::Marks>,
 }
 
 impl Ctx {
@@ -45,6 +49,8 @@ impl Ctx {
             workload: workload.clone(),
             requests: save_requests.then(|| std::sync::Mutex::new(Vec::new())),
             dataset: None,
+            observer: super::observe::Observer::none(),
+            marks: std::sync::Arc::default(),
         }
     }
 

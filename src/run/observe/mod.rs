@@ -1,0 +1,355 @@
+//! Watching the engine and the GPUs while cells are measured (contract §8 `telemetry`): the
+//! engine's `/metrics` scraped around and during each cell (`server.rs`, in the engine's own
+//! names, parsed by `prom.rs`), GPU samples for the whole run (`gpu.rs`), and the window
+//! marks a decode cell sets so that both are read over the measured window. What is seen
+//! becomes record fields and validity reasons; a missing endpoint is a note, never a failure.
+
+pub mod gpu;
+pub mod prom;
+pub mod server;
+
+use super::Event;
+use super::client::Client;
+use crate::plan::Phase;
+use crate::results::{Record, Status};
+use crate::spec::Spec;
+use crate::spec::telemetry::GpuSource;
+use prom::Scrape;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, watch};
+
+/// The measured window of the cell in progress, as the cell marks it.
+#[derive(Debug, Default)]
+pub struct Marks {
+    window: Mutex<(Option<Instant>, Option<Instant>)>,
+    edge: Notify,
+}
+
+impl Marks {
+    /// The window opened at `at`: scrape now.
+    pub fn open(&self, at: Instant) {
+        if let Ok(mut w) = self.window.lock() {
+            w.0 = Some(at);
+        }
+        self.edge.notify_one();
+    }
+
+    /// The window closed at `at`.
+    pub fn close(&self, at: Instant) {
+        if let Ok(mut w) = self.window.lock() {
+            w.1 = Some(at);
+        }
+        self.edge.notify_one();
+    }
+
+    fn take(&self) -> (Option<Instant>, Option<Instant>) {
+        self.window
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
+}
+
+/// Where GPU samples come from, alive for the run.
+enum Feed {
+    Smi {
+        _child: gpu::ChildGuard,
+    },
+    Dcgm(tokio::task::JoinHandle<()>),
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        if let Feed::Dcgm(task) = self {
+            task.abort();
+        }
+    }
+}
+
+/// The run's observer.
+pub struct Observer {
+    client: Option<Client>,
+    interval: Duration,
+    samples: gpu::Samples,
+    feed: Option<Feed>,
+    /// Whether the engine's missing or unknown metrics were noted already.
+    noted: AtomicBool,
+}
+
+/// A cell being watched.
+pub struct Watching {
+    before: Option<Scrape>,
+    stop: watch::Sender<bool>,
+    task: Option<tokio::task::JoinHandle<Vec<Scrape>>>,
+    started: Instant,
+}
+
+async fn scrape(client: &Client) -> Option<Scrape> {
+    let r = client
+        .get("/metrics")
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()?;
+    if !r.status().is_success() {
+        return None;
+    }
+    let text = r.text().await.ok()?;
+    Some(Scrape::new(Instant::now(), &text))
+}
+
+/// `program` on PATH.
+fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Poll a DCGM exporter every period into `samples`.
+fn poll_dcgm(url: String, samples: gpu::Samples) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let Ok(http) = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()
+        else {
+            return;
+        };
+        let mut every = tokio::time::interval(gpu::PERIOD);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let Ok(r) = http.get(&url).send().await else {
+                continue;
+            };
+            let Ok(text) = r.text().await else { continue };
+            let found = gpu::parse_dcgm(&Scrape::new(Instant::now(), &text));
+            if let Ok(mut v) = samples.lock() {
+                v.extend(found);
+            }
+        }
+    })
+}
+
+/// The GPUs found against `hardware.gpu` and `hardware.gpu_count`: a mismatch is a warning.
+fn hardware_warnings(spec: &Spec, samples: &[gpu::Sample]) -> Vec<String> {
+    let mut found: Vec<(u32, &str)> = samples.iter().map(|s| (s.index, s.name.as_str())).collect();
+    found.sort_unstable();
+    found.dedup();
+    let names: Vec<String> = found.iter().map(|(i, n)| format!("{i}: {n}")).collect();
+    let mut out = Vec::new();
+    if let Some(n) = spec.hardware.gpu_count
+        && n as usize != found.len()
+    {
+        out.push(format!(
+            "GPU telemetry sees {} GPU(s) ({}), `hardware.gpu_count` says {n}",
+            found.len(),
+            names.join(", ")
+        ));
+    }
+    if let Some(want) = &spec.hardware.gpu {
+        let want_l = want.to_lowercase();
+        if let Some((_, other)) = found.iter().find(|(_, n)| !n.to_lowercase().contains(&want_l)) {
+            out.push(format!(
+                "GPU telemetry sees `{other}`, `hardware.gpu` says `{want}`"
+            ));
+        }
+    }
+    out
+}
+
+impl Observer {
+    /// Start watching for a run of `spec` against `client`: the GPU source the spec asks
+    /// for (waiting up to a second and a half for its first samples). Returns the observer
+    /// and the warnings for the manifest; what is not found is said through `on`.
+    pub async fn start(
+        spec: &Spec,
+        client: &Client,
+        on: &(dyn Fn(Event) + Sync),
+    ) -> (Observer, Vec<String>) {
+        let t = &spec.telemetry;
+        let samples = gpu::Samples::default();
+        let smi = || {
+            let p = on_path("nvidia-smi")?;
+            gpu::start_smi(&p, samples.clone()).ok()
+        };
+        let feed = match t.gpu {
+            GpuSource::Off => None,
+            GpuSource::Auto => smi().map(|c| Feed::Smi { _child: c }),
+            GpuSource::NvidiaSmi => {
+                let f = smi().map(|c| Feed::Smi { _child: c });
+                if f.is_none() {
+                    on(Event::Note("`telemetry.gpu` is `nvidia-smi` but it is not on PATH (or did not start): no GPU telemetry".into()));
+                }
+                f
+            }
+            GpuSource::Dcgm => t
+                .dcgm_url
+                .clone()
+                .map(|u| Feed::Dcgm(poll_dcgm(u, samples.clone()))),
+        };
+        let mut warnings = Vec::new();
+        if feed.is_some() {
+            let until = Instant::now() + Duration::from_millis(1500);
+            while Instant::now() < until && samples.lock().map_or(true, |v| v.is_empty()) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            match samples.lock() {
+                Ok(v) if !v.is_empty() => warnings = hardware_warnings(spec, &v),
+                _ => on(Event::Note("the GPU telemetry source gave no samples yet".into())),
+            }
+        }
+        let observer = Observer {
+            client: t.server.then(|| client.clone()),
+            interval: t.interval.0,
+            samples,
+            feed,
+            noted: AtomicBool::new(false),
+        };
+        (observer, warnings)
+    }
+
+    /// An observer that watches nothing.
+    pub fn none() -> Observer {
+        Observer {
+            client: None,
+            interval: Duration::from_secs(1),
+            samples: gpu::Samples::default(),
+            feed: None,
+            noted: AtomicBool::new(false),
+        }
+    }
+
+    /// Begin watching a cell: one scrape now, then one every interval and at the window's
+    /// edges (`marks`) until [`Observer::finish`].
+    pub async fn begin(&self, marks: &std::sync::Arc<Marks>) -> Watching {
+        let _ = marks.take();
+        let (stop, mut stopped) = watch::channel(false);
+        let started = Instant::now();
+        let Some(client) = self.client.clone() else {
+            return Watching { before: None, stop, task: None, started };
+        };
+        let before = scrape(&client).await;
+        if before.is_none() {
+            return Watching { before, stop, task: None, started };
+        }
+        let (marks, interval) = (marks.clone(), self.interval);
+        let task = tokio::spawn(async move {
+            let mut during = Vec::new();
+            let mut every = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    _ = every.tick() => {}
+                    () = marks.edge.notified() => {}
+                }
+                during.extend(scrape(&client).await);
+            }
+            during
+        });
+        Watching { before, stop, task: Some(task), started }
+    }
+}
+
+impl Observer {
+    /// End watching a cell: the last scrape, the window (as the cell marked it, else the
+    /// whole cell), and the record's `server`, `gpu` and `tokens_per_joule` filled in; an
+    /// engine that ran fewer requests than the client had in flight makes a decode cell
+    /// invalid, preemptions are a warning.
+    pub async fn finish(
+        &self,
+        w: Watching,
+        marks: &Marks,
+        mut rec: Record,
+        min_active_fraction: f64,
+        on: &(dyn Fn(Event) + Sync),
+    ) -> Record {
+        let _ = w.stop.send(true);
+        let during = match w.task {
+            Some(t) => t.await.unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let (open, close) = marks.take();
+        let (open, close) = (open.unwrap_or(w.started), close.unwrap_or_else(Instant::now));
+        match (&self.client, w.before) {
+            (Some(client), Some(before)) => {
+                let after = scrape(client).await.unwrap_or_else(|| Scrape {
+                    at: Instant::now(),
+                    samples: Vec::new(),
+                });
+                let scrapes = server::Scrapes { before, during, after };
+                match scrapes.summarize(open, close) {
+                    Some(seen) => {
+                        server_verdict(&mut rec, &seen, min_active_fraction);
+                        rec.server = Some(seen.server);
+                    }
+                    None => self.note_once(on, "the engine's `/metrics` has none of the names benchspec knows (vllm:, sglang:, llamacpp:): no server-side fields"),
+                }
+            }
+            (Some(_), None) => self.note_once(on, "the engine does not serve `/metrics`: no server-side fields (`telemetry.server: false` stops asking)"),
+            _ => {}
+        }
+        self.gpu_fields(&mut rec, open, close);
+        rec
+    }
+
+    fn gpu_fields(&self, rec: &mut Record, open: Instant, close: Instant) {
+        if self.feed.is_none() {
+            return;
+        }
+        let Ok(mut samples) = self.samples.lock() else {
+            return;
+        };
+        let gpus = gpu::window(&samples, open, close);
+        // What is older than this window is no longer needed.
+        samples.retain(|s| s.at + gpu::PERIOD * 4 >= open);
+        if gpus.is_empty() {
+            return;
+        }
+        let energy: f64 = gpus.iter().map(|g| g.energy_j).sum();
+        rec.tokens_per_joule = rec
+            .output_tokens
+            .filter(|_| energy > 0.0)
+            .map(|t| crate::run::cell::round(t as f64 / energy, 4));
+        rec.gpu = Some(gpus);
+    }
+
+    fn note_once(&self, on: &(dyn Fn(Event) + Sync), what: &str) {
+        if !self.noted.swap(true, Ordering::Relaxed) {
+            on(Event::Note(what.to_string()));
+        }
+    }
+}
+
+/// The validity reason and warning the engine's own view gives a record. A decode cell is
+/// invalid when the engine ran fewer than `fraction` × C requests on average while the client
+/// had C in flight and the engine held some back (requests waiting; a request between a
+/// client's end and its next send is neither), judged over two scrapes or more.
+fn server_verdict(rec: &mut Record, seen: &server::Seen, fraction: f64) {
+    let s = &seen.server;
+    let want = fraction * f64::from(rec.concurrency);
+    if rec.phase == Phase::Decode
+        && seen.scrapes >= 2
+        && seen.waiting_mean > 0.0
+        && let Some(running) = s.running_mean
+        && running < want
+        && rec.avg_active.is_some_and(|a| a >= want)
+    {
+        rec.reasons.push(format!(
+            "the server ran {running:.1} of {} requests at once ({:.1} waiting)",
+            rec.concurrency, seen.waiting_mean
+        ));
+        if rec.status == Status::Valid {
+            rec.status = Status::Invalid;
+        }
+    }
+    if let Some(p) = s.preemptions.filter(|p| *p > 0.0) {
+        rec.warnings.push(format!(
+            "the engine preempted {p:.0} request(s) during the cell (its KV cache was full)"
+        ));
+    }
+}

@@ -1,0 +1,267 @@
+//! The engine seen from inside: its Prometheus `/metrics`, scraped once before a cell, every
+//! `telemetry.interval` during it (and at the window's edges), and once after, reduced to the
+//! record's `server` fields with each engine's own metric names — vLLM's (current and older
+//! names), SGLang's and llama.cpp's.
+
+use super::prom::{self, Scrape};
+use crate::results::ServerUse;
+use crate::run::cell::round;
+use std::time::Instant;
+
+/// One engine family's metric names.
+#[derive(Debug)]
+pub struct Names {
+    /// The family, as records write it in `server.source`.
+    pub source: &'static str,
+    /// The prefix that identifies it.
+    prefix: &'static str,
+    running: &'static [&'static str],
+    waiting: &'static [&'static str],
+    kv_usage: &'static [&'static str],
+    prefix_queries: &'static [&'static str],
+    prefix_hits: &'static [&'static str],
+    /// A hit-rate gauge, where the engine gives a rate rather than counters.
+    hit_rate: &'static [&'static str],
+    preemptions: &'static [&'static str],
+    ttft: &'static [&'static str],
+    itl: &'static [&'static str],
+}
+
+/// The engines whose names are known.
+pub const FAMILIES: [Names; 3] = [
+    Names {
+        source: "vllm",
+        prefix: "vllm:",
+        running: &["vllm:num_requests_running"],
+        waiting: &["vllm:num_requests_waiting"],
+        kv_usage: &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+        prefix_queries: &[
+            "vllm:prefix_cache_queries_total",
+            "vllm:gpu_prefix_cache_queries_total",
+        ],
+        prefix_hits: &[
+            "vllm:prefix_cache_hits_total",
+            "vllm:gpu_prefix_cache_hits_total",
+        ],
+        hit_rate: &["vllm:gpu_prefix_cache_hit_rate"],
+        preemptions: &["vllm:num_preemptions_total"],
+        ttft: &["vllm:time_to_first_token_seconds"],
+        itl: &[
+            "vllm:inter_token_latency_seconds",
+            "vllm:time_per_output_token_seconds",
+        ],
+    },
+    Names {
+        source: "sglang",
+        prefix: "sglang:",
+        running: &["sglang:num_running_reqs"],
+        waiting: &["sglang:num_queue_reqs"],
+        kv_usage: &["sglang:token_usage"],
+        prefix_queries: &[],
+        prefix_hits: &[],
+        hit_rate: &["sglang:cache_hit_rate"],
+        preemptions: &["sglang:num_retracted_reqs_total"],
+        ttft: &["sglang:time_to_first_token_seconds"],
+        itl: &[
+            "sglang:inter_token_latency_seconds",
+            "sglang:time_per_output_token_seconds",
+        ],
+    },
+    Names {
+        source: "llamacpp",
+        prefix: "llamacpp:",
+        running: &["llamacpp:requests_processing"],
+        waiting: &["llamacpp:requests_deferred"],
+        kv_usage: &["llamacpp:kv_cache_usage_ratio"],
+        prefix_queries: &[],
+        prefix_hits: &[],
+        hit_rate: &[],
+        preemptions: &[],
+        ttft: &[],
+        itl: &[],
+    },
+];
+
+/// The family whose names `scrape` uses.
+pub fn family(scrape: &Scrape) -> Option<&'static Names> {
+    FAMILIES.iter().find(|f| scrape.has_prefix(f.prefix))
+}
+
+/// The KV-cache capacity in tokens that vLLM states in `cache_config_info`.
+pub fn vllm_kv_tokens(scrape: &Scrape) -> Option<u64> {
+    let num = |key: &str| -> Option<u64> {
+        scrape
+            .label("vllm:cache_config_info", key)?
+            .parse::<f64>()
+            .ok()
+            .map(|v| v as u64)
+    };
+    Some(num("num_gpu_blocks")? * num("block_size")?)
+}
+
+/// What the scrapes of a cell say.
+#[derive(Debug)]
+pub struct Seen {
+    /// The record's fields.
+    pub server: ServerUse,
+    /// Mean of the waiting requests in the window.
+    pub waiting_mean: f64,
+    /// Scrapes the gauges were read from.
+    pub scrapes: usize,
+}
+
+/// A cell's scrapes: the one before it, those during it, the one after it.
+#[derive(Debug)]
+pub struct Scrapes {
+    /// Before the cell started.
+    pub before: Scrape,
+    /// During it, in order.
+    pub during: Vec<Scrape>,
+    /// After it ended.
+    pub after: Scrape,
+}
+
+/// The gauge `names` in every scrape of `scrapes`, in order.
+fn gauge(scrapes: &[&Scrape], names: &[&str]) -> Vec<f64> {
+    scrapes.iter().filter_map(|s| s.sum(names)).collect()
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn max(v: &[f64]) -> Option<f64> {
+    v.iter().copied().reduce(f64::max)
+}
+
+/// A counter's increase from `a` to `b` (a reset counts from zero).
+fn increase(a: &Scrape, b: &Scrape, names: &[&str]) -> Option<f64> {
+    let later = b.sum(names)?;
+    let earlier = a.sum(names).unwrap_or(0.0);
+    Some(if later >= earlier { later - earlier } else { later })
+}
+
+/// A histogram's p50 over what it observed from `a` to `b`, in ms.
+fn p50_ms(a: &Scrape, b: &Scrape, names: &[&str]) -> Option<f64> {
+    let name = names.iter().find(|n| b.buckets(n).is_some())?;
+    let d = prom::delta(&b.buckets(name)?, a.buckets(name).as_ref());
+    prom::quantile(&d, 0.5).map(|s| round(s * 1000.0, 2))
+}
+
+impl Scrapes {
+    /// The record's `server` fields over the window `open..close`; `None` when the engine's
+    /// names are unknown. Gauges are read from the scrapes inside the window (all of the
+    /// cell's when none falls inside), counters over the cell, histograms from the last
+    /// scrape at or before the window opened to the first at or after it closed.
+    pub fn summarize(&self, open: Instant, close: Instant) -> Option<Seen> {
+        let names = family(&self.after).or_else(|| family(&self.before))?;
+        let all: Vec<&Scrape> = std::iter::once(&self.before)
+            .chain(&self.during)
+            .chain(std::iter::once(&self.after))
+            .collect();
+        let mut inside: Vec<&Scrape> = all
+            .iter()
+            .copied()
+            .filter(|s| s.at >= open && s.at <= close)
+            .collect();
+        if inside.is_empty() {
+            inside = self.during.iter().chain([&self.after]).collect();
+        }
+        let from = all.iter().rev().find(|s| s.at <= open).unwrap_or(&all[0]);
+        let to = all.iter().find(|s| s.at >= close).unwrap_or(&all[all.len() - 1]);
+        let running = gauge(&inside, names.running);
+        let waiting = gauge(&inside, names.waiting);
+        let hit_rate = match increase(&self.before, &self.after, names.prefix_queries) {
+            Some(q) if q > 0.0 => {
+                increase(&self.before, &self.after, names.prefix_hits).map(|h| h / q)
+            }
+            _ => mean(&gauge(&inside, names.hit_rate)),
+        };
+        let server = ServerUse {
+            running_mean: mean(&running).map(|v| round(v, 2)),
+            running_max: max(&running),
+            waiting_max: max(&waiting),
+            kv_usage_max: max(&gauge(&inside, names.kv_usage)).map(|v| round(v, 4)),
+            prefix_hit_rate: hit_rate.map(|v| round(v, 4)),
+            preemptions: increase(&self.before, &self.after, names.preemptions),
+            ttft_ms_p50: p50_ms(from, to, names.ttft),
+            itl_ms_p50: p50_ms(from, to, names.itl),
+            source: names.source.to_string(),
+        };
+        Some(Seen {
+            server,
+            waiting_mean: mean(&waiting).unwrap_or(0.0),
+            scrapes: running.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn at(base: Instant, ms: u64, text: &str) -> Scrape {
+        Scrape::new(base + Duration::from_millis(ms), text)
+    }
+
+    fn vllm(running: u32, waiting: u32, preempt: u32, ttft: [u32; 3]) -> String {
+        format!(
+            "vllm:num_requests_running{{e=\"0\"}} {running}\nvllm:num_requests_waiting {waiting}\n\
+             vllm:kv_cache_usage_perc 0.5\nvllm:num_preemptions_total {preempt}\n\
+             vllm:prefix_cache_queries_total {}\nvllm:prefix_cache_hits_total {}\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"0.01\"}} {}\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"0.1\"}} {}\n\
+             vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {}\n",
+            preempt * 100,
+            preempt * 25,
+            ttft[0],
+            ttft[1],
+            ttft[2]
+        )
+    }
+
+    #[test]
+    fn a_cell_reduced_to_server_fields() {
+        let t = Instant::now();
+        let s = Scrapes {
+            before: at(t, 0, &vllm(0, 0, 1, [5, 5, 5])),
+            during: vec![
+                at(t, 1000, &vllm(2, 6, 1, [5, 5, 5])),
+                at(t, 2000, &vllm(4, 4, 2, [5, 7, 7])),
+                at(t, 3000, &vllm(3, 5, 3, [5, 9, 9])),
+            ],
+            after: at(t, 4000, &vllm(0, 0, 3, [5, 9, 9])),
+        };
+        let open = t + Duration::from_millis(1500);
+        let close = t + Duration::from_millis(3000);
+        let seen = s.summarize(open, close).unwrap_or_else(|| unreachable!());
+        let (u, waiting) = (seen.server, seen.waiting_mean);
+        assert_eq!(seen.scrapes, 2);
+        assert_eq!(u.source, "vllm");
+        assert_eq!(u.running_mean, Some(3.5), "the two scrapes inside the window");
+        assert_eq!((u.running_max, u.waiting_max), (Some(4.0), Some(5.0)));
+        assert!((waiting - 4.5).abs() < 1e-9);
+        assert_eq!(u.preemptions, Some(2.0));
+        assert_eq!(u.prefix_hit_rate, Some(0.25));
+        // From the scrape at 1000 ms to the one at 3000: 4 observations in (10, 100] ms.
+        assert_eq!(u.ttft_ms_p50, Some(55.0));
+        assert_eq!(u.itl_ms_p50, None);
+    }
+
+    #[test]
+    fn unknown_names_are_no_fields() {
+        let t = Instant::now();
+        let s = Scrapes {
+            before: at(t, 0, "go_goroutines 12\n"),
+            during: vec![],
+            after: at(t, 10, "go_goroutines 12\n"),
+        };
+        assert!(s.summarize(t, t).is_none());
+        let kv = Scrape::new(
+            t,
+            "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1000\"} 1.0\n",
+        );
+        assert_eq!(vllm_kv_tokens(&kv), Some(16_000));
+    }
+}
