@@ -69,7 +69,8 @@ pub struct Row {
 /// One value in both runs.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Metric {
-    /// `total_tok_s`, `per_request_tok_s`, `prefill_tok_s`, `ttft_ms_p50`, `tbt_ms_p50`.
+    /// `total_tok_s`, `per_request_tok_s`, `prefill_tok_s`, `tokens_per_joule`, `ttft_ms_p50`,
+    /// `tbt_ms_p50`, and the open-loop keys.
     pub key: String,
     /// `Total tok/s`.
     pub label: String,
@@ -120,7 +121,7 @@ fn side(run: &RunDir) -> Side {
 
 type Pick = fn(&Record) -> Option<f64>;
 
-const RATES: [(&str, &str, Pick); 6] = [
+const RATES: [(&str, &str, Pick); 7] = [
     ("total_tok_s", "Total tok/s", |r| r.total_tok_s),
     ("per_request_tok_s", "Per request tok/s", |r| {
         r.per_request_tok_s
@@ -129,6 +130,9 @@ const RATES: [(&str, &str, Pick); 6] = [
     ("rate_achieved", "Achieved req/s", |r| r.open.rate_achieved),
     ("goodput_rps", "Goodput req/s", |r| r.open.goodput_rps),
     ("capacity", "Capacity", |r| r.open.capacity),
+    ("tokens_per_joule", "Tokens per joule", |r| {
+        r.tokens_per_joule
+    }),
 ];
 const LATENCIES: [(&str, &str, Pick); 5] = [
     ("ttft_ms_p50", "TTFT p50", |r| r.ttft_ms.map(|s| s.p50)),

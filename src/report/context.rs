@@ -7,6 +7,7 @@
 pub use super::facts::Item;
 use super::facts::{engine, engine_line, hardware, settings};
 use super::format::ctx;
+use super::observe::ObservedView;
 pub use super::open::{CapacityView, SloTerm};
 use super::open::{capacity, load_cells, slo_terms};
 use crate::plan::Phase;
@@ -60,6 +61,8 @@ pub struct Context {
     pub load: Vec<CellView>,
     /// What each capacity search found, one line per context.
     pub capacity: Vec<CapacityView>,
+    /// What the engine's `/metrics` and the GPUs showed.
+    pub observed: ObservedView,
     /// Every cell: prefill cells, then decode cells, each in run order (records of cells the
     /// plan does not list come last in their phase).
     pub cells: Vec<CellView>,
@@ -130,6 +133,8 @@ pub struct CellView {
     pub clamped: bool,
     /// Why the cell is skipped, invalid or failed (the record's reasons, else the plan's).
     pub reasons: Vec<String>,
+    /// The engine's mean running requests where it differs from `concurrency` (decode).
+    pub effective_concurrency: Option<f64>,
     /// The record (contract §6); `null` for a missing cell.
     pub record: Option<Record>,
 }
@@ -288,6 +293,7 @@ impl Context {
             slo: slo_terms(&spec.slo),
             load: load_cells(&cells),
             capacity: capacity(&run.records, &spec.slo),
+            observed: super::observe::observed(&cells),
             cells,
             problems,
             run: run_info,
@@ -342,6 +348,7 @@ fn view(p: &Planned, record: Option<&Record>) -> CellView {
             Some(r) => r.reasons.clone(),
             None => p.skip.iter().cloned().collect(),
         },
+        effective_concurrency: record.and_then(super::observe::effective_concurrency),
         record: record.cloned(),
     }
 }

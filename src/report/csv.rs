@@ -1,7 +1,8 @@
 //! `results.csv`: one row per cell in plan order, the record's fields as columns (latency
 //! summaries flattened to `ttft_ms_p50` and so on, `reasons` joined with `; `, `error_kinds`
-//! and `labels` as `key=value` pairs, then the client's footprint as `client_cpu_busy` …). A planned cell without a record is a row with status
-//! `missing`.
+//! and `labels` as `key=value` pairs, then the client's footprint as `client_cpu_busy` …, the
+//! open-loop fields, the engine's view as `server_…`, and the GPUs added up). A planned cell
+//! without a record is a row with status `missing`.
 
 use super::ReportError;
 use super::context::Context;
@@ -10,6 +11,51 @@ use crate::results::stats::Summary;
 
 const STATS: [&str; 7] = ["mean", "min", "p50", "p90", "p95", "p99", "max"];
 const CLIENT: [&str; 4] = ["cpu_busy", "threads", "rss_mb", "cpu_s"];
+/// Open-loop fields (contract §8), as the record names them.
+const OPEN: [&str; 13] = [
+    "rate_offered",
+    "rate_sent",
+    "rate_achieved",
+    "arrivals",
+    "arrival_cv",
+    "peak_active",
+    "input_tokens_mean",
+    "output_tokens_mean",
+    "goodput_rps",
+    "slo_fraction",
+    "slo_met",
+    "search",
+    "capacity",
+];
+/// Open-loop latency summaries.
+const OPEN_STATS: [&str; 5] = [
+    "tpot_ms",
+    "itl_ms",
+    "e2e_ms",
+    "queue_ms",
+    "send_lateness_ms",
+];
+/// The engine's view (`server_…`).
+const SERVER: [&str; 9] = [
+    "running_mean",
+    "running_max",
+    "waiting_max",
+    "kv_usage_max",
+    "prefix_hit_rate",
+    "preemptions",
+    "ttft_ms_p50",
+    "itl_ms_p50",
+    "source",
+];
+/// The GPUs, added up over all of them.
+const GPU: [&str; 6] = [
+    "gpu_count",
+    "gpu_power_w_mean",
+    "gpu_power_w_max",
+    "gpu_energy_j",
+    "tokens_per_joule",
+    "warnings",
+];
 
 fn header() -> Vec<String> {
     let mut h: Vec<String> = [
@@ -42,7 +88,49 @@ fn header() -> Vec<String> {
     }
     h.push("labels".into());
     h.extend(CLIENT.iter().map(|s| format!("client_{s}")));
+    h.extend(OPEN.iter().map(|s| s.to_string()));
+    for which in OPEN_STATS {
+        h.extend(STATS.iter().map(|s| format!("{which}_{s}")));
+    }
+    h.extend(SERVER.iter().map(|s| format!("server_{s}")));
+    h.extend(GPU.iter().map(|s| s.to_string()));
     h
+}
+
+/// A JSON scalar as a cell: null empty, strings bare.
+fn scalar(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    }
+}
+
+/// The open-loop, server and GPU columns of `r`.
+fn observed(r: &crate::results::Record) -> Vec<String> {
+    let open = serde_json::to_value(&r.open).unwrap_or_default();
+    let mut row: Vec<String> = OPEN.iter().map(|k| scalar(open.get(*k))).collect();
+    for which in OPEN_STATS {
+        let s = open
+            .get(which)
+            .and_then(|v| serde_json::from_value::<Summary>(v.clone()).ok());
+        row.extend(stats(s));
+    }
+    let server = serde_json::to_value(&r.server).unwrap_or_default();
+    row.extend(SERVER.iter().map(|k| scalar(server.get(*k))));
+    let gpus = r.gpu.as_deref().unwrap_or_default();
+    let sum = |f: fn(&crate::results::GpuUse) -> f64| {
+        (!gpus.is_empty()).then(|| gpus.iter().map(f).sum::<f64>())
+    };
+    row.extend([
+        opt((!gpus.is_empty()).then_some(gpus.len())),
+        opt(sum(|g| g.power_w_mean)),
+        opt(sum(|g| g.power_w_max)),
+        opt(sum(|g| g.energy_j)),
+        opt(r.tokens_per_joule),
+        r.warnings.join("; "),
+    ]);
+    row
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -108,6 +196,7 @@ pub fn render(cx: &Context) -> Result<String, ReportError> {
                     opt(c.and_then(|c| c.rss_mb)),
                     opt(c.map(|c| c.cpu_s)),
                 ]);
+                row.extend(observed(r));
             }
             None => row.resize(header().len(), String::new()),
         }

@@ -66,6 +66,14 @@ fn number(v: &Value) -> Option<f64> {
     f64::try_from(v.clone()).ok()
 }
 
+/// The GPUs' mean power over a cell's window, added up.
+fn gpu_power(r: &crate::results::Record) -> Option<f64> {
+    r.gpu
+        .as_ref()
+        .filter(|g| !g.is_empty())
+        .map(|g| g.iter().map(|x| x.power_w_mean).sum())
+}
+
 fn with_charts(env: &mut Environment<'static>, cx: &Context) {
     let charts = [
         ("prefill", svg::prefill(cx)),
@@ -81,6 +89,11 @@ fn with_charts(env: &mut Environment<'static>, cx: &Context) {
         (
             "load_tpot",
             svg_xy::latency(cx, |r| r.open.tpot_ms, "tpot", "TPOT ms"),
+        ),
+        ("power", svg::decode(cx, gpu_power, "GPU W")),
+        (
+            "tokens_per_joule",
+            svg::decode(cx, |r| r.tokens_per_joule, "tok/J"),
         ),
     ];
     let map: std::collections::BTreeMap<&str, Value> = charts

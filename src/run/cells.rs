@@ -46,7 +46,8 @@ impl Cells<'_> {
             index += 1;
             let mut rec = rec;
             if plan.workload.kv_overflow == KvOverflow::Warn {
-                rec.warnings.extend(crate::plan::kv_overflow(c, &plan.workload));
+                rec.warnings
+                    .extend(crate::plan::kv_overflow(c, &plan.workload));
             }
             if let crate::plan::Measure::Capacity(search) = c.measure {
                 self.search(c, search, engine, summary, (index, total))

@@ -107,8 +107,13 @@ async fn kv_tokens(client: &Client) -> Option<u64> {
         return Some(kv);
     }
     let props = client.get_json("/props").await.ok()?;
-    let n_ctx = props.pointer("/default_generation_settings/n_ctx")?.as_u64()?;
-    let slots = props.get("total_slots").and_then(Value::as_u64).unwrap_or(1);
+    let n_ctx = props
+        .pointer("/default_generation_settings/n_ctx")?
+        .as_u64()?;
+    let slots = props
+        .get("total_slots")
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
     Some(n_ctx * slots)
 }
 

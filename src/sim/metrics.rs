@@ -54,10 +54,7 @@ impl Histogram {
                 .bounds
                 .get(i)
                 .map_or_else(|| "+Inf".to_string(), |b| format!("{b:?}"));
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}.0"
-            );
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}.0");
         }
         let _ = writeln!(out, "{name}_count{{{labels}}} {cumulative}.0");
         let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
@@ -129,20 +126,56 @@ impl Snapshot {
             );
         };
         let gauges = [
-            ("vllm:num_requests_running", "Number of requests in model execution batches.", self.running as f64),
-            ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", self.waiting as f64),
-            ("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", self.kv_usage),
+            (
+                "vllm:num_requests_running",
+                "Number of requests in model execution batches.",
+                self.running as f64,
+            ),
+            (
+                "vllm:num_requests_waiting",
+                "Number of requests waiting to be processed.",
+                self.waiting as f64,
+            ),
+            (
+                "vllm:kv_cache_usage_perc",
+                "KV-cache usage. 1 means 100 percent usage.",
+                self.kv_usage,
+            ),
         ];
         for (name, help, v) in gauges {
             metric(name, "gauge", help, v);
         }
         let counters = [
-            ("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", self.prefix_queries),
-            ("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", self.prefix_hits),
-            ("vllm:prompt_tokens", "Number of prefill tokens processed.", self.prompt_tokens),
-            ("vllm:generation_tokens", "Number of generation tokens processed.", self.generation_tokens),
-            ("vllm:num_preemptions", "Cumulative number of preemption from the engine.", self.preemptions),
-            ("vllm:request_success", "Count of successfully processed requests.", self.finished),
+            (
+                "vllm:prefix_cache_queries",
+                "Prefix cache queries, in terms of number of queried tokens.",
+                self.prefix_queries,
+            ),
+            (
+                "vllm:prefix_cache_hits",
+                "Prefix cache hits, in terms of number of cached tokens.",
+                self.prefix_hits,
+            ),
+            (
+                "vllm:prompt_tokens",
+                "Number of prefill tokens processed.",
+                self.prompt_tokens,
+            ),
+            (
+                "vllm:generation_tokens",
+                "Number of generation tokens processed.",
+                self.generation_tokens,
+            ),
+            (
+                "vllm:num_preemptions",
+                "Cumulative number of preemption from the engine.",
+                self.preemptions,
+            ),
+            (
+                "vllm:request_success",
+                "Count of successfully processed requests.",
+                self.finished,
+            ),
         ];
         for (name, help, v) in counters {
             metric(name, "counter", help, v as f64);

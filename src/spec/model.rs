@@ -49,7 +49,10 @@ pub struct Spec {
     pub slo: super::open::Slo,
     /// What is watched besides the API while cells are measured: the engine's `/metrics`
     /// and the GPUs.
-    #[serde(default, skip_serializing_if = "super::telemetry::Telemetry::is_default")]
+    #[serde(
+        default,
+        skip_serializing_if = "super::telemetry::Telemetry::is_default"
+    )]
     pub telemetry: super::telemetry::Telemetry,
     /// The reports rendered at the end of a run.
     #[serde(default)]

@@ -62,6 +62,19 @@ fn llama_cpp_end_to_end() {
         decode.total_tok_s.unwrap() > 5.0 && decode.tbt_ms.is_some(),
         "{decode:#?}"
     );
+    // Its `/metrics` (the launcher turns `endpoint_metrics` on) gives the engine's own view.
+    let server = decode.server.as_ref().unwrap();
+    assert_eq!(server.source, "llamacpp", "{server:#?}");
+    assert!(
+        server.running_max.is_some_and(|m| (1.0..=4.0).contains(&m)),
+        "llama.cpp ran at most the 4 requests sent at once: {server:#?}"
+    );
+    assert!(server.waiting_max.is_some(), "{server:#?}");
+    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("\"kv_tokens\": 16384"),
+        "4 slots × 4,096 from `/props`: {manifest}"
+    );
     assert!(
         std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
         "the engine is gone"

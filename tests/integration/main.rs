@@ -18,6 +18,7 @@ mod resume;
 mod run;
 mod schema;
 mod sim;
+mod telemetry;
 
 use std::path::PathBuf;
 

@@ -112,7 +112,8 @@ pub async fn decode(
     let _ = stop_tx.send(true);
     let at = Instant::now();
     shared.clock.end_at(at);
-    cx.marks.close(at.into_std());
+    cx.marks
+        .close(shared.clock.close().unwrap_or(at).into_std());
     while let Ok(Some(joined)) = tokio::time::timeout(Duration::from_secs(5), set.join_next()).await
     {
         tallies.extend(joined.ok());

@@ -189,7 +189,8 @@ pub fn window(samples: &[Sample], open: Instant, close: Instant) -> Vec<GpuUse> 
         } else {
             inside
         };
-        let vals = |f: fn(&Sample) -> Option<f64>| pick.iter().filter_map(|s| f(s)).collect::<Vec<_>>();
+        let vals =
+            |f: fn(&Sample) -> Option<f64>| pick.iter().filter_map(|s| f(s)).collect::<Vec<_>>();
         let clocks = vals(|s| s.sm_mhz);
         out.push(GpuUse {
             index,
@@ -226,15 +227,24 @@ mod tests {
         let t = Instant::now();
         let s = parse_smi_line("0, NVIDIA H200 NVL, 212.50, 1980, 45, [N/A]", t);
         let s = s.unwrap_or_else(|| unreachable!());
-        assert_eq!((s.index, s.name.as_str(), s.power_w), (0, "NVIDIA H200 NVL", 212.5));
-        assert_eq!((s.sm_mhz, s.temp_c, s.mem_mb), (Some(1980.0), Some(45.0), None));
+        assert_eq!(
+            (s.index, s.name.as_str(), s.power_w),
+            (0, "NVIDIA H200 NVL", 212.5)
+        );
+        assert_eq!(
+            (s.sm_mhz, s.temp_c, s.mem_mb),
+            (Some(1980.0), Some(45.0), None)
+        );
         assert!(parse_smi_line("0, X, [N/A], 1, 2, 3", t).is_none());
         let text = "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\",modelName=\"NVIDIA H100\"} 300.5\n\
                     DCGM_FI_DEV_SM_CLOCK{gpu=\"1\",modelName=\"NVIDIA H100\"} 1755\n\
                     DCGM_FI_DEV_FB_USED{gpu=\"1\"} 1024\n";
         let g = parse_dcgm(&Scrape::new(t, text));
         assert_eq!(g.len(), 1);
-        assert_eq!((g[0].index, g[0].power_w, g[0].sm_mhz), (1, 300.5, Some(1755.0)));
+        assert_eq!(
+            (g[0].index, g[0].power_w, g[0].sm_mhz),
+            (1, 300.5, Some(1755.0))
+        );
         assert_eq!(g[0].mem_mb, Some(1024.0));
     }
 
@@ -258,7 +268,10 @@ mod tests {
         }
         let w = window(&samples, t + ms(500), t + ms(2500));
         assert_eq!(w.len(), 2);
-        assert_eq!((w[0].energy_j, w[0].power_w_mean, w[0].power_w_max), (200.0, 100.0, 100.0));
+        assert_eq!(
+            (w[0].energy_j, w[0].power_w_mean, w[0].power_w_max),
+            (200.0, 100.0, 100.0)
+        );
         // 52 W at 0.5 s rising 4 W/s to 60 W at 2.5 s: 112 J.
         assert!((w[1].energy_j - 112.0).abs() < 1e-6, "{}", w[1].energy_j);
         assert_eq!(w[1].temp_c_max, Some(50.0));

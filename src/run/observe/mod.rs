@@ -54,9 +54,7 @@ impl Marks {
 
 /// Where GPU samples come from, alive for the run.
 enum Feed {
-    Smi {
-        _child: gpu::ChildGuard,
-    },
+    Smi { _child: gpu::ChildGuard },
     Dcgm(tokio::task::JoinHandle<()>),
 }
 
@@ -152,7 +150,10 @@ fn hardware_warnings(spec: &Spec, samples: &[gpu::Sample]) -> Vec<String> {
     }
     if let Some(want) = &spec.hardware.gpu {
         let want_l = want.to_lowercase();
-        if let Some((_, other)) = found.iter().find(|(_, n)| !n.to_lowercase().contains(&want_l)) {
+        if let Some((_, other)) = found
+            .iter()
+            .find(|(_, n)| !n.to_lowercase().contains(&want_l))
+        {
             out.push(format!(
                 "GPU telemetry sees `{other}`, `hardware.gpu` says `{want}`"
             ));
@@ -199,7 +200,9 @@ impl Observer {
             }
             match samples.lock() {
                 Ok(v) if !v.is_empty() => warnings = hardware_warnings(spec, &v),
-                _ => on(Event::Note("the GPU telemetry source gave no samples yet".into())),
+                _ => on(Event::Note(
+                    "the GPU telemetry source gave no samples yet".into(),
+                )),
             }
         }
         let observer = Observer {
@@ -230,16 +233,27 @@ impl Observer {
         let (stop, mut stopped) = watch::channel(false);
         let started = Instant::now();
         let Some(client) = self.client.clone() else {
-            return Watching { before: None, stop, task: None, started };
+            return Watching {
+                before: None,
+                stop,
+                task: None,
+                started,
+            };
         };
         let before = scrape(&client).await;
         if before.is_none() {
-            return Watching { before, stop, task: None, started };
+            return Watching {
+                before,
+                stop,
+                task: None,
+                started,
+            };
         }
         let (marks, interval) = (marks.clone(), self.interval);
         let task = tokio::spawn(async move {
             let mut during = Vec::new();
-            let mut every = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+            let mut every =
+                tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
@@ -251,7 +265,12 @@ impl Observer {
             }
             during
         });
-        Watching { before, stop, task: Some(task), started }
+        Watching {
+            before,
+            stop,
+            task: Some(task),
+            started,
+        }
     }
 }
 
@@ -274,7 +293,10 @@ impl Observer {
             None => Vec::new(),
         };
         let (open, close) = marks.take();
-        let (open, close) = (open.unwrap_or(w.started), close.unwrap_or_else(Instant::now));
+        let (open, close) = (
+            open.unwrap_or(w.started),
+            close.unwrap_or_else(Instant::now),
+        );
         match (&self.client, w.before) {
             (Some(client), Some(before)) => {
                 let after = scrape(client).await.unwrap_or_else(|| Scrape {
@@ -328,11 +350,14 @@ impl Observer {
 /// The validity reason and warning the engine's own view gives a record. A decode cell is
 /// invalid when the engine ran fewer than `fraction` × C requests on average while the client
 /// had C in flight and the engine held some back (requests waiting; a request between a
-/// client's end and its next send is neither), judged over two scrapes or more.
+/// client's end and its next send is neither), judged over two scrapes or more. Capacity
+/// probes are left to their SLO.
 fn server_verdict(rec: &mut Record, seen: &server::Seen, fraction: f64) {
     let s = &seen.server;
     let want = fraction * f64::from(rec.concurrency);
-    if rec.phase == Phase::Decode
+    // A capacity probe is judged by its SLO, which is what queueing in the engine affects.
+    let matrix_cell = rec.phase == Phase::Decode && rec.cell.split('/').any(|s| s == "decode");
+    if matrix_cell
         && seen.scrapes >= 2
         && seen.waiting_mean > 0.0
         && let Some(running) = s.running_mean

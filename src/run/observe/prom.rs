@@ -215,7 +215,7 @@ broken{le="x} 1
         );
         assert_eq!(s.label("vllm:cache_config_info", "note"), Some("a \"q\" b"));
         assert!(s.has_prefix("vllm:"));
-        assert_eq!(s.samples.len(), 6, "the broken line is left out");
+        assert_eq!(s.samples.len(), 7, "the broken line is left out");
     }
 
     #[test]

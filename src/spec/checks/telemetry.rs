@@ -17,7 +17,9 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     {
         out.push(Problem::error(
             "/telemetry/interval",
-            format!("scraping `/metrics` every {i} loads the engine being measured; use 100ms or more"),
+            format!(
+                "scraping `/metrics` every {i} loads the engine being measured; use 100ms or more"
+            ),
         ));
     }
     let gpu = cx.or("/telemetry/gpu", GpuSource::Auto);

@@ -1,0 +1,132 @@
+//! The engine's and the GPUs' side of the report context (contract §8): the server-side
+//! cross-check of each measured cell (the engine's running and waiting requests, KV usage,
+//! prefix-cache hits, preemptions, and its own TTFT and ITL beside the client's), the power
+//! and tokens per joule of each cell with GPU telemetry, and the effective concurrency of a
+//! decode cell whose engine ran fewer requests than were sent.
+
+use super::context::{CellStatus, CellView};
+use crate::plan::Phase;
+use crate::results::Record;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// What the engine and the GPUs showed.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct ObservedView {
+    /// Measured cells whose record has the engine's view, in cell order.
+    pub server: Vec<ServerRow>,
+    /// Measured cells with GPU telemetry, in cell order.
+    pub gpu: Vec<GpuRow>,
+    /// `No GPU telemetry …` when no record has any.
+    pub gpu_note: Option<String>,
+}
+
+/// One cell as the engine saw it, beside the client's numbers.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ServerRow {
+    /// The cell id.
+    pub id: String,
+    /// Requests sent at once (0 for open-loop cells).
+    pub concurrency: u32,
+    /// The engine's mean running requests.
+    pub running_mean: Option<f64>,
+    /// Its most waiting requests.
+    pub waiting_max: Option<f64>,
+    /// Its highest KV usage, percent.
+    pub kv_usage_pct: Option<f64>,
+    /// Prefix-cache hit rate, percent.
+    pub prefix_hit_pct: Option<f64>,
+    /// Preemptions during the cell.
+    pub preemptions: Option<f64>,
+    /// The client's TTFT p50, ms.
+    pub client_ttft_ms: Option<f64>,
+    /// The engine's TTFT p50, ms.
+    pub server_ttft_ms: Option<f64>,
+    /// The client's time between tokens p50, ms.
+    pub client_tbt_ms: Option<f64>,
+    /// The engine's inter-token latency p50, ms.
+    pub server_itl_ms: Option<f64>,
+    /// Whose metric names: `vllm`, `sglang`, `llamacpp`.
+    pub source: String,
+}
+
+/// One cell's power.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct GpuRow {
+    /// The cell id.
+    pub id: String,
+    /// `8K`.
+    pub context_label: String,
+    /// Requests sent at once.
+    pub concurrency: u32,
+    /// GPUs seen.
+    pub gpus: usize,
+    /// Mean power over the window, all GPUs, W.
+    pub power_w: f64,
+    /// The GPUs' peak power samples added up, W.
+    pub power_w_max: f64,
+    /// Energy in the window, all GPUs, J.
+    pub energy_j: f64,
+    /// Output tok/s of the cell.
+    pub total_tok_s: Option<f64>,
+    /// Output tokens per joule.
+    pub tokens_per_joule: Option<f64>,
+}
+
+fn measured(c: &CellView) -> Option<&Record> {
+    matches!(c.status, CellStatus::Valid | CellStatus::Invalid)
+        .then_some(c.record.as_ref())
+        .flatten()
+}
+
+/// The view of `cells`.
+pub fn observed(cells: &[CellView]) -> ObservedView {
+    let mut v = ObservedView::default();
+    for c in cells {
+        let Some(r) = measured(c) else { continue };
+        if let Some(s) = &r.server {
+            v.server.push(ServerRow {
+                id: c.id.clone(),
+                concurrency: c.concurrency,
+                running_mean: s.running_mean,
+                waiting_max: s.waiting_max,
+                kv_usage_pct: s.kv_usage_max.map(|k| k * 100.0),
+                prefix_hit_pct: s.prefix_hit_rate.map(|h| h * 100.0),
+                preemptions: s.preemptions,
+                client_ttft_ms: r.ttft_ms.map(|t| t.p50),
+                server_ttft_ms: s.ttft_ms_p50,
+                client_tbt_ms: r.tbt_ms.map(|t| t.p50),
+                server_itl_ms: s.itl_ms_p50,
+                source: s.source.clone(),
+            });
+        }
+        if let Some(g) = r.gpu.as_ref().filter(|g| !g.is_empty()) {
+            v.gpu.push(GpuRow {
+                id: c.id.clone(),
+                context_label: c.context_label.clone(),
+                concurrency: c.concurrency,
+                gpus: g.len(),
+                power_w: g.iter().map(|x| x.power_w_mean).sum(),
+                power_w_max: g.iter().map(|x| x.power_w_max).sum(),
+                energy_j: g.iter().map(|x| x.energy_j).sum(),
+                total_tok_s: r.total_tok_s,
+                tokens_per_joule: r.tokens_per_joule,
+            });
+        }
+    }
+    if v.gpu.is_empty() {
+        v.gpu_note = Some("No GPU telemetry: no `nvidia-smi` on PATH and no DCGM exporter (`telemetry.gpu`), so no power or tokens per joule.".into());
+    }
+    v
+}
+
+/// The engine's mean running requests of a decode cell when it differs from the requests
+/// sent: below 90% of them, or above by more than half a request.
+pub fn effective_concurrency(r: &Record) -> Option<f64> {
+    if r.phase != Phase::Decode {
+        return None;
+    }
+    let running = r.server.as_ref()?.running_mean?;
+    let c = f64::from(r.concurrency);
+    (running < 0.9 * c || running > c + 0.5).then_some(running)
+}
