@@ -54,9 +54,11 @@ impl Telemetry {
     }
 }
 
-/// Where GPU telemetry comes from.
+/// Where GPU telemetry comes from. YAML 1.1 readers take a bare `off` for `false`, so
+/// `false` means `off` too (and `true` means `auto`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", from = "GpuWritten")]
+#[schemars(with = "GpuWritten")]
 pub enum GpuSource {
     /// `nvidia-smi` when it is on PATH, else none.
     #[default]
@@ -67,6 +69,41 @@ pub enum GpuSource {
     Dcgm,
     /// No GPU telemetry.
     Off,
+}
+
+/// `telemetry.gpu` as a spec may write it.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum GpuWritten {
+    /// `false` is `off`, `true` is `auto`.
+    Flag(bool),
+    /// A source by name.
+    Named(GpuName),
+}
+
+/// The sources by name.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum GpuName {
+    /// `nvidia-smi` when it is on PATH, else none.
+    Auto,
+    /// `nvidia-smi … -lms 250`, a child process for the whole run.
+    NvidiaSmi,
+    /// A DCGM exporter's Prometheus endpoint (`telemetry.dcgm_url`), polled every 250 ms.
+    Dcgm,
+    /// No GPU telemetry.
+    Off,
+}
+
+impl From<GpuWritten> for GpuSource {
+    fn from(w: GpuWritten) -> GpuSource {
+        match w {
+            GpuWritten::Flag(true) | GpuWritten::Named(GpuName::Auto) => GpuSource::Auto,
+            GpuWritten::Flag(false) | GpuWritten::Named(GpuName::Off) => GpuSource::Off,
+            GpuWritten::Named(GpuName::NvidiaSmi) => GpuSource::NvidiaSmi,
+            GpuWritten::Named(GpuName::Dcgm) => GpuSource::Dcgm,
+        }
+    }
 }
 
 /// What to do with a cell whose requests cannot all fit in the engine's KV cache at once

@@ -84,7 +84,9 @@ pub struct Watching {
     started: Instant,
 }
 
-async fn scrape(client: &Client) -> Option<Scrape> {
+/// One scrape of the engine's `/metrics`, keeping the samples a cell reads; `None` when it
+/// does not answer 2xx within 2 s.
+pub async fn scrape(client: &Client) -> Option<Scrape> {
     let r = client
         .get("/metrics")
         .timeout(Duration::from_secs(2))
@@ -95,7 +97,7 @@ async fn scrape(client: &Client) -> Option<Scrape> {
         return None;
     }
     let text = r.text().await.ok()?;
-    Some(Scrape::new(Instant::now(), &text))
+    Some(Scrape::only(Instant::now(), &text, &server::wanted))
 }
 
 /// `program` on PATH.
@@ -124,7 +126,8 @@ fn poll_dcgm(url: String, samples: gpu::Samples) -> tokio::task::JoinHandle<()> 
                 continue;
             };
             let Ok(text) = r.text().await else { continue };
-            let found = gpu::parse_dcgm(&Scrape::new(Instant::now(), &text));
+            let keep = |n: &str| n.starts_with("DCGM_FI_DEV_");
+            let found = gpu::parse_dcgm(&Scrape::only(Instant::now(), &text, &keep));
             if let Ok(mut v) = samples.lock() {
                 v.extend(found);
             }

@@ -19,16 +19,25 @@ pub struct Sample {
 
 /// Parse a whole exposition; malformed lines are left out.
 pub fn parse(text: &str) -> Vec<Sample> {
-    text.lines().filter_map(parse_line).collect()
+    parse_where(text, &|_| true)
 }
 
-fn parse_line(line: &str) -> Option<Sample> {
+/// Parse the samples whose name `keep` accepts; the others are skipped before their labels
+/// are read (an engine's exposition is mostly metrics a cell does not need).
+pub fn parse_where(text: &str, keep: &dyn Fn(&str) -> bool) -> Vec<Sample> {
+    text.lines().filter_map(|l| parse_line(l, keep)).collect()
+}
+
+fn parse_line(line: &str, keep: &dyn Fn(&str) -> bool) -> Option<Sample> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return None;
     }
     let name_end = line.find(|c: char| c == '{' || c.is_whitespace())?;
     let name = &line[..name_end];
+    if !keep(name) {
+        return None;
+    }
     let mut rest = &line[name_end..];
     let mut labels = Vec::new();
     if rest.starts_with('{') {
@@ -95,6 +104,14 @@ impl Scrape {
         Scrape {
             at,
             samples: parse(text),
+        }
+    }
+
+    /// Parse the samples of `text` whose name `keep` accepts.
+    pub fn only(at: Instant, text: &str, keep: &dyn Fn(&str) -> bool) -> Scrape {
+        Scrape {
+            at,
+            samples: parse_where(text, keep),
         }
     }
 

@@ -82,6 +82,31 @@ pub const FAMILIES: [Names; 3] = [
     },
 ];
 
+/// Whether a sample called `name` is one a cell reads (a histogram's `_bucket`, `_sum` and
+/// `_count` lines included).
+pub fn wanted(name: &str) -> bool {
+    let base = ["_bucket", "_sum", "_count"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(name);
+    name == "vllm:cache_config_info"
+        || FAMILIES.iter().any(|f| {
+            [
+                f.running,
+                f.waiting,
+                f.kv_usage,
+                f.prefix_queries,
+                f.prefix_hits,
+                f.hit_rate,
+                f.preemptions,
+                f.ttft,
+                f.itl,
+            ]
+            .iter()
+            .any(|names| names.contains(&name) || names.contains(&base))
+        })
+}
+
 /// The family whose names `scrape` uses.
 pub fn family(scrape: &Scrape) -> Option<&'static Names> {
     FAMILIES.iter().find(|f| scrape.has_prefix(f.prefix))
@@ -271,6 +296,50 @@ mod tests {
         // From the scrape at 1000 ms to the one at 3000: 4 observations in (10, 100] ms.
         assert_eq!(u.ttft_ms_p50, Some(55.0));
         assert_eq!(u.itl_ms_p50, None);
+    }
+
+    #[test]
+    fn only_the_names_a_cell_reads_are_kept() {
+        for name in [
+            "vllm:num_requests_running",
+            "vllm:time_to_first_token_seconds_bucket",
+            "vllm:inter_token_latency_seconds_sum",
+            "vllm:cache_config_info",
+            "sglang:num_queue_reqs",
+            "llamacpp:requests_deferred",
+        ] {
+            assert!(wanted(name), "{name}");
+        }
+        for name in [
+            "vllm:e2e_request_latency_seconds_bucket",
+            "python_gc_objects_collected_total",
+            "vllm:num_requests_running_x",
+        ] {
+            assert!(!wanted(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn an_itl_below_the_lowest_bucket_is_the_histograms_mean() {
+        let t = Instant::now();
+        let itl = |n: u32, sum: f64| {
+            format!(
+                "vllm:num_requests_running 1\n\
+                 vllm:inter_token_latency_seconds_bucket{{le=\"0.01\"}} {n}\n\
+                 vllm:inter_token_latency_seconds_bucket{{le=\"+Inf\"}} {n}\n\
+                 vllm:inter_token_latency_seconds_sum {sum}\n"
+            )
+        };
+        let s = Scrapes {
+            before: at(t, 0, &itl(100, 0.07)),
+            during: vec![],
+            after: at(t, 1000, &itl(1100, 0.77)),
+        };
+        let seen = s
+            .summarize(t, t + Duration::from_secs(1))
+            .unwrap_or_else(|| unreachable!());
+        // 1,000 gaps adding up to 0.7 s: 0.7 ms each, where interpolation would say 5 ms.
+        assert_eq!(seen.server.itl_ms_p50, Some(0.7));
     }
 
     #[test]
