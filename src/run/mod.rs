@@ -19,6 +19,7 @@ pub use interrupt::Interrupt;
 mod h1;
 mod launch;
 mod load;
+mod measure;
 pub mod observe;
 mod open;
 mod prepared;
@@ -28,11 +29,12 @@ pub mod sse;
 mod wire;
 pub use cell::{Stage, Tick};
 
-use crate::plan::{self, Measure, Plan, Rates, Shard};
+use crate::plan::{self, Plan, Rates, Shard};
 use crate::results::{Record, Status};
 use crate::rundir::{Resumed, RunDir};
 use crate::spec::Loaded;
 use engine::EngineSide;
+use measure::measure;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -281,22 +283,6 @@ impl Start<'_> {
     }
 }
 
-/// Measure with `measuring`, forwarding its ticks as events.
-async fn forward(
-    measuring: impl std::future::Future<Output = Record>,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<cell::Tick>,
-    id: &str,
-    on: &(dyn Fn(Event) + Sync),
-) -> Record {
-    tokio::pin!(measuring);
-    loop {
-        tokio::select! {
-            rec = &mut measuring => break rec,
-            Some(tick) = rx.recv() => on(Event::Tick { id: id.to_string(), tick }),
-        }
-    }
-}
-
 /// The load phase's dataset, read whole, when the spec names one.
 fn dataset(loaded: &Loaded) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>, RunError> {
     let spec = &loaded.spec;
@@ -307,42 +293,6 @@ fn dataset(loaded: &Loaded) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>
     crate::spec::dataset::read(&path, name, spec.workload.api)
         .map(|e| Some(e.into()))
         .map_err(RunError::Dataset)
-}
-
-/// Measure one runnable cell, forwarding a decode cell's ticks as events.
-async fn measure(
-    cx: &Arc<cell::Ctx>,
-    c: &plan::Cell,
-    rec: Record,
-    on: &(dyn Fn(Event) + Sync),
-) -> Record {
-    let watching = cx.observer.begin(&cx.marks).await;
-    let rec = measure_only(cx, c, rec, on).await;
-    let fraction = cx.workload.validity.min_active_fraction;
-    cx.observer
-        .finish(watching, &cx.marks, rec, fraction, on)
-        .await
-}
-
-async fn measure_only(
-    cx: &Arc<cell::Ctx>,
-    c: &plan::Cell,
-    rec: Record,
-    on: &(dyn Fn(Event) + Sync),
-) -> Record {
-    match c.measure {
-        Measure::Prefill(how) => cell::prefill(cx, c, how, rec).await,
-        Measure::Load(load) => {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            forward(cell::load(cx.clone(), c, load, rec, tx), rx, &c.id, on).await
-        }
-        // A search is run probe by probe by the cell loop (`capacity.rs`), never here.
-        Measure::Capacity(_) => rec,
-        Measure::Decode(load) => {
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            forward(cell::decode(cx.clone(), c, load, rec, tx), rx, &c.id, on).await
-        }
-    }
 }
 
 impl Summary {

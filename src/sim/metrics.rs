@@ -109,22 +109,12 @@ impl Default for Snapshot {
     }
 }
 
+/// One gauge or counter: its name (without `_total`), help and value.
+type Line = (&'static str, &'static str, f64);
+
 impl Snapshot {
-    /// The exposition, every sample labelled with `model_name`.
-    pub fn render(&self, model_name: &str) -> String {
-        let labels = format!("engine=\"0\",model_name=\"{model_name}\"");
-        let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, value: f64| {
-            let sample = if kind == "counter" {
-                format!("{name}_total")
-            } else {
-                name.to_string()
-            };
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{sample}{{{labels}}} {value:?}"
-            );
-        };
+    /// The gauges and counters, with vLLM's names and help texts.
+    fn lines(&self) -> ([Line; 3], [Line; 6]) {
         let gauges = [
             (
                 "vllm:num_requests_running",
@@ -142,43 +132,55 @@ impl Snapshot {
                 self.kv_usage,
             ),
         ];
-        for (name, help, v) in gauges {
-            metric(name, "gauge", help, v);
-        }
         let counters = [
             (
                 "vllm:prefix_cache_queries",
                 "Prefix cache queries, in terms of number of queried tokens.",
-                self.prefix_queries,
+                self.prefix_queries as f64,
             ),
             (
                 "vllm:prefix_cache_hits",
                 "Prefix cache hits, in terms of number of cached tokens.",
-                self.prefix_hits,
+                self.prefix_hits as f64,
             ),
             (
                 "vllm:prompt_tokens",
                 "Number of prefill tokens processed.",
-                self.prompt_tokens,
+                self.prompt_tokens as f64,
             ),
             (
                 "vllm:generation_tokens",
                 "Number of generation tokens processed.",
-                self.generation_tokens,
+                self.generation_tokens as f64,
             ),
             (
                 "vllm:num_preemptions",
                 "Cumulative number of preemption from the engine.",
-                self.preemptions,
+                self.preemptions as f64,
             ),
             (
                 "vllm:request_success",
                 "Count of successfully processed requests.",
-                self.finished,
+                self.finished as f64,
             ),
         ];
-        for (name, help, v) in counters {
-            metric(name, "counter", help, v as f64);
+        (gauges, counters)
+    }
+
+    /// The exposition, every sample labelled with `model_name`.
+    pub fn render(&self, model_name: &str) -> String {
+        let labels = format!("engine=\"0\",model_name=\"{model_name}\"");
+        let mut out = String::new();
+        let (gauges, counters) = self.lines();
+        let kinds = gauges
+            .iter()
+            .map(|g| (g, "gauge", ""))
+            .chain(counters.iter().map(|c| (c, "counter", "_total")));
+        for ((name, help, value), kind, suffix) in kinds {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{suffix}{{{labels}}} {value:?}"
+            );
         }
         let _ = writeln!(
             out,

@@ -1,0 +1,59 @@
+//! Measuring one runnable cell: its kind's measurement (prefill, decode, load), its ticks
+//! forwarded as events, and the engine and GPUs watched around it (`observe`).
+
+use super::{Event, cell};
+use crate::plan::{self, Measure};
+use crate::results::Record;
+use std::sync::Arc;
+
+/// Measure one runnable cell, forwarding a decode cell's ticks as events.
+pub(super) async fn measure(
+    cx: &Arc<cell::Ctx>,
+    c: &plan::Cell,
+    rec: Record,
+    on: &(dyn Fn(Event) + Sync),
+) -> Record {
+    let watching = cx.observer.begin(&cx.marks).await;
+    let rec = measure_only(cx, c, rec, on).await;
+    let fraction = cx.workload.validity.min_active_fraction;
+    cx.observer
+        .finish(watching, &cx.marks, rec, fraction, on)
+        .await
+}
+
+async fn measure_only(
+    cx: &Arc<cell::Ctx>,
+    c: &plan::Cell,
+    rec: Record,
+    on: &(dyn Fn(Event) + Sync),
+) -> Record {
+    match c.measure {
+        Measure::Prefill(how) => cell::prefill(cx, c, how, rec).await,
+        Measure::Load(load) => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            forward(cell::load(cx.clone(), c, load, rec, tx), rx, &c.id, on).await
+        }
+        // A search is run probe by probe by the cell loop (`capacity.rs`), never here.
+        Measure::Capacity(_) => rec,
+        Measure::Decode(load) => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            forward(cell::decode(cx.clone(), c, load, rec, tx), rx, &c.id, on).await
+        }
+    }
+}
+
+/// Measure with `measuring`, forwarding its ticks as events.
+async fn forward(
+    measuring: impl std::future::Future<Output = Record>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<cell::Tick>,
+    id: &str,
+    on: &(dyn Fn(Event) + Sync),
+) -> Record {
+    tokio::pin!(measuring);
+    loop {
+        tokio::select! {
+            rec = &mut measuring => break rec,
+            Some(tick) = rx.recv() => on(Event::Tick { id: id.to_string(), tick }),
+        }
+    }
+}
