@@ -9,6 +9,7 @@ pub mod cli;
 pub mod plan;
 pub mod report;
 pub mod results;
+pub mod rng;
 pub mod run;
 pub mod rundir;
 pub mod sim;

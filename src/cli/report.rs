@@ -62,6 +62,15 @@ pub struct CompareArgs {
     /// A rate down, or a latency up, by more than this is a regression.
     #[arg(long, value_name = "PERCENT", default_value = "5%")]
     pub threshold: String,
+    /// With repeats in both runs, a change counts only when Welch's t-test gives p below this.
+    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Latency changes smaller than this (ms) never count, however large in percent.
+    #[arg(long, value_name = "MS", default_value_t = 1.0)]
+    pub min_delta_ms: f64,
+    /// Rate changes smaller than this (tok/s) never count.
+    #[arg(long, value_name = "TOK_S", default_value_t = 1.0)]
+    pub min_delta_tok_s: f64,
     /// `markdown` (a pull request comment, `$GITHUB_STEP_SUMMARY`) or `json`.
     #[arg(long, value_enum, default_value_t = CompareFormat::Markdown)]
     pub format: CompareFormat,
@@ -127,7 +136,13 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
     let threshold = compare::parse_threshold(&args.threshold)?;
     let base = report::load(&args.base)?;
     let new = report::load(&args.new)?;
-    let c = compare::compare(&base, &new, threshold);
+    let rules = compare::Rules {
+        threshold_pct: threshold,
+        alpha: args.alpha,
+        min_delta_ms: args.min_delta_ms,
+        min_delta_tok_s: args.min_delta_tok_s,
+    };
+    let c = compare::compare(&base, &new, rules);
     let text = match args.format {
         CompareFormat::Markdown => templates::render_value("compare.md.j2", &c)?,
         CompareFormat::Json => {

@@ -36,6 +36,12 @@ pub struct SimArgs {
     /// The most requests scheduled at once (default: the profile's).
     #[arg(long, value_name = "N")]
     pub max_num_seqs: Option<usize>,
+    /// Run-to-run noise: relative standard deviation of the step time (e.g. 0.03).
+    #[arg(long, default_value_t = 0.0, value_name = "SIGMA")]
+    pub noise: f64,
+    /// The noise's seed.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub noise_seed: u64,
     /// Fault: fraction of requests answered with HTTP 500.
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub failure_rate: f64,
@@ -66,6 +72,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         opts.served_name.clone_from(name);
     }
     opts.reasoning_tokens = args.reasoning_tokens;
+    (opts.noise, opts.noise_seed) = (args.noise.clamp(0.0, 0.5), args.noise_seed);
     if let Some(kv) = args.kv_tokens {
         opts.profile.kv_tokens = kv;
     }

@@ -110,6 +110,9 @@ pub struct Cell {
     pub skip: Option<String>,
     /// Estimated wall time in seconds (0 for a skipped cell).
     pub estimate_s: f64,
+    /// Times a decode or load cell is measured, interleaved with the other cells of its
+    /// context (a prefill cell's repeats are its cold requests, in `measure`).
+    pub repeats: u32,
 }
 
 impl Cell {
@@ -165,6 +168,7 @@ mod tests {
             measure,
             skip: None,
             estimate_s: 1.5,
+            repeats: 1,
         }
     }
 

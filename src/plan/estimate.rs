@@ -79,7 +79,7 @@ pub(super) fn apply(cells: &mut [Cell], rates: &Rates, workload: &Workload) {
                 let drain = out / rates.decode_tok_s.max(0.001);
                 f64::from(s.max_probes()) * (s.window.as_secs_f64() + drain)
             }
-        };
+        } * f64::from(cell.repeats.max(1));
     }
 }
 

@@ -236,7 +236,7 @@ fn prefill_cell(spec: &Spec, ctx: u64, max_len: Option<u64>, has_decode: bool) -
         Prefill::DecodeWarmup
     } else {
         Prefill::Standalone {
-            repeats: p.repeats.max(1),
+            repeats: p.repeats.unwrap_or(spec.repeats).max(1),
         }
     };
     Cell {
@@ -248,6 +248,7 @@ fn prefill_cell(spec: &Spec, ctx: u64, max_len: Option<u64>, has_decode: bool) -
         measure: Measure::Prefill(how),
         skip,
         estimate_s: 0.0,
+        repeats: 1,
     }
 }
 
@@ -283,6 +284,7 @@ fn decode_cell(spec: &Spec, ctx: u64, conc: u32, max_len: Option<u64>, out: u64)
         measure: Measure::Decode(load),
         skip,
         estimate_s: 0.0,
+        repeats: d.repeats.unwrap_or(spec.repeats).max(1),
     }
 }
 

@@ -155,6 +155,7 @@ pub(super) fn load_cells(spec: &Spec, ctx: u64, too_long: Option<String>) -> Vec
                 }),
                 skip,
                 estimate_s: 0.0,
+                repeats: l.repeats.unwrap_or(spec.repeats).max(1),
             }
         })
         .collect()
@@ -192,6 +193,7 @@ pub(super) fn capacity_cell(spec: &Spec, ctx: u64, too_long: Option<String>) -> 
         measure: Measure::Capacity(search),
         skip,
         estimate_s: 0.0,
+        repeats: 1,
     })
 }
 

@@ -99,13 +99,22 @@ fn kinds(run: &[&Cell]) -> String {
 }
 
 fn how(c: &Cell) -> String {
+    let once = how_once(c);
+    if c.repeats > 1 {
+        format!("{once} × {}", c.repeats)
+    } else {
+        once
+    }
+}
+
+fn how_once(c: &Cell) -> String {
     match c.measure {
         Measure::Prefill(Prefill::DecodeWarmup) => "during decode warm-up".to_string(),
         Measure::Prefill(Prefill::Standalone { repeats: 1 }) => {
             "standalone, 1 cold request".to_string()
         }
         Measure::Prefill(Prefill::Standalone { repeats }) => {
-            format!("standalone, median of {repeats}")
+            format!("standalone, mean of {repeats}")
         }
         Measure::Decode(Decode::FixedDuration(d)) => format!("{} s window", d.as_secs_f64()),
         Measure::Decode(Decode::RequestCount(n)) => format!("{n} requests"),

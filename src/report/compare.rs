@@ -1,8 +1,11 @@
 //! `benchspec compare BASE NEW`: the change of each cell's rates and latencies between two
-//! runs, with regressions marked — a rate down, or a latency up, by more than the threshold,
-//! or a cell that was valid and is no longer — and the cells that only one run has.
+//! runs, each judged `regression`, `improvement`, `no significant change` or `not
+//! comparable` — past the threshold and an absolute floor, and, where both runs measured the
+//! cell several times, significant by Welch's t-test — a cell that was valid and is no longer
+//! also regressed; and the cells that only one run has.
 
 use super::{ReportError, context};
+use crate::results::significance::welch_p;
 use crate::results::{Record, Status};
 use crate::rundir::Run as RunDir;
 use schemars::JsonSchema;
@@ -22,6 +25,8 @@ pub struct Comparison {
     pub new: Side,
     /// A change beyond this many percent in the worse direction is a regression.
     pub threshold_pct: f64,
+    /// How a change is judged: significance level and absolute floors.
+    pub rules: Rules,
     /// Cells both runs recorded, in the base run's order.
     pub rows: Vec<Row>,
     /// Cells only the base run recorded.
@@ -82,8 +87,69 @@ pub struct Metric {
     pub change_pct: Option<f64>,
     /// A rate (higher is better) or a latency (lower is better).
     pub higher_is_better: bool,
-    /// Worse by more than the threshold.
+    /// `regression`, `improvement`, `no significant change` or `not comparable`.
+    pub verdict: Verdict,
+    /// Worse by more than the threshold (and the floor, and significantly with repeats).
     pub regression: bool,
+    /// Welch's t-test p-value, where both runs measured the cell several times.
+    pub p_value: Option<f64>,
+    /// The 95% half-widths, where the runs have them.
+    pub base_ci95: Option<f64>,
+    /// The new run's.
+    pub new_ci95: Option<f64>,
+}
+
+/// What a change amounts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Worse past the threshold and the floor (and significant, with repeats).
+    Regression,
+    /// Better past the threshold and the floor (and significant, with repeats).
+    Improvement,
+    /// Within the threshold, under the floor, or not significant.
+    #[serde(rename = "no significant change")]
+    NoSignificantChange,
+    /// A value is missing on one side.
+    #[serde(rename = "not comparable")]
+    NotComparable,
+}
+
+/// How changes are judged.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub struct Rules {
+    /// Percent past which a change counts.
+    pub threshold_pct: f64,
+    /// With repeats on both sides, a change counts only when Welch's p is below this.
+    pub alpha: f64,
+    /// Latency changes smaller than this many ms never count.
+    pub min_delta_ms: f64,
+    /// Rate changes smaller than this many tok/s never count.
+    pub min_delta_tok_s: f64,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            threshold_pct: 5.0,
+            alpha: 0.05,
+            min_delta_ms: 1.0,
+            min_delta_tok_s: 1.0,
+        }
+    }
+}
+
+impl Rules {
+    /// The smallest change of metric `key` that can count.
+    fn floor(&self, key: &str) -> f64 {
+        if key.ends_with("_tok_s") {
+            self.min_delta_tok_s
+        } else if key.contains("_ms_") {
+            self.min_delta_ms
+        } else {
+            0.0
+        }
+    }
 }
 
 /// Parse `5%`, `5` or `2.5%` as percent.
@@ -154,14 +220,21 @@ fn probe(r: &Record) -> bool {
     r.cell.starts_with("capacity/") && r.phase != crate::plan::Phase::Capacity
 }
 
+fn values(r: &Record, key: &str) -> Option<Vec<f64>> {
+    r.per_repeat.as_ref()?.get(key).cloned()
+}
+
+fn half(r: &Record, key: &str) -> Option<f64> {
+    r.ci95.as_ref()?.get(key).copied()
+}
+
+/// One metric of a cell in both runs, judged by `rules`.
 fn metric(
-    key: &str,
-    label: &str,
-    pick: Pick,
+    (key, label, pick): (&str, &str, Pick),
     b: &Record,
     n: &Record,
     higher: bool,
-    threshold: f64,
+    rules: &Rules,
 ) -> Option<Metric> {
     let (base, new) = (pick(b), pick(n));
     if base.is_none() && new.is_none() {
@@ -171,13 +244,24 @@ fn metric(
         (Some(b), Some(n)) if b != 0.0 => Some((n - b) / b * 100.0),
         _ => None,
     };
-    let regression = change_pct.is_some_and(|c| {
-        if higher {
-            c < -threshold
-        } else {
-            c > threshold
+    let p_value = match (values(b, key), values(n, key)) {
+        (Some(x), Some(y)) => welch_p(&x, &y),
+        _ => None,
+    };
+    let verdict = match (base, new, change_pct) {
+        (Some(bv), Some(nv), Some(c)) => {
+            let counts = c.abs() > rules.threshold_pct
+                && (nv - bv).abs() >= rules.floor(key)
+                && p_value.is_none_or(|p| p < rules.alpha);
+            match (counts, (c < 0.0) == higher) {
+                (false, _) => Verdict::NoSignificantChange,
+                (true, true) => Verdict::Regression,
+                (true, false) => Verdict::Improvement,
+            }
         }
-    });
+        (Some(bv), Some(nv), None) if bv == nv => Verdict::NoSignificantChange,
+        _ => Verdict::NotComparable,
+    };
     Some(Metric {
         key: key.into(),
         label: label.into(),
@@ -185,23 +269,23 @@ fn metric(
         new,
         change_pct,
         higher_is_better: higher,
-        regression,
+        regression: verdict == Verdict::Regression,
+        verdict,
+        p_value: p_value.map(|p| (p * 1e4).round() / 1e4),
+        base_ci95: half(b, key),
+        new_ci95: half(n, key),
     })
 }
 
-fn row(b: &Record, n: &Record, threshold: f64) -> Row {
+fn row(b: &Record, n: &Record, rules: &Rules) -> Row {
     let measured = |r: &Record| matches!(r.status, Status::Valid | Status::Invalid);
     let mut metrics = Vec::new();
     if measured(b) && measured(n) {
-        metrics.extend(
-            RATES
-                .iter()
-                .filter_map(|(k, l, p)| metric(k, l, *p, b, n, true, threshold)),
-        );
+        metrics.extend(RATES.iter().filter_map(|m| metric(*m, b, n, true, rules)));
         metrics.extend(
             LATENCIES
                 .iter()
-                .filter_map(|(k, l, p)| metric(k, l, *p, b, n, false, threshold)),
+                .filter_map(|m| metric(*m, b, n, false, rules)),
         );
     }
     let mut notes: Vec<String> = metrics
@@ -228,8 +312,8 @@ fn row(b: &Record, n: &Record, threshold: f64) -> Row {
     }
 }
 
-/// Compare `new` with `base`.
-pub fn compare(base: &RunDir, new: &RunDir, threshold_pct: f64) -> Comparison {
+/// Compare `new` with `base` by `rules`.
+pub fn compare(base: &RunDir, new: &RunDir, rules: Rules) -> Comparison {
     let rows: Vec<Row> = base
         .records
         .iter()
@@ -239,7 +323,7 @@ pub fn compare(base: &RunDir, new: &RunDir, threshold_pct: f64) -> Comparison {
                 b,
                 new.record(&b.cell)
                     .filter(|n| n.status != Status::Skipped)?,
-                threshold_pct,
+                &rules,
             ))
         })
         .collect();
@@ -258,7 +342,8 @@ pub fn compare(base: &RunDir, new: &RunDir, threshold_pct: f64) -> Comparison {
         schema: COMPARE_SCHEMA.into(),
         base: side(base),
         new: side(new),
-        threshold_pct,
+        threshold_pct: rules.threshold_pct,
+        rules,
         regressions: rows.iter().filter(|r| r.regression).count(),
         only_base: only(base, new),
         only_new: only(new, base),

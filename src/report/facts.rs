@@ -108,8 +108,9 @@ pub fn settings(spec: &Spec, tool_version: Option<&str>) -> Vec<Item> {
     };
     let prefill = match p.mode {
         PrefillMode::DecodeWarmup => "Measured during decode warm-up".to_string(),
-        PrefillMode::Standalone if p.repeats > 1 => {
-            format!("Standalone, median of {} cold requests", p.repeats)
+        PrefillMode::Standalone if p.repeats.unwrap_or(spec.repeats) > 1 => {
+            let n = p.repeats.unwrap_or(spec.repeats);
+            format!("Standalone, mean of {n} cold requests")
         }
         PrefillMode::Standalone => "Standalone cold request".to_string(),
     };

@@ -4,6 +4,8 @@
 pub(crate) mod observe;
 pub(crate) mod open;
 pub(crate) mod record;
+pub mod repeats;
+pub mod significance;
 pub mod slo;
 pub(crate) mod stats;
 

@@ -96,6 +96,17 @@ pub struct Record {
     /// Output tokens in the window / the GPUs' energy in it.
     #[serde(default)]
     pub tokens_per_joule: Option<f64>,
+    /// How many times the cell was measured, when more than once (contract §8).
+    #[serde(default)]
+    pub repeats: Option<u32>,
+    /// Half-widths of the 95% confidence intervals (Student t) of the means, keyed like the
+    /// metrics: `total_tok_s`, `per_request_tok_s`, `ttft_ms_p50`, `tbt_ms_p50`,
+    /// `prefill_tok_s`; with repeats, those fields hold the means.
+    #[serde(default)]
+    pub ci95: Option<BTreeMap<String, f64>>,
+    /// Each repeat's value, keyed like `ci95`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_repeat: Option<BTreeMap<String, Vec<f64>>>,
     /// What is worth knowing about the cell but does not make it invalid.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -191,6 +202,9 @@ impl Record {
             server: None,
             gpu: None,
             tokens_per_joule: None,
+            repeats: None,
+            ci95: None,
+            per_repeat: None,
             warnings: Vec::new(),
             open: super::open::OpenFields::default(),
         }

@@ -22,7 +22,8 @@ pub(super) struct Cells<'a> {
 }
 
 impl Cells<'_> {
-    /// Measure the cells of `plan` in order, appending each record as it ends.
+    /// Measure the cells of `plan` in order, appending each record as it ends; the cells of a
+    /// context measured several times (`repeats`) go round by round, interleaved.
     pub(super) async fn all(
         &self,
         plan: &Plan,
@@ -31,24 +32,35 @@ impl Cells<'_> {
     ) -> Result<(), RunError> {
         let total = plan.runnable().count();
         let mut index = 0;
-        for c in &plan.cells {
-            let rec = Record::new(c, utc_now(), &plan.workload.labels);
+        let mut i = 0;
+        while i < plan.cells.len() {
+            let c = &plan.cells[i];
+            i += 1;
             if !c.runs() {
                 let rec = Record {
                     status: Status::Skipped,
                     reasons: c.skip.iter().cloned().collect(),
-                    ..rec
+                    ..Record::new(c, utc_now(), &plan.workload.labels)
                 };
                 self.finish(rec, engine)?;
                 summary.count(Status::Skipped);
                 continue;
             }
-            index += 1;
-            let mut rec = rec;
-            if plan.workload.kv_overflow == KvOverflow::Warn {
-                rec.warnings
-                    .extend(crate::plan::kv_overflow(c, &plan.workload));
+            if c.repeats > 1 {
+                let group: Vec<&Cell> = std::iter::once(c)
+                    .chain(plan.cells[i..].iter().take_while(|o| {
+                        o.runs()
+                            && o.context == c.context
+                            && o.phase() == c.phase()
+                            && o.repeats == c.repeats
+                    }))
+                    .collect();
+                i += group.len() - 1;
+                self.rounds(plan, &group, engine, summary, (&mut index, total))
+                    .await?;
+                continue;
             }
+            index += 1;
             if let crate::plan::Measure::Capacity(search) = c.measure {
                 self.search(c, search, engine, summary, (index, total))
                     .await?;
@@ -59,8 +71,56 @@ impl Cells<'_> {
                 total,
                 id: c.id.clone(),
             });
+            let rec = self.fresh(plan, c);
             let rec = self.measure_or_stop(c, rec, summary).await?;
             self.after(c, rec, engine, summary, (index, total)).await?;
+        }
+        Ok(())
+    }
+
+    /// A new record of `c`, with the KV warning when the spec asks for one.
+    fn fresh(&self, plan: &Plan, c: &Cell) -> Record {
+        let mut rec = Record::new(c, utc_now(), &plan.workload.labels);
+        if plan.workload.kv_overflow == KvOverflow::Warn {
+            rec.warnings
+                .extend(crate::plan::kv_overflow(c, &plan.workload));
+        }
+        rec
+    }
+
+    /// The cells of `group` (one context, one phase) measured `repeats` times, round by
+    /// round so that slow drift does not look like a difference between them; each repeat's
+    /// record goes to `repeats.jsonl` as it ends, each cell's combined record to
+    /// `results.jsonl` after the last round.
+    async fn rounds(
+        &self,
+        plan: &Plan,
+        group: &[&Cell],
+        engine: &mut EngineSide,
+        summary: &mut Summary,
+        (index, total): (&mut usize, usize),
+    ) -> Result<(), RunError> {
+        let n = group[0].repeats;
+        let mut reps: Vec<Vec<Record>> = vec![Vec::new(); group.len()];
+        for round in 1..=n {
+            for (k, c) in group.iter().enumerate() {
+                (self.on)(Event::Cell {
+                    index: *index + k + 1,
+                    total,
+                    id: format!("{} (repeat {round}/{n})", c.id),
+                });
+                let rec = self
+                    .measure_or_stop(c, self.fresh(plan, c), summary)
+                    .await?;
+                self.dir.append_repeat(&rec)?;
+                reps[k].push(rec);
+            }
+        }
+        for (c, reps) in group.iter().zip(reps) {
+            *index += 1;
+            if let Some(rec) = crate::results::repeats::combine(reps) {
+                self.after(c, rec, engine, summary, (*index, total)).await?;
+            }
         }
         Ok(())
     }

@@ -27,6 +27,9 @@ pub const PLAN: &str = "plan.json";
 pub const RESULTS: &str = "results.jsonl";
 /// The per-request detail's file name.
 pub const REQUESTS: &str = "requests.jsonl";
+/// Each repeat's record of a repeated cell, as it ends (its combined record goes to
+/// `results.jsonl` after the last repeat).
+pub const REPEATS: &str = "repeats.jsonl";
 /// A launched engine's output.
 pub const ENGINE_LOG: &str = "engine.log";
 /// The names the spec copy may have, by the spec's own extension.
@@ -291,6 +294,12 @@ impl RunDir {
     /// Append `record` to `results.jsonl` and make it durable before returning.
     pub fn append(&self, record: &Record) -> Result<()> {
         jsonl::append(&self.file(RESULTS), std::slice::from_ref(record))
+    }
+
+    /// Append one repeat's record to `repeats.jsonl`.
+    pub fn append_repeat(&self, record: &Record) -> Result<()> {
+        let line = serde_json::to_value(record).unwrap_or_default();
+        jsonl::append(&self.file(REPEATS), std::slice::from_ref(&line))
     }
 
     /// Append per-request detail to `requests.jsonl`.

@@ -79,6 +79,8 @@ pub struct Engine {
     pub generation_tokens: u64,
     /// Preemptions so far.
     pub preemptions: u64,
+    /// Run-to-run noise on step times, when asked for.
+    pub noise: Option<super::noise::Noise>,
 }
 
 impl Engine {
@@ -96,6 +98,7 @@ impl Engine {
             prompt_tokens: 0,
             generation_tokens: 0,
             preemptions: 0,
+            noise: None,
         }
     }
 
@@ -189,6 +192,9 @@ impl Engine {
             self.cancel(*id);
         }
         self.generation_tokens += out.emitted.len() as u64;
+        if let Some(n) = &mut self.noise {
+            cost *= n.factor(self.now);
+        }
         out.duration = cost;
         self.now += cost;
         out

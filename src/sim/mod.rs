@@ -12,6 +12,7 @@ mod generate;
 mod http;
 mod kv;
 mod metrics;
+mod noise;
 mod options;
 pub mod profile;
 mod server;
@@ -75,6 +76,8 @@ pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
     if let Some(n) = sim.max_num_seqs {
         opts.profile.max_num_seqs = n as usize;
     }
+    opts.noise = sim.noise;
+    opts.noise_seed = sim.noise_seed;
     opts.dialect = match sim.dialect {
         crate::spec::SimDialect::Vllm => Dialect::Vllm,
         crate::spec::SimDialect::LlamaCpp => Dialect::LlamaCpp,

@@ -44,6 +44,10 @@ pub struct Options {
     pub seed: u64,
     /// The streaming dialect.
     pub dialect: Dialect,
+    /// Run-to-run noise: relative standard deviation of the step time (0: none).
+    pub noise: f64,
+    /// Seed of the noise, apart from `seed` so that two runs can differ.
+    pub noise_seed: u64,
 }
 
 impl Options {
@@ -57,6 +61,8 @@ impl Options {
             faults: Faults::default(),
             seed: 1,
             dialect: Dialect::Vllm,
+            noise: 0.0,
+            noise_seed: 0,
         }
     }
 }

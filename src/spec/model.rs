@@ -47,6 +47,11 @@ pub struct Spec {
     /// Latency objectives: every load and decode cell gets goodput and `slo_met`.
     #[serde(default, skip_serializing_if = "super::open::Slo::is_empty")]
     pub slo: super::open::Slo,
+    /// Measure every prefill, decode and load cell this many times; records carry the
+    /// mean with a 95% confidence interval (`ci95`). `phases.<name>.repeats` overrides it.
+    #[serde(default = "one_repeat")]
+    #[schemars(range(min = 1))]
+    pub repeats: u32,
     /// What is watched besides the API while cells are measured: the engine's `/metrics`
     /// and the GPUs.
     #[serde(
@@ -199,6 +204,14 @@ pub struct SimEngine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_num_seqs: Option<u32>,
+    /// Run-to-run noise: the relative standard deviation of the engine's step time, redrawn
+    /// every quarter second of engine time (0, the default: none).
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 0.5))]
+    pub noise: f64,
+    /// The noise's seed: two runs with different seeds draw different noise.
+    #[serde(default)]
+    pub noise_seed: u64,
 }
 
 /// The simulated engine's streaming dialect.
@@ -210,6 +223,10 @@ pub enum SimDialect {
     Vllm,
     /// llama.cpp's server's.
     LlamaCpp,
+}
+
+fn one_repeat() -> u32 {
+    1
 }
 
 fn one_token() -> u32 {
@@ -254,6 +271,8 @@ impl Default for SimEngine {
             faults: SimFaults::default(),
             kv_tokens: None,
             max_num_seqs: None,
+            noise: 0.0,
+            noise_seed: 0,
         }
     }
 }

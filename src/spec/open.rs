@@ -175,6 +175,11 @@ pub struct Load {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub dataset: Option<String>,
+    /// Measure every rate this many times (interleaved across the rates of a context);
+    /// default: the spec's `repeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub repeats: Option<u32>,
 }
 
 /// Lengths drawn around a centre (the context, or `max_output_tokens`).

@@ -142,10 +142,11 @@ pub struct Prefill {
     /// `standalone`: `repeats` cold requests with max_tokens 1, median reported.
     #[serde(default)]
     pub mode: PrefillMode,
-    /// Cold requests per context in `standalone` mode.
-    #[serde(default = "one")]
+    /// Cold requests per context in `standalone` mode (their mean is reported, with a 95%
+    /// confidence interval from two on); default: the spec's `repeats`, else 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
-    pub repeats: u32,
+    pub repeats: Option<u32>,
 }
 
 impl Default for Prefill {
@@ -154,13 +155,9 @@ impl Default for Prefill {
             enabled: true,
             contexts: None,
             mode: PrefillMode::default(),
-            repeats: 1,
+            repeats: None,
         }
     }
-}
-
-fn one() -> u32 {
-    1
 }
 
 /// How prefill is measured.
@@ -196,6 +193,11 @@ pub struct Decode {
     /// The concurrency levels measured; default: `matrix.concurrency`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<Vec<Concurrency>>,
+    /// Measure every cell this many times (interleaved across the cells of a context);
+    /// default: the spec's `repeats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub repeats: Option<u32>,
 }
 
 impl Default for Decode {
@@ -207,6 +209,7 @@ impl Default for Decode {
             requests: 0,
             contexts: None,
             concurrency: None,
+            repeats: None,
         }
     }
 }

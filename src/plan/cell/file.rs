@@ -101,6 +101,9 @@ impl From<Cell> for CellFile {
                 f.burstiness = Some(s.burstiness);
             }
         }
+        if c.repeats > 1 {
+            f.repeats = Some(c.repeats);
+        }
         f
     }
 }
@@ -206,9 +209,13 @@ impl TryFrom<CellFile> for Cell {
             concurrency: f.concurrency,
             prompt_tokens: f.prompt_tokens,
             clamped: f.clamped,
-            measure,
             skip: f.skip,
             estimate_s: f.estimate_s,
+            repeats: match measure {
+                Measure::Decode(_) | Measure::Load(_) => f.repeats.unwrap_or(1).max(1),
+                _ => 1,
+            },
+            measure,
         })
     }
 }
