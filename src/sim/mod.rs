@@ -65,7 +65,7 @@ pub fn find_profile(name: &str) -> Result<profile::Profile, SimError> {
 /// `model.served_name`.
 pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
     let sim = spec.engine.sim.clone().unwrap_or_default();
-    let mut opts = Options::new(find_profile(&sim.profile)?);
+    let mut opts = Options::new(find_profile(&sim.profile)?.scaled(sim.time_scale));
     opts.served_name.clone_from(&spec.model.served_name);
     opts.reasoning_tokens = sim.reasoning_tokens as usize;
     opts.tokens_per_chunk = sim.tokens_per_chunk.max(1) as usize;

@@ -47,6 +47,25 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// The same engine `factor` times slower (every engine and API-server cost scaled).
+    pub fn scaled(mut self, factor: f64) -> Profile {
+        for cost in [
+            &mut self.step_s,
+            &mut self.per_seq_s,
+            &mut self.per_kv_token_s,
+            &mut self.prefill_token_s,
+            &mut self.prefill_quadratic_s,
+            &mut self.cached_token_s,
+            &mut self.cached_request_s,
+            &mut self.api_s,
+            &mut self.api_token_s,
+            &mut self.api_serial_token_s,
+        ] {
+            *cost *= factor;
+        }
+        self
+    }
+
     /// Engine time of a prefill chunk covering prompt positions `start..end`.
     pub fn prefill_s(&self, start: usize, end: usize) -> f64 {
         let (s, e) = (start as f64, end as f64);

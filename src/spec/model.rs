@@ -212,6 +212,14 @@ pub struct SimEngine {
     /// The noise's seed: two runs with different seeds draw different noise.
     #[serde(default)]
     pub noise_seed: u64,
+    /// Every cost of the profile times this: 1.1 is an engine 10% slower (for comparisons).
+    #[serde(default = "unit_scale")]
+    #[schemars(range(min = 0.1, max = 10.0))]
+    pub time_scale: f64,
+}
+
+fn unit_scale() -> f64 {
+    1.0
 }
 
 /// The simulated engine's streaming dialect.
@@ -273,6 +281,7 @@ impl Default for SimEngine {
             max_num_seqs: None,
             noise: 0.0,
             noise_seed: 0,
+            time_scale: 1.0,
         }
     }
 }

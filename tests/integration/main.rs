@@ -13,6 +13,7 @@ mod merge;
 mod open;
 mod plan;
 mod props;
+mod repeats;
 mod report;
 mod resume;
 mod run;

@@ -11,7 +11,7 @@ use benchspec::spec::{self, Stage};
 
 use super::cli::tempdir::Dir;
 
-fn run_spec(yaml: &str) -> (Vec<Record>, Dir) {
+pub(super) fn run_spec(yaml: &str) -> (Vec<Record>, Dir) {
     run_spec_with(yaml, &[])
 }
 

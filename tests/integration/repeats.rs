@@ -1,0 +1,164 @@
+//! Repeats, confidence intervals and `compare` with statistics, against the simulator with
+//! its seeded run-to-run noise (3% of the step time, redrawn every quarter second). The
+//! tolerances are written beside each check, with the chance of a false failure where it is
+//! not negligible.
+
+use super::Edit;
+use super::cli::Bench;
+use super::open::run_spec;
+use benchspec::results::{Record, Status};
+use serde_json::Value;
+
+/// 20 decode cells of the tiny engine with noise, each measured 3 times.
+const SPEC: &str = "version: 1
+name: repeats
+engine: {kind: sim, sim: {profile: tiny, noise: 0.03, noise_seed: 1}}
+model: {served_name: tiny}
+workload: {max_output_tokens: 32}
+matrix: {contexts: [256, 512], concurrency: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}
+repeats: 3
+phases: {prefill: {enabled: false}, decode: {duration: 300ms}}
+";
+
+fn ci(r: &Record, key: &str) -> f64 {
+    r.ci95
+        .as_ref()
+        .and_then(|c| c.get(key))
+        .copied()
+        .unwrap_or(f64::NAN)
+}
+
+/// The sample standard deviation behind a half-width: h × √N / t(0.975, N − 1).
+fn sd(r: &Record, key: &str) -> f64 {
+    let n = f64::from(r.repeats.unwrap_or(1));
+    ci(r, key) * n.sqrt() / benchspec::results::significance::t_critical(0.05, n - 1.0)
+}
+
+#[test]
+fn the_interval_shrinks_as_one_over_the_square_root_of_the_repeats() {
+    let _cpu = super::cpu();
+    let spec = |n: u32| {
+        SPEC.edit(
+            "contexts: [256, 512], concurrency: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]",
+            "contexts: [256, 512], concurrency: [1, 2, 3, 4]",
+        )
+        .edit("repeats: 3", &format!("repeats: {n}"))
+    };
+    let decode = |(records, dir): (Vec<Record>, _)| {
+        let cells: Vec<Record> = records
+            .into_iter()
+            .filter(|r| r.status != Status::Skipped)
+            .collect();
+        (cells, dir)
+    };
+    let (three, _a) = decode(run_spec(&spec(3)));
+    let (twelve, _b) = decode(run_spec(&spec(12)));
+    assert_eq!((three.len(), twelve.len()), (8, 8));
+    for r in three.iter().chain(&twelve) {
+        assert_eq!(r.status, Status::Valid, "{r:#?}");
+        let values = &r.per_repeat.as_ref().unwrap()["total_tok_s"];
+        assert_eq!(values.len() as u32, r.repeats.unwrap());
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        assert!(
+            (r.total_tok_s.unwrap() - mean).abs() < 0.01,
+            "the record holds the mean"
+        );
+    }
+    let mean =
+        |v: &[Record], f: &dyn Fn(&Record) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+    // The spread of the runs is the same whatever N: the standard deviations behind the
+    // half-widths agree within the band below on the average of 8 cells (a 3-value standard
+    // deviation is itself noisy: its mean over 8 cells falls under 0.35 of the truth about
+    // once in 700 runs) …
+    let (s3, s12) = (
+        mean(&three, &|r| sd(r, "total_tok_s")),
+        mean(&twelve, &|r| sd(r, "total_tok_s")),
+    );
+    assert!(
+        (0.35..=2.5).contains(&(s3 / s12)),
+        "sd {s3} at N = 3, {s12} at N = 12"
+    );
+    // … so the half-width falls as t(N − 1)/√N: 4.303/√3 against 2.201/√12, a factor 3.9
+    // (2 from √N alone, the rest from Student's t); 3.45 expected with the 3-value bias.
+    let (h3, h12) = (
+        mean(&three, &|r| ci(r, "total_tok_s")),
+        mean(&twelve, &|r| ci(r, "total_tok_s")),
+    );
+    assert!(
+        (1.4..=10.0).contains(&(h3 / h12)),
+        "half-width {h3} at N = 3, {h12} at N = 12"
+    );
+}
+
+/// `benchspec compare --format json` of two run directories.
+fn compare(base: &std::path::Path, new: &std::path::Path) -> (i32, Value) {
+    let done = Bench::new(&["compare", "--format", "json"])
+        .arg(base)
+        .arg(new)
+        .run();
+    let json =
+        serde_json::from_str(&done.stdout).unwrap_or_else(|e| panic!("{e}: {}", done.stderr));
+    (done.code, json)
+}
+
+/// The cells with any metric judged `verdict`.
+fn judged(c: &Value, verdict: &str) -> Vec<String> {
+    c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["verdict"] == verdict)
+        })
+        .map(|r| r["cell"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn compare_tells_noise_from_a_real_change() {
+    let _cpu = super::cpu();
+    let (a, dir_a) = run_spec(SPEC);
+    let (b, dir_b) = run_spec(&SPEC.edit("noise_seed: 1", "noise_seed: 2"));
+    let (c, dir_c) = run_spec(&SPEC.edit("noise_seed: 1", "noise_seed: 3, time_scale: 1.1"));
+    assert!(a.len() >= 20 && b.len() == a.len() && c.len() == a.len());
+    let run = |d: &super::cli::tempdir::Dir| d.path().join("run");
+
+    // Two runs of one engine with different noise: no significant change in ≥ 95% of the
+    // 20 cells (with a 3% step-time noise, a 5% change of a 3-repeat mean is a 3-sigma
+    // event, and it must also pass Welch's test).
+    let (code, same) = compare(&run(&dir_a), &run(&dir_b));
+    let moved: Vec<String> = judged(&same, "regression")
+        .into_iter()
+        .chain(judged(&same, "improvement"))
+        .collect();
+    assert!(moved.len() <= 1, "{moved:?} of {}", a.len());
+    assert!(code == 0 || moved.len() == 1, "exit code {code}");
+    let total = same["rows"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "total_tok_s")
+        .unwrap();
+    assert!(
+        total["p_value"].is_number() && total["base_ci95"].is_number(),
+        "{total}"
+    );
+
+    // The same engine 10% slower: every cell's total tok/s is a significant regression.
+    let (code, slower) = compare(&run(&dir_a), &run(&dir_c));
+    assert_eq!(code, 1);
+    for row in slower["rows"].as_array().unwrap() {
+        let m = row["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["key"] == "total_tok_s")
+            .unwrap();
+        assert_eq!(m["verdict"], "regression", "{row}");
+        assert!(m["p_value"].as_f64().unwrap() < 0.05, "{m}");
+    }
+}
