@@ -70,8 +70,9 @@ pub enum Command {
         /// `table` for people, `json` for tools (the plan.json of a run).
         #[arg(long, value_enum, default_value_t = PlanFormat::Table)]
         format: PlanFormat,
-        /// Only shard K of N: a deterministic, complete partition of the runnable cells.
-        #[arg(long, value_name = "K/N")]
+        /// Only shard K of N: a deterministic, complete partition of the runnable cells;
+        /// `auto` reads K and N from a Slurm job array or a Kubernetes Indexed Job.
+        #[arg(long, value_name = "K/N|auto")]
         shard: Option<String>,
     },
     /// Execute the plan: measure every cell, write the run directory.
@@ -82,12 +83,17 @@ pub enum Command {
     Compare(report::CompareArgs),
     /// Join the run directories of the shards of one plan into one, and render its reports.
     Merge {
-        /// The shards' run directories.
+        /// The shards' run directories, or folders holding them (CI artifacts, a shared
+        /// volume): run directories up to four levels down are found.
         #[arg(required = true, value_name = "RUN_DIR")]
         dirs: Vec<std::path::PathBuf>,
         /// The merged run directory (new or empty).
         #[arg(long, value_name = "DIR")]
         out: std::path::PathBuf,
+        /// Merge even when cells of the plan have no record (a shard failed or was not
+        /// given): they are listed, and the reports show them as not run.
+        #[arg(long)]
+        allow_missing: bool,
     },
     /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
     Sim(sim::SimArgs),
@@ -141,7 +147,11 @@ pub fn main() -> i32 {
         Command::Run(args) => run::run(&args, &out),
         Command::Report(args) => report::report(&args, &out),
         Command::Compare(args) => report::compare_cmd(&args, &out),
-        Command::Merge { dirs, out: dir } => report::merge(&dirs, &dir, &out),
+        Command::Merge {
+            dirs,
+            out: dir,
+            allow_missing,
+        } => report::merge(&dirs, &dir, allow_missing, &out),
     };
     match result {
         Ok(code) => code,
@@ -213,7 +223,16 @@ fn schema(file: Option<&str>, result: bool, context: bool, out: &Out) -> Result<
 }
 
 fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> Result<i32, Error> {
-    let shard = shard.map(Shard::parse).transpose()?;
+    let shard = match shard {
+        Some(text) => {
+            let (shard, from) = Shard::resolve(text, &|k| std::env::var(k).ok())?;
+            if let Some(from) = from {
+                out.info(&format!("benchspec plan: {from}"));
+            }
+            Some(shard)
+        }
+        None => None,
+    };
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
     let mut plan = plan::expand(&loaded.spec, &crate::sim::rates_for(&loaded.spec));

@@ -155,8 +155,8 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
 }
 
 /// Run `benchspec merge`: join the shards, then render the spec's reports of the whole.
-pub fn merge(dirs: &[PathBuf], dir: &Path, out: &Out) -> Result<i32, Error> {
-    let merged = crate::rundir::merge(dirs, dir)?;
+pub fn merge(dirs: &[PathBuf], dir: &Path, allow_missing: bool, out: &Out) -> Result<i32, Error> {
+    let merged = crate::rundir::merge(dirs, dir, allow_missing)?;
     out.info(&format!(
         "merged {} run directories: {} records into {}",
         merged.parts,
@@ -168,6 +168,13 @@ pub fn merge(dirs: &[PathBuf], dir: &Path, out: &Out) -> Result<i32, Error> {
         out.info(&format!(
             "note: shard(s) {} of the plan were not given; merge again with them for the whole plan",
             list.join(", ")
+        ));
+    }
+    if !merged.missing_cells.is_empty() {
+        out.info(&format!(
+            "note: {} cell(s) have no record and are shown as not run: {}",
+            merged.missing_cells.len(),
+            merged.missing_cells.join(", ")
         ));
     }
     let run = report::load(dir)?;

@@ -26,8 +26,10 @@ pub struct RunArgs {
     /// Only the cells whose id matches (`decode/8K/*`).
     #[arg(long, value_name = "GLOB")]
     pub only: Option<String>,
-    /// Only shard K of N of the runnable cells.
-    #[arg(long, value_name = "K/N")]
+    /// Only shard K of N of the runnable cells; `auto` reads K and N from a Slurm job array
+    /// (`SLURM_ARRAY_TASK_ID`, `_MIN`, `_COUNT`) or a Kubernetes Indexed Job
+    /// (`JOB_COMPLETION_INDEX` with `BENCHSPEC_SHARD_COUNT`) and says which it used.
+    #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
     /// Also write per-request detail to `requests.jsonl`.
     #[arg(long)]
@@ -44,7 +46,16 @@ pub struct RunArgs {
 
 /// Run `benchspec run`.
 pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
-    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    let shard = match args.shard.as_deref() {
+        Some(text) => {
+            let (shard, from) = Shard::resolve(text, &|k| std::env::var(k).ok())?;
+            if let Some(from) = from {
+                out.info(&format!("benchspec run: {from}"));
+            }
+            Some(shard)
+        }
+        None => None,
+    };
     let loaded = spec::load(&args.spec, Stage::Run)?;
     out.diagnostics(&loaded.warnings, super::DiagFormat::Auto);
     // The report templates are checked before anything is measured.

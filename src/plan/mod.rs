@@ -29,8 +29,11 @@ pub const PLAN_SCHEMA: &str = "benchspec.plan.v1";
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     /// `--shard` is not `K/N` with 1 ≤ K ≤ N.
-    #[error("`--shard {0}` is not K/N with 1 <= K <= N (for example `--shard 2/4`)")]
+    #[error("`--shard {0}` is not K/N with 1 <= K <= N (for example `--shard 2/4`) or `auto`")]
     BadShard(String),
+    /// `--shard auto` found no scheduler's variables, or unusable ones.
+    #[error("`--shard auto`: {0}")]
+    NoScheduler(String),
 }
 
 /// The expanded plan.

@@ -30,6 +30,76 @@ impl Shard {
     }
 }
 
+impl Shard {
+    /// `--shard TEXT`: `K/N`, or `auto` — read from a scheduler's environment (`var` looks a
+    /// variable up): a Slurm job array (`SLURM_ARRAY_TASK_ID` counted from
+    /// `SLURM_ARRAY_TASK_MIN`, default 0, out of `SLURM_ARRAY_TASK_COUNT`, or
+    /// `…_MAX − …_MIN + 1`), or a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`, from 0, out of
+    /// `BENCHSPEC_SHARD_COUNT`). Returns the shard and, for `auto`, where it came from.
+    pub fn resolve(
+        text: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(Shard, Option<String>), PlanError> {
+        if text.trim() != "auto" {
+            return Shard::parse(text).map(|s| (s, None));
+        }
+        let num = |name: &str| -> Result<Option<i64>, PlanError> {
+            match var(name) {
+                None => Ok(None),
+                Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                    PlanError::NoScheduler(format!("{name}={v} is not a whole number"))
+                }),
+            }
+        };
+        let (k0, n, from) = if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
+            let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let n = match (num("SLURM_ARRAY_TASK_COUNT")?, num("SLURM_ARRAY_TASK_MAX")?) {
+                (Some(c), _) => c,
+                (None, Some(max)) => max - min + 1,
+                (None, None) => {
+                    return Err(PlanError::NoScheduler(
+                        "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX".into(),
+                    ));
+                }
+            };
+            (
+                id - min,
+                n,
+                format!("Slurm (SLURM_ARRAY_TASK_ID={id}, first {min}, {n} tasks)"),
+            )
+        } else if let Some(index) = num("JOB_COMPLETION_INDEX")? {
+            let Some(n) = num("BENCHSPEC_SHARD_COUNT")? else {
+                return Err(PlanError::NoScheduler(
+                    "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job): set BENCHSPEC_SHARD_COUNT to the Job's `completions`".into(),
+                ));
+            };
+            (
+                index,
+                n,
+                format!(
+                    "a Kubernetes Indexed Job (JOB_COMPLETION_INDEX={index}, BENCHSPEC_SHARD_COUNT={n})"
+                ),
+            )
+        } else {
+            return Err(PlanError::NoScheduler(
+                "no scheduler's variables found (SLURM_ARRAY_TASK_ID, or JOB_COMPLETION_INDEX with BENCHSPEC_SHARD_COUNT); give the shard as K/N".into(),
+            ));
+        };
+        let in_range = (0..n).contains(&k0) && n <= i64::from(u32::MAX);
+        if !in_range {
+            return Err(PlanError::NoScheduler(format!(
+                "{from} does not name a shard from 1 to {n} (task {} of {n}; arrays must be contiguous)",
+                k0 + 1
+            )));
+        }
+        let shard = Shard {
+            k: (k0 + 1) as u32,
+            n: n as u32,
+        };
+        Ok((shard, Some(format!("shard {shard} from {from}"))))
+    }
+}
+
 impl std::fmt::Display for Shard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.k, self.n)
@@ -90,5 +160,92 @@ impl Plan {
         self.estimate_s = self.cells.iter().map(|c| c.estimate_s).sum();
         self.shard = Some(shard);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shard;
+
+    fn auto(vars: &[(&str, &str)]) -> Result<(u32, u32), String> {
+        let var = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        Shard::resolve("auto", &var)
+            .map(|(s, _)| (s.k, s.n))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn auto_reads_the_schedulers_variables() {
+        let ok = [
+            (
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "0"),
+                    ("SLURM_ARRAY_TASK_MIN", "0"),
+                    ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ][..],
+                (1, 3),
+            ),
+            (
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "3"),
+                    ("SLURM_ARRAY_TASK_MIN", "1"),
+                    ("SLURM_ARRAY_TASK_MAX", "3"),
+                ][..],
+                (3, 3),
+            ),
+            (
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "1"),
+                    ("SLURM_ARRAY_TASK_COUNT", "2"),
+                ][..],
+                (2, 2),
+            ),
+            (
+                &[
+                    ("JOB_COMPLETION_INDEX", "2"),
+                    ("BENCHSPEC_SHARD_COUNT", "3"),
+                ][..],
+                (3, 3),
+            ),
+        ];
+        for (vars, want) in ok {
+            assert_eq!(auto(vars), Ok(want), "{vars:?}");
+        }
+        let bad = [
+            (&[][..], "no scheduler's variables"),
+            (
+                &[("JOB_COMPLETION_INDEX", "0")][..],
+                "BENCHSPEC_SHARD_COUNT",
+            ),
+            (
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "5"),
+                    ("SLURM_ARRAY_TASK_MIN", "1"),
+                    ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ][..],
+                "from 1 to 3",
+            ),
+            (
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "x"),
+                    ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ][..],
+                "not a whole number",
+            ),
+            (
+                &[("SLURM_ARRAY_TASK_ID", "1")][..],
+                "SLURM_ARRAY_TASK_COUNT",
+            ),
+        ];
+        for (vars, msg) in bad {
+            let e = auto(vars).err().unwrap_or_default();
+            assert!(e.contains(msg), "{vars:?}: {e}");
+        }
+        let explicit = Shard::resolve("2/4", &|_| None).map(|(s, from)| (s.k, s.n, from));
+        assert_eq!(explicit.ok(), Some((2, 4, None)));
     }
 }

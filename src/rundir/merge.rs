@@ -56,6 +56,65 @@ pub struct Merged {
     pub records: usize,
     /// Shards of the plan that were not given (`k` of `n`), when the parts are shards.
     pub missing_shards: Vec<u32>,
+    /// Cells of the plan without a record (`--allow-missing` keeps them as not run).
+    pub missing_cells: Vec<String>,
+}
+
+/// The run directories in `path`: itself when it is one, else those found below it (as CI
+/// artifacts and shared volumes deliver shards: `artifacts/shard-1/run/…`), in name order,
+/// at most four levels down.
+pub fn run_dirs(path: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: u32, out: &mut Vec<PathBuf>) {
+        if dir.join(super::MANIFEST).is_file() {
+            out.push(dir.to_path_buf());
+            return;
+        }
+        if depth == 0 {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut subs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        subs.sort();
+        for sub in subs {
+            walk(&sub, depth - 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(path, 4, &mut out);
+    if out.is_empty() {
+        out.push(path.to_path_buf());
+    }
+    out
+}
+
+/// The cells of the shards not given, as the spec's plan assigns them (without the
+/// server's limits, which only a run knows).
+fn cells_of_missing_shards(first: &Part, missing: &[u32], n: u32) -> Vec<crate::plan::Cell> {
+    if missing.is_empty() {
+        return Vec::new();
+    }
+    let path = first.spec.path.display().to_string();
+    let Ok(loaded) = crate::spec::parse(
+        &path,
+        &first.spec.text,
+        crate::spec::Stage::Validate,
+        &|_| None,
+    ) else {
+        return Vec::new();
+    };
+    let plan = crate::plan::expand(&loaded.spec, &crate::sim::rates_for(&loaded.spec));
+    let shard = plan.shard_of_cells(n);
+    plan.cells
+        .into_iter()
+        .zip(shard)
+        .filter(|(_, k)| missing.contains(&(k + 1)))
+        .map(|(c, _)| c)
+        .collect()
 }
 
 fn check(parts: &[Part]) -> Result<()> {
@@ -85,25 +144,50 @@ fn check(parts: &[Part]) -> Result<()> {
     Ok(())
 }
 
-/// Merge the run directories `dirs` into `out` (which must be new or empty).
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
+/// Merge the run directories `dirs` (or the run directories below them) into `out` (which
+/// must be new or empty). Cells of the plan without a record — a shard not given, or one
+/// that stopped early — are refused unless `allow_missing`; then they stay in the plan as
+/// not run.
+pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged> {
     let mut parts = dirs
         .iter()
-        .map(|d| Part::load(d))
+        .flat_map(|d| run_dirs(d))
+        .map(|d| Part::load(&d))
         .collect::<Result<Vec<_>>>()?;
     if parts.is_empty() {
         return Err(RunDirError::NothingToMerge);
     }
     parts.sort_by_key(Part::shard);
     check(&parts)?;
-    let dir = RunDir::create(Some(out.to_path_buf()), "")?;
     let first = &parts[0];
+    let n = first.shard().1;
+    let given: Vec<u32> = parts.iter().map(|p| p.shard().0).collect();
+    let missing_shards: Vec<u32> = (1..=n).filter(|k| !given.contains(k)).collect();
+    let mut plan = joined_plan(&parts);
+    plan.cells
+        .extend(cells_of_missing_shards(first, &missing_shards, n));
+    let recorded: HashSet<&str> = parts
+        .iter()
+        .flat_map(|p| p.records.iter().map(|r| r.cell.as_str()))
+        .collect();
+    let missing_cells: Vec<String> = plan
+        .cells
+        .iter()
+        .filter(|c| !recorded.contains(c.id.as_str()))
+        .map(|c| c.id.clone())
+        .collect();
+    if !missing_cells.is_empty() && !allow_missing {
+        return Err(RunDirError::Incomplete {
+            cells: missing_cells,
+        });
+    }
+    let dir = RunDir::create(Some(out.to_path_buf()), "")?;
     let spec_ext = first.spec.path.extension().and_then(|e| e.to_str());
     dir.write_spec_copy(
         &format!("spec.{}", spec_ext.unwrap_or("yaml")),
         &first.spec.text,
     )?;
-    dir.write_plan(&joined_plan(&parts))?;
+    dir.write_plan(&plan)?;
     let mut kept = HashSet::new();
     let records: Vec<&Record> = parts
         .iter()
@@ -132,12 +216,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
         dir.write(ENGINE_LOG, logs.as_bytes())?;
     }
     dir.write_manifest(&joined_manifest(&parts))?;
-    let n = first.shard().1;
-    let given: Vec<u32> = parts.iter().map(|p| p.shard().0).collect();
     Ok(Merged {
         parts: parts.len(),
         records: records.len(),
-        missing_shards: (1..=n).filter(|k| !given.contains(k)).collect(),
+        missing_shards,
+        missing_cells,
     })
 }
 

@@ -11,7 +11,7 @@ mod merge;
 
 pub use jsonl::read_records;
 pub use manifest::{EngineFacts, Manifest, MergedPart};
-pub use merge::{Merged, merge};
+pub use merge::{Merged, merge, run_dirs};
 
 use crate::plan::Plan;
 use crate::results::Record;
@@ -117,6 +117,12 @@ pub enum RunDirError {
     /// Merge was given nothing.
     #[error("merge needs at least one run directory")]
     NothingToMerge,
+    /// Cells of the plan have no record in the directories given.
+    #[error("{} cell(s) of the plan have no record: {}{}; merge with `--allow-missing` to keep what was measured", cells.len(), cells.iter().take(12).map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "), if cells.len() > 12 { ", …" } else { "" })]
+    Incomplete {
+        /// The cells.
+        cells: Vec<String>,
+    },
 }
 
 impl RunDirError {

@@ -89,15 +89,33 @@ fn shards_merge_into_the_whole_plan() {
         "{report}"
     );
 
-    // One shard alone: merged, with the missing shard named.
+    // One shard alone: refused, naming the cells without a record; with `--allow-missing`,
+    // merged, with the missing shard and cells named and the report showing them as not run.
     let part = dir.path().join("part");
-    let done = Bench::new(&[
-        "merge",
-        one.to_str().unwrap(),
-        "--out",
-        part.to_str().unwrap(),
-    ])
-    .run();
+    let alone = |extra: &[&str]| {
+        let mut args = vec![
+            "merge",
+            one.to_str().unwrap(),
+            "--out",
+            part.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        Bench::new(&args).run()
+    };
+    let done = alone(&[]);
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    let second: Vec<&String> = order.iter().filter(|c| !cells(&one).contains(c)).collect();
+    assert!(!second.is_empty());
+    for c in &second {
+        assert!(
+            done.stderr.contains(&format!("`{c}`")),
+            "{c}: {}",
+            done.stderr
+        );
+    }
+    assert!(done.stderr.contains("--allow-missing"), "{}", done.stderr);
+    assert!(!part.join("results.jsonl").exists(), "nothing written");
+    let done = alone(&["--allow-missing"]);
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert!(
         done.stderr
@@ -105,6 +123,14 @@ fn shards_merge_into_the_whole_plan() {
         "{}",
         done.stderr
     );
+    assert!(
+        done.stderr
+            .contains("have no record and are shown as not run"),
+        "{}",
+        done.stderr
+    );
+    let report = std::fs::read_to_string(part.join("report.md")).unwrap();
+    assert!(report.contains("Unfinished run"), "{report}");
 
     // The same shard twice, a shard of another spec, an output that holds files: refused.
     let twice = Bench::new(&[
@@ -161,4 +187,159 @@ fn shards_merge_into_the_whole_plan() {
         "{}",
         full.stderr
     );
+}
+
+/// `run --shard auto` under a scheduler's variables (`vars(k)` for shard k of 3), the three
+/// shards at once, each writing where a CI artifact or a shared volume would put it.
+fn three_shards(
+    dir: &Path,
+    spec: &Path,
+    name: &str,
+    vars: &dyn Fn(u32) -> Vec<(String, String)>,
+) -> PathBuf {
+    let root = dir.join(name);
+    std::thread::scope(|s| {
+        for k in 1..=3u32 {
+            let out = root.join(format!("shard-{k}")).join("run");
+            let vars = vars(k);
+            s.spawn(move || {
+                let mut b = Bench::new(&["run", "--shard", "auto", "--out", out.to_str().unwrap()])
+                    .arg(spec);
+                for (key, v) in &vars {
+                    b = b.env(key, v);
+                }
+                let done = b.run();
+                assert_eq!(done.code, 0, "{name} shard {k}: {}", done.stderr);
+                assert!(
+                    done.stderr.contains(&format!("shard {k}/3 from")),
+                    "{}",
+                    done.stderr
+                );
+            });
+        }
+    });
+    root
+}
+
+#[test]
+fn shard_auto_under_slurm_and_kubernetes_merges_into_the_unsharded_cells() {
+    let dir = Dir::new();
+    let spec = dir.path().join("s.yaml");
+    let text = SPEC
+        .edit("contexts: [256, 1K]", "contexts: [256, 1K, 2K]")
+        .edit("duration: 1s", "duration: 500ms");
+    std::fs::write(&spec, &text).unwrap();
+    let whole = Bench::new(&["plan", "--format", "json"]).arg(&spec).run();
+    let plan: serde_json::Value = serde_json::from_str(&whole.stdout).unwrap();
+    let order: Vec<String> = plan["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(order.len(), 9);
+    let slurm = |k: u32| {
+        vec![
+            ("SLURM_ARRAY_TASK_ID".to_string(), k.to_string()),
+            ("SLURM_ARRAY_TASK_MIN".to_string(), "1".to_string()),
+            ("SLURM_ARRAY_TASK_COUNT".to_string(), "3".to_string()),
+        ]
+    };
+    let kubernetes = |k: u32| {
+        vec![
+            ("JOB_COMPLETION_INDEX".to_string(), (k - 1).to_string()),
+            ("BENCHSPEC_SHARD_COUNT".to_string(), "3".to_string()),
+        ]
+    };
+    for (name, vars) in [
+        ("slurm", &slurm as &dyn Fn(u32) -> Vec<(String, String)>),
+        ("kubernetes", &kubernetes),
+    ] {
+        let root = three_shards(dir.path(), &spec, name, vars);
+        let out = dir.path().join(format!("{name}-merged"));
+        // The folder holding the shards is given, as a CI job downloads its artifacts.
+        let done = Bench::new(&[
+            "merge",
+            root.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .run();
+        assert_eq!(done.code, 0, "{name}: {}", done.stderr);
+        assert!(
+            done.stderr.contains("merged 3 run directories: 9 records"),
+            "{}",
+            done.stderr
+        );
+        assert_eq!(
+            cells(&out),
+            order,
+            "{name}: exactly the unsharded run's cells, in its order"
+        );
+    }
+    // Without a scheduler's variables, `auto` says what it looked for.
+    let done = Bench::new(&["plan", "--shard", "auto"]).arg(&spec).run();
+    assert_eq!(done.code, 2);
+    assert!(
+        done.stderr.contains("SLURM_ARRAY_TASK_ID"),
+        "{}",
+        done.stderr
+    );
+}
+
+/// The scale-out recipes of `examples/`: each parses (YAML, or shell for the Slurm script),
+/// and every `benchspec` command in them exists with the options they give it.
+#[test]
+fn the_scale_out_recipes_parse_and_name_real_commands() {
+    let root = super::root();
+    let files = [
+        "examples/github/shards.yml",
+        "examples/github/validate-specs.yml",
+        "examples/kubernetes/benchmark.yaml",
+        "examples/slurm/benchmark.sbatch",
+    ];
+    for f in &files[..3] {
+        let text = std::fs::read_to_string(root.join(f)).unwrap();
+        let doc: serde_json::Value =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(doc.is_object(), "{f}");
+    }
+    let sh = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(root.join(files[3]))
+        .status()
+        .unwrap();
+    assert!(sh.success(), "{} is not valid shell", files[3]);
+    let commands = [
+        "validate", "schema", "plan", "run", "report", "compare", "merge", "sim",
+    ];
+    let mut seen = 0;
+    for f in files {
+        let text = std::fs::read_to_string(root.join(f)).unwrap();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
+            let Some(at) = line.find("benchspec ") else {
+                continue;
+            };
+            let rest: Vec<&str> = line[at + 10..].split_whitespace().collect();
+            let Some(cmd) = rest.first() else { continue };
+            assert!(
+                commands.contains(cmd),
+                "{f}: `benchspec {cmd}` is no command"
+            );
+            let help = Bench::new(&[cmd, "--help"]).run().stdout;
+            for flag in rest
+                .iter()
+                .take_while(|t| **t != "||")
+                .filter(|t| t.starts_with("--"))
+            {
+                let flag = flag.split('=').next().unwrap_or(flag);
+                assert!(
+                    help.contains(flag),
+                    "{f}: `benchspec {cmd}` has no `{flag}`"
+                );
+            }
+            seen += 1;
+        }
+    }
+    assert!(seen >= 8, "{seen} commands found");
 }
