@@ -7,7 +7,7 @@ mod run;
 mod sim;
 
 use crate::Error;
-use crate::plan::{self, Shard};
+use crate::plan;
 use crate::spec::{self, Stage};
 use clap::{Parser, Subcommand, ValueEnum};
 use output::Out;
@@ -223,16 +223,7 @@ fn schema(file: Option<&str>, result: bool, context: bool, out: &Out) -> Result<
 }
 
 fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> Result<i32, Error> {
-    let shard = match shard {
-        Some(text) => {
-            let (shard, from) = Shard::resolve(text, &|k| std::env::var(k).ok())?;
-            if let Some(from) = from {
-                out.info(&format!("benchspec plan: {from}"));
-            }
-            Some(shard)
-        }
-        None => None,
-    };
+    let shard = run::shard_of(shard, "plan", out)?;
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
     let mut plan = plan::expand(&loaded.spec, &crate::sim::rates_for(&loaded.spec));

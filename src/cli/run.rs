@@ -44,18 +44,20 @@ pub struct RunArgs {
     pub client_threads: Option<u32>,
 }
 
+/// The shard `--shard TEXT` names (`K/N`, or `auto` from the scheduler's environment, said
+/// on stderr as `benchspec COMMAND: shard 2/4 from …`).
+pub fn shard_of(text: Option<&str>, command: &str, out: &Out) -> Result<Option<Shard>, Error> {
+    let Some(text) = text else { return Ok(None) };
+    let (shard, from) = Shard::resolve(text, &|k| std::env::var(k).ok())?;
+    if let Some(from) = from {
+        out.info(&format!("benchspec {command}: {from}"));
+    }
+    Ok(Some(shard))
+}
+
 /// Run `benchspec run`.
 pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
-    let shard = match args.shard.as_deref() {
-        Some(text) => {
-            let (shard, from) = Shard::resolve(text, &|k| std::env::var(k).ok())?;
-            if let Some(from) = from {
-                out.info(&format!("benchspec run: {from}"));
-            }
-            Some(shard)
-        }
-        None => None,
-    };
+    let shard = shard_of(args.shard.as_deref(), "run", out)?;
     let loaded = spec::load(&args.spec, Stage::Run)?;
     out.diagnostics(&loaded.warnings, super::DiagFormat::Auto);
     // The report templates are checked before anything is measured.

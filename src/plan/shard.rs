@@ -51,39 +51,17 @@ impl Shard {
                 }),
             }
         };
-        let (k0, n, from) = if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
-            let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            let n = match (num("SLURM_ARRAY_TASK_COUNT")?, num("SLURM_ARRAY_TASK_MAX")?) {
-                (Some(c), _) => c,
-                (None, Some(max)) => max - min + 1,
-                (None, None) => {
-                    return Err(PlanError::NoScheduler(
-                        "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX".into(),
-                    ));
-                }
-            };
-            (
-                id - min,
-                n,
-                format!("Slurm (SLURM_ARRAY_TASK_ID={id}, first {min}, {n} tasks)"),
-            )
-        } else if let Some(index) = num("JOB_COMPLETION_INDEX")? {
-            let Some(n) = num("BENCHSPEC_SHARD_COUNT")? else {
+        let found = match slurm(&num)? {
+            Some(found) => Some(found),
+            None => kubernetes(&num)?,
+        };
+        let (k0, n, from) = match found {
+            Some(found) => found,
+            None => {
                 return Err(PlanError::NoScheduler(
-                    "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job): set BENCHSPEC_SHARD_COUNT to the Job's `completions`".into(),
+                    "no scheduler's variables found (SLURM_ARRAY_TASK_ID, or JOB_COMPLETION_INDEX with BENCHSPEC_SHARD_COUNT); give the shard as K/N".into(),
                 ));
-            };
-            (
-                index,
-                n,
-                format!(
-                    "a Kubernetes Indexed Job (JOB_COMPLETION_INDEX={index}, BENCHSPEC_SHARD_COUNT={n})"
-                ),
-            )
-        } else {
-            return Err(PlanError::NoScheduler(
-                "no scheduler's variables found (SLURM_ARRAY_TASK_ID, or JOB_COMPLETION_INDEX with BENCHSPEC_SHARD_COUNT); give the shard as K/N".into(),
-            ));
+            }
         };
         let in_range = (0..n).contains(&k0) && n <= i64::from(u32::MAX);
         if !in_range {
@@ -98,6 +76,44 @@ impl Shard {
         };
         Ok((shard, Some(format!("shard {shard} from {from}"))))
     }
+}
+
+/// A variable as a whole number, when set.
+type Num<'a> = dyn Fn(&str) -> Result<Option<i64>, PlanError> + 'a;
+
+/// A Slurm job array's task: (index from 0, count, where it came from).
+fn slurm(num: &Num<'_>) -> Result<Option<(i64, i64, String)>, PlanError> {
+    let Some(id) = num("SLURM_ARRAY_TASK_ID")? else {
+        return Ok(None);
+    };
+    let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+    let n = match (num("SLURM_ARRAY_TASK_COUNT")?, num("SLURM_ARRAY_TASK_MAX")?) {
+        (Some(c), _) => c,
+        (None, Some(max)) => max - min + 1,
+        (None, None) => {
+            return Err(PlanError::NoScheduler(
+                "SLURM_ARRAY_TASK_ID is set but neither SLURM_ARRAY_TASK_COUNT nor SLURM_ARRAY_TASK_MAX".into(),
+            ));
+        }
+    };
+    let from = format!("Slurm (SLURM_ARRAY_TASK_ID={id}, first {min}, {n} tasks)");
+    Ok(Some((id - min, n, from)))
+}
+
+/// A Kubernetes Indexed Job's index: (index from 0, count, where it came from).
+fn kubernetes(num: &Num<'_>) -> Result<Option<(i64, i64, String)>, PlanError> {
+    let Some(index) = num("JOB_COMPLETION_INDEX")? else {
+        return Ok(None);
+    };
+    let Some(n) = num("BENCHSPEC_SHARD_COUNT")? else {
+        return Err(PlanError::NoScheduler(
+            "JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job): set BENCHSPEC_SHARD_COUNT to the Job's `completions`".into(),
+        ));
+    };
+    let from = format!(
+        "a Kubernetes Indexed Job (JOB_COMPLETION_INDEX={index}, BENCHSPEC_SHARD_COUNT={n})"
+    );
+    Ok(Some((index, n, from)))
 }
 
 impl std::fmt::Display for Shard {

@@ -4,6 +4,7 @@
 //! cell several times, significant by Welch's t-test — a cell that was valid and is no longer
 //! also regressed; and the cells that only one run has.
 
+pub use super::verdict::{Rules, Verdict};
 use super::{ReportError, context};
 use crate::results::significance::welch_p;
 use crate::results::{Record, Status};
@@ -97,59 +98,6 @@ pub struct Metric {
     pub base_ci95: Option<f64>,
     /// The new run's.
     pub new_ci95: Option<f64>,
-}
-
-/// What a change amounts to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// Worse past the threshold and the floor (and significant, with repeats).
-    Regression,
-    /// Better past the threshold and the floor (and significant, with repeats).
-    Improvement,
-    /// Within the threshold, under the floor, or not significant.
-    #[serde(rename = "no significant change")]
-    NoSignificantChange,
-    /// A value is missing on one side.
-    #[serde(rename = "not comparable")]
-    NotComparable,
-}
-
-/// How changes are judged.
-#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
-pub struct Rules {
-    /// Percent past which a change counts.
-    pub threshold_pct: f64,
-    /// With repeats on both sides, a change counts only when Welch's p is below this.
-    pub alpha: f64,
-    /// Latency changes smaller than this many ms never count.
-    pub min_delta_ms: f64,
-    /// Rate changes smaller than this many tok/s never count.
-    pub min_delta_tok_s: f64,
-}
-
-impl Default for Rules {
-    fn default() -> Self {
-        Rules {
-            threshold_pct: 5.0,
-            alpha: 0.05,
-            min_delta_ms: 1.0,
-            min_delta_tok_s: 1.0,
-        }
-    }
-}
-
-impl Rules {
-    /// The smallest change of metric `key` that can count.
-    fn floor(&self, key: &str) -> f64 {
-        if key.ends_with("_tok_s") {
-            self.min_delta_tok_s
-        } else if key.contains("_ms_") {
-            self.min_delta_ms
-        } else {
-            0.0
-        }
-    }
 }
 
 /// Parse `5%`, `5` or `2.5%` as percent.
@@ -248,20 +196,7 @@ fn metric(
         (Some(x), Some(y)) => welch_p(&x, &y),
         _ => None,
     };
-    let verdict = match (base, new, change_pct) {
-        (Some(bv), Some(nv), Some(c)) => {
-            let counts = c.abs() > rules.threshold_pct
-                && (nv - bv).abs() >= rules.floor(key)
-                && p_value.is_none_or(|p| p < rules.alpha);
-            match (counts, (c < 0.0) == higher) {
-                (false, _) => Verdict::NoSignificantChange,
-                (true, true) => Verdict::Regression,
-                (true, false) => Verdict::Improvement,
-            }
-        }
-        (Some(bv), Some(nv), None) if bv == nv => Verdict::NoSignificantChange,
-        _ => Verdict::NotComparable,
-    };
+    let verdict = rules.judge(key, (base, new), change_pct, p_value, higher);
     Some(Metric {
         key: key.into(),
         label: label.into(),

@@ -14,6 +14,7 @@ mod open;
 mod svg;
 mod svg_xy;
 pub(crate) mod templates;
+mod verdict;
 
 pub use context::{Context, context_schema_text};
 

@@ -166,16 +166,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged
     let mut plan = joined_plan(&parts);
     plan.cells
         .extend(cells_of_missing_shards(first, &missing_shards, n));
-    let recorded: HashSet<&str> = parts
-        .iter()
-        .flat_map(|p| p.records.iter().map(|r| r.cell.as_str()))
-        .collect();
-    let missing_cells: Vec<String> = plan
-        .cells
-        .iter()
-        .filter(|c| !recorded.contains(c.id.as_str()))
-        .map(|c| c.id.clone())
-        .collect();
+    let missing_cells = unrecorded(&plan, &parts);
     if !missing_cells.is_empty() && !allow_missing {
         return Err(RunDirError::Incomplete {
             cells: missing_cells,
@@ -195,9 +186,34 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged
         .filter(|r| kept.insert(r.cell.clone()))
         .collect();
     super::jsonl::append(&dir.file(super::RESULTS), &records)?;
+    write_texts(&dir, &parts)?;
+    dir.write_manifest(&joined_manifest(&parts))?;
+    Ok(Merged {
+        parts: parts.len(),
+        records: records.len(),
+        missing_shards,
+        missing_cells,
+    })
+}
+
+/// The cells of `plan` that no part recorded.
+fn unrecorded(plan: &Plan, parts: &[Part]) -> Vec<String> {
+    let recorded: HashSet<&str> = parts
+        .iter()
+        .flat_map(|p| p.records.iter().map(|r| r.cell.as_str()))
+        .collect();
+    plan.cells
+        .iter()
+        .filter(|c| !recorded.contains(c.id.as_str()))
+        .map(|c| c.id.clone())
+        .collect()
+}
+
+/// The parts' requests and engine logs, one after another.
+fn write_texts(dir: &RunDir, parts: &[Part]) -> Result<()> {
     let mut requests = String::new();
     let mut logs = String::new();
-    for p in &parts {
+    for p in parts {
         requests.push_str(&p.text(REQUESTS)?);
         let log = p.text(ENGINE_LOG)?;
         if !log.is_empty() {
@@ -215,13 +231,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged
     if !logs.is_empty() {
         dir.write(ENGINE_LOG, logs.as_bytes())?;
     }
-    dir.write_manifest(&joined_manifest(&parts))?;
-    Ok(Merged {
-        parts: parts.len(),
-        records: records.len(),
-        missing_shards,
-        missing_cells,
-    })
+    Ok(())
 }
 
 /// Shards are contiguous runs of the plan: their cells one after another are its order.

@@ -5,9 +5,11 @@
 //! and write these files through [`RunDir`]; a corrupt line that is not the last is an error
 //! naming the file and line, and only a torn last line (a killed run) is repaired.
 
+mod error;
 mod jsonl;
 mod manifest;
 mod merge;
+pub use error::RunDirError;
 
 pub use jsonl::read_records;
 pub use manifest::{EngineFacts, Manifest, MergedPart};
@@ -34,107 +36,6 @@ pub const REPEATS: &str = "repeats.jsonl";
 pub const ENGINE_LOG: &str = "engine.log";
 /// The names the spec copy may have, by the spec's own extension.
 const SPEC_COPIES: [&str; 3] = ["spec.yaml", "spec.yml", "spec.toml"];
-
-/// What is wrong with a run directory.
-#[derive(Debug, thiserror::Error)]
-pub enum RunDirError {
-    /// The directory has no manifest.
-    #[error(
-        "`{}` is not a run directory (it has no manifest.json); give the `--out` of a `benchspec run`",
-        .0.display()
-    )]
-    NotARun(PathBuf),
-    /// A new run directory exists and holds files.
-    #[error(
-        "`{}` exists and is not empty; choose another `--out`, or add `--resume` to go on with the run there",
-        .0.display()
-    )]
-    NotEmpty(PathBuf),
-    /// A file could not be read.
-    #[error("cannot read `{}`: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// A file could not be written.
-    #[error("cannot write the run directory `{}`: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// A file is not what benchspec writes there.
-    #[error("`{}`{}: {message}", path.display(), line.map(|l| format!(" line {l}")).unwrap_or_default())]
-    Damaged {
-        /// The file.
-        path: PathBuf,
-        /// The line, for a JSON-lines file.
-        line: Option<usize>,
-        /// What is wrong.
-        message: String,
-    },
-    /// `--resume` with a spec other than the run's.
-    #[error(
-        "`{}` was run from a different spec (sha256 {was}, this one is {now}); resume with the spec the run began with, or choose another `--out`",
-        dir.display()
-    )]
-    SpecChanged {
-        /// The run directory.
-        dir: PathBuf,
-        /// The run's spec sha256.
-        was: String,
-        /// This spec's sha256.
-        now: String,
-    },
-    /// Run directories of different specs given to merge.
-    #[error(
-        "`{}` and `{}` were run from different specs (sha256 {sha_a} and {sha_b}); merge only the shards of one spec",
-        a.display(), b.display()
-    )]
-    Mixed {
-        /// One directory.
-        a: PathBuf,
-        /// Its spec's sha256.
-        sha_a: String,
-        /// The other.
-        b: PathBuf,
-        /// Its spec's sha256.
-        sha_b: String,
-    },
-    /// A cell recorded in two directories given to merge.
-    #[error("`{cell}` is recorded in both `{}` and `{}`; merge each shard once", a.display(), b.display())]
-    Overlap {
-        /// The cell.
-        cell: String,
-        /// One directory.
-        a: PathBuf,
-        /// The other.
-        b: PathBuf,
-    },
-    /// Merge was given nothing.
-    #[error("merge needs at least one run directory")]
-    NothingToMerge,
-    /// Cells of the plan have no record in the directories given.
-    #[error("{} cell(s) of the plan have no record: {}{}; merge with `--allow-missing` to keep what was measured", cells.len(), cells.iter().take(12).map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "), if cells.len() > 12 { ", …" } else { "" })]
-    Incomplete {
-        /// The cells.
-        cells: Vec<String>,
-    },
-}
-
-impl RunDirError {
-    /// Exit code (contract §1): 1 when an output could not be written, else 2 (the input
-    /// must change, nothing was run).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RunDirError::Write { .. } => 1,
-            _ => 2,
-        }
-    }
-}
 
 type Result<T> = std::result::Result<T, RunDirError>;
 
