@@ -205,7 +205,7 @@ async fn run_async(
         dir: &dir,
         manifest: &manifest,
         cx: Arc::new(cell::Ctx {
-            dataset: dataset(loaded)?,
+            dataset: dataset(loaded, &dir, opts.resume)?,
             observer,
             ..cell::Ctx::new(
                 engine.client.clone(),
@@ -283,16 +283,36 @@ impl Start<'_> {
     }
 }
 
-/// The load phase's dataset, read whole, when the spec names one.
-fn dataset(loaded: &Loaded) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>, RunError> {
+/// The load phase's dataset, read whole, when the spec names one: from the spec's file on a
+/// new run (a copy kept in the run directory), from that copy on `--resume`.
+fn dataset(
+    loaded: &Loaded,
+    dir: &RunDir,
+    resuming: bool,
+) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>, RunError> {
     let spec = &loaded.spec;
     let Some(name) = spec.phases.load.as_ref().and_then(|l| l.dataset.as_deref()) else {
         return Ok(None);
     };
-    let path = crate::spec::dataset::resolve(&loaded.path, name);
-    crate::spec::dataset::read(&path, name, spec.workload.api)
-        .map(|e| Some(e.into()))
-        .map_err(RunError::Dataset)
+    let copy = dir.file(crate::rundir::DATASET);
+    let kept = resuming && copy.is_file();
+    let path = if kept {
+        copy
+    } else {
+        crate::spec::dataset::resolve(&loaded.path, name)
+    };
+    let entries =
+        crate::spec::dataset::read(&path, name, spec.workload.api).map_err(RunError::Dataset)?;
+    if !kept {
+        let bytes = std::fs::read(&path).map_err(|e| {
+            RunError::Dataset(crate::spec::dataset::DatasetError::Read {
+                file: name.to_string(),
+                why: e.to_string(),
+            })
+        })?;
+        dir.write_dataset(&bytes)?;
+    }
+    Ok(Some(entries.into()))
 }
 
 impl Summary {

@@ -32,6 +32,9 @@ pub const REQUESTS: &str = "requests.jsonl";
 /// Each repeat's record of a repeated cell, as it ends (its combined record goes to
 /// `results.jsonl` after the last repeat).
 pub const REPEATS: &str = "repeats.jsonl";
+/// A copy of the load phase's dataset, so that the run directory holds every prompt source
+/// and `--resume` sends the same prompts.
+pub const DATASET: &str = "dataset.jsonl";
 /// A launched engine's output.
 pub const ENGINE_LOG: &str = "engine.log";
 /// The names the spec copy may have, by the spec's own extension.
@@ -201,6 +204,11 @@ impl RunDir {
     /// Append `record` to `results.jsonl` and make it durable before returning.
     pub fn append(&self, record: &Record) -> Result<()> {
         jsonl::append(&self.file(RESULTS), std::slice::from_ref(record))
+    }
+
+    /// Keep a copy of the dataset's `bytes` as `dataset.jsonl`.
+    pub fn write_dataset(&self, bytes: &[u8]) -> Result<()> {
+        self.write(DATASET, bytes)
     }
 
     /// Append one repeat's record to `repeats.jsonl`.

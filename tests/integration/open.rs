@@ -330,6 +330,9 @@ fn a_dataset_replaces_the_synthetic_prompts() {
         assert!(v["usage_prompt_tokens"].as_u64().unwrap() >= 30, "{v}");
     }
     assert_eq!(outputs, (4..14).collect(), "every line was sent");
+    // The run directory keeps the dataset it sent, byte for byte.
+    let kept = std::fs::read_to_string(dir.path().join("run/dataset.jsonl")).unwrap();
+    assert_eq!(kept, lines);
     // The prompts' mean length is the server's count of them.
     assert!(r.open.input_tokens_mean.unwrap() >= 30.0, "{:?}", r.open);
 }
