@@ -5,7 +5,7 @@
 //!    the names a cell uses (what `run` does), in µs of CPU per scrape (median of 200).
 //! 2. A scrape over HTTP: `benchspec sim` (the seed's profile) pinned to core 0, and this
 //!    process scraping its `/metrics` 500 times through the run's own client and parser on a
-//!    current-thread runtime, in µs of this thread's CPU per scrape.
+//!    current-thread runtime, in µs of this process's CPU per scrape.
 //! 3. The client's own CPU: the real `benchspec run` binary pinned to core 1
 //!    (`--client-threads 1`), one decode cell of 32 streams at 1K for 10 s with telemetry off
 //!    (median of 3), and what one scrape a second adds to it as a share. (An A/B of whole runs
@@ -190,7 +190,8 @@ fn parse_cost() {
     }
 }
 
-/// CPU µs of this thread per scrape of the simulator's `/metrics` through the run's client.
+/// CPU µs of this process (the scrape and its parse on a blocking thread) per scrape of the
+/// simulator's `/metrics` through the run's client.
 fn http_scrapes(port: u16) -> f64 {
     let yaml = format!(
         "version: 1\nname: t\nengine: {{kind: vllm, base_url: 'http://127.0.0.1:{port}'}}\n\
@@ -207,7 +208,7 @@ fn http_scrapes(port: u16) -> f64 {
         .build()
         .unwrap_or_else(|e| die(&e.to_string()));
     let cpu = || {
-        nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
             .map_or(0.0, |t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
     };
     rt.block_on(async {

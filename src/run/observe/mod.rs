@@ -85,7 +85,8 @@ pub struct Watching {
 }
 
 /// One scrape of the engine's `/metrics`, keeping the samples a cell reads; `None` when it
-/// does not answer 2xx within 2 s.
+/// does not answer 2xx within 2 s. The text is parsed on a blocking thread, so that a large
+/// exposition never holds up a worker that timestamps chunks.
 pub async fn scrape(client: &Client) -> Option<Scrape> {
     let r = client
         .get("/metrics")
@@ -97,7 +98,10 @@ pub async fn scrape(client: &Client) -> Option<Scrape> {
         return None;
     }
     let text = r.text().await.ok()?;
-    Some(Scrape::only(Instant::now(), &text, &server::wanted))
+    let at = Instant::now();
+    tokio::task::spawn_blocking(move || Scrape::only(at, &text, &server::wanted))
+        .await
+        .ok()
 }
 
 /// `program` on PATH.
