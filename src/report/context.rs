@@ -7,6 +7,8 @@
 pub use super::facts::Item;
 use super::facts::{engine, engine_line, hardware, settings};
 use super::format::ctx;
+pub use super::matrix::DecodeMatrix;
+use super::matrix::{matrix, matrix_line};
 use super::observe::ObservedView;
 pub use super::open::{CapacityView, SloTerm};
 use super::open::{capacity, load_cells, slo_terms};
@@ -209,26 +211,6 @@ impl From<&Record> for Planned {
     }
 }
 
-/// The decode matrix.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct DecodeMatrix {
-    /// The column heads (concurrency levels with a cell that is not skipped).
-    pub concurrency: Vec<u32>,
-    /// One row per context with a cell that is not skipped.
-    pub rows: Vec<DecodeRow>,
-}
-
-/// A context's row of the decode matrix.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct DecodeRow {
-    /// Context tokens.
-    pub context: u64,
-    /// `8K`.
-    pub context_label: String,
-    /// One per column; `null` where the plan has no such cell.
-    pub cells: Vec<Option<CellView>>,
-}
-
 impl Context {
     /// Arrange `run` for templates.
     pub fn build(run: &Run) -> Context {
@@ -280,14 +262,8 @@ impl Context {
             engine: engine(spec, reported),
             settings: settings(spec, run_info.tool_version.as_deref()),
             launch_command: m.launch_command.clone(),
-            prompt_cache: match spec.workload.prompt_cache {
-                PromptCache::Warm => "warm".into(),
-                PromptCache::Cold => "cold".into(),
-            },
-            ttft_note: match spec.workload.prompt_cache {
-                PromptCache::Warm => "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill.".into(),
-                PromptCache::Cold => "TTFT is measured with prompts the server has never seen, so it includes prefill.".into(),
-            },
+            prompt_cache: cache_name(spec.workload.prompt_cache).into(),
+            ttft_note: ttft_note(spec.workload.prompt_cache).into(),
             prefill,
             decode,
             slo: slo_terms(&spec.slo),
@@ -298,6 +274,26 @@ impl Context {
             problems,
             run: run_info,
             spec: serde_json::to_value(spec).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// `warm` or `cold`.
+fn cache_name(c: PromptCache) -> &'static str {
+    match c {
+        PromptCache::Warm => "warm",
+        PromptCache::Cold => "cold",
+    }
+}
+
+/// What TTFT includes under the prompt cache `c`.
+fn ttft_note(c: PromptCache) -> &'static str {
+    match c {
+        PromptCache::Warm => {
+            "TTFT is measured after the benchmark warms the server's prompt cache, so it mostly excludes prefill."
+        }
+        PromptCache::Cold => {
+            "TTFT is measured with prompts the server has never seen, so it includes prefill."
         }
     }
 }
@@ -353,49 +349,6 @@ fn view(p: &Planned, record: Option<&Record>) -> CellView {
     }
 }
 
-/// The decode cells as a grid; a context or concurrency whose cells are all skipped has no
-/// row or column (they are listed as skipped cells instead).
-fn matrix(cells: &[CellView]) -> DecodeMatrix {
-    // Capacity probes are decode cells too, but not of the matrix.
-    let all: Vec<&CellView> = cells
-        .iter()
-        .filter(|c| c.phase == Phase::Decode && c.id.starts_with("decode/"))
-        .collect();
-    let shown = |c: &&CellView| c.status != CellStatus::Skipped;
-    let decode: Vec<&CellView> = all
-        .iter()
-        .filter(|c| all.iter().any(|o| o.context == c.context && shown(o)))
-        .filter(|c| {
-            all.iter()
-                .any(|o| o.concurrency == c.concurrency && shown(o))
-        })
-        .copied()
-        .collect();
-    let mut concurrency: Vec<u32> = decode.iter().map(|c| c.concurrency).collect();
-    concurrency.sort_unstable();
-    concurrency.dedup();
-    let mut contexts: Vec<u64> = decode.iter().map(|c| c.context).collect();
-    contexts.sort_unstable();
-    contexts.dedup();
-    let rows = contexts
-        .into_iter()
-        .map(|context| DecodeRow {
-            context,
-            context_label: ctx(context),
-            cells: concurrency
-                .iter()
-                .map(|&c| {
-                    decode
-                        .iter()
-                        .find(|v| v.context == context && v.concurrency == c)
-                        .map(|v| (*v).clone())
-                })
-                .collect(),
-        })
-        .collect();
-    DecodeMatrix { concurrency, rows }
-}
-
 /// The JSON Schema of the context, as committed in `schemas/report-context-v1.schema.json`.
 pub fn context_schema_text() -> String {
     let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
@@ -409,32 +362,4 @@ pub fn context_schema_text() -> String {
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
-}
-
-/// `5 contexts (8K–123K) × 8 concurrency levels (1–128) · prefill at 8K, 16K`.
-fn matrix_line(prefill: &[CellView], decode: &DecodeMatrix) -> String {
-    let mut parts = Vec::new();
-    if let (Some(first), Some(last)) = (decode.rows.first(), decode.rows.last()) {
-        let n = decode.rows.len();
-        let contexts = if n == 1 {
-            format!("1 context ({})", first.context_label)
-        } else {
-            format!(
-                "{n} contexts ({}–{})",
-                first.context_label, last.context_label
-            )
-        };
-        let c = &decode.concurrency;
-        let levels = match (c.first(), c.last(), c.len()) {
-            (Some(a), _, 1) => format!("1 concurrency level ({a})"),
-            (Some(a), Some(b), n) => format!("{n} concurrency levels ({a}–{b})"),
-            _ => String::new(),
-        };
-        parts.push(format!("{contexts} × {levels}"));
-    }
-    if !prefill.is_empty() {
-        let at: Vec<&str> = prefill.iter().map(|p| p.context_label.as_str()).collect();
-        parts.push(format!("prefill at {}", at.join(", ")));
-    }
-    parts.join(" · ")
 }

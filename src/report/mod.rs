@@ -9,6 +9,7 @@ pub(crate) mod context;
 mod csv;
 mod facts;
 mod format;
+mod matrix;
 mod observe;
 mod open;
 mod svg;

@@ -74,16 +74,22 @@ impl Sim {
     }
 }
 
-/// Serve the simulator on `listener` until stopped (or `die_after`).
-pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Result<Sim> {
-    let addr = listener.local_addr()?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let metrics = Arc::new(Mutex::new(Snapshot::default()));
+/// The engine `opts` ask for, with its run-to-run noise when asked.
+fn engine_for(opts: &Options) -> Engine {
     let mut engine = Engine::new(opts.profile.clone());
     if opts.noise > 0.0 {
         let seed = opts.seed ^ opts.noise_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         engine.noise = Some(super::noise::Noise::new(opts.noise, seed));
     }
+    engine
+}
+
+/// Serve the simulator on `listener` until stopped (or `die_after`).
+pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Result<Sim> {
+    let addr = listener.local_addr()?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let metrics = Arc::new(Mutex::new(Snapshot::default()));
+    let engine = engine_for(&opts);
     let driver_metrics = metrics.clone();
     std::thread::Builder::new()
         .name("sim-engine".into())

@@ -1,0 +1,103 @@
+//! The scheduler against hand-worked cases: batching, chunked prefill, the KV cache and
+//! preemption, the prefix cache.
+
+use super::*;
+use crate::sim::profile::profile;
+
+fn tiny() -> Profile {
+    profile("tiny").unwrap_or_else(|| unreachable!())
+}
+
+fn prompt(seed: u32, n: usize) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| seed.wrapping_mul(7919).wrapping_add(i))
+        .collect()
+}
+
+#[test]
+fn one_request_prefills_then_decodes_to_its_target() {
+    let mut e = Engine::new(tiny());
+    let id = e.add(NewRequest {
+        tokens: prompt(1, 1000),
+        target: 5,
+    });
+    let mut tokens = 0;
+    while e.has_work() {
+        let out = e.step();
+        tokens += out.emitted.iter().filter(|r| **r == id).count();
+    }
+    assert_eq!(tokens, 5);
+    assert_eq!(e.generation_tokens, 5);
+}
+
+#[test]
+fn prefix_cache_makes_the_second_prefill_cheap() {
+    let mut e = Engine::new(tiny());
+    let ttft = |e: &mut Engine| {
+        let start = e.now;
+        e.add(NewRequest {
+            tokens: prompt(2, 4000),
+            target: 1,
+        });
+        while e.has_work() {
+            e.step();
+        }
+        e.now - start
+    };
+    let cold = ttft(&mut e);
+    let warm = ttft(&mut e);
+    assert!(warm < cold / 3.0, "cold {cold} warm {warm}");
+    let (queries, hits) = e.prefix_cache();
+    assert_eq!(queries, 8000);
+    assert_eq!(hits, 3984, "all but the last (partial) block");
+}
+
+#[test]
+fn decode_step_grows_with_batch_and_context() {
+    let p = tiny();
+    assert!(p.decode_s(8, 8 * 1000) > p.decode_s(1, 1000));
+    assert!(p.decode_s(1, 8000) > p.decode_s(1, 1000));
+    assert!(
+        p.prefill_s(7000, 8000) > p.prefill_s(0, 1000),
+        "later positions cost more"
+    );
+}
+
+#[test]
+fn requests_wait_when_the_kv_cache_is_full() {
+    let mut e = Engine::new(tiny());
+    // 16 prompts of 6000 tokens need 96K KV tokens; tiny holds 64K.
+    for s in 0..16 {
+        e.add(NewRequest {
+            tokens: prompt(10 + s, 6000),
+            target: 200,
+        });
+    }
+    let mut max_running = 0;
+    let mut saw_waiting = false;
+    let mut done = 0;
+    while e.has_work() {
+        let out = e.step();
+        done += out.finished.len();
+        max_running = max_running.max(e.running());
+        saw_waiting |= e.waiting() > 0 && e.running() > 0;
+    }
+    assert_eq!(done, 16);
+    assert!(max_running < 16 && saw_waiting, "max running {max_running}");
+    assert!(e.kv_usage() < 1e-9);
+}
+
+#[test]
+fn cancel_frees_everything() {
+    let mut e = Engine::new(tiny());
+    let a = e.add(NewRequest {
+        tokens: prompt(3, 3000),
+        target: 1000,
+    });
+    e.step();
+    e.step();
+    assert!(e.kv_usage() > 0.0);
+    e.cancel(a);
+    assert!(!e.has_work());
+    assert!(e.kv_usage() < 1e-9);
+}
