@@ -77,15 +77,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         resume: args.resume,
         client_threads: args.client_threads,
     };
-    let bar = (out.is_terminal() && !out.quiet()).then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        let style = indicatif::ProgressStyle::with_template(
-            "{spinner} [{bar:24}] {pos}/{len} cells  {msg}  elapsed {elapsed}, ETA {eta}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-        bar.set_style(style.progress_chars("=> "));
-        bar
-    });
+    let bar = (out.is_terminal() && !out.quiet()).then(progress_bar);
     let on = |ev: Event| match &bar {
         Some(bar) => draw(bar, &ev),
         None => {
@@ -121,6 +113,17 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         summary.out.join(crate::rundir::RESULTS).display()
     ));
     Ok(summary.exit_code())
+}
+
+/// The progress bar of a run on a terminal.
+fn progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    let style = indicatif::ProgressStyle::with_template(
+        "{spinner} [{bar:24}] {pos}/{len} cells  {msg}  elapsed {elapsed}, ETA {eta}",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
+    bar
 }
 
 /// Ctrl-C asks the run to stop: the cell in flight is cancelled, finished cells stay on disk,
