@@ -95,7 +95,7 @@ pub fn parse(text: &str, shown: &str, api: Api) -> Result<Vec<Entry>, DatasetErr
             why,
         };
         let v: Value = serde_json::from_str(line).map_err(|e| at(format!("not JSON ({e})")))?;
-        out.push(entry(&v, api).map_err(at)?);
+        out.push(entry(&v, api).map_err(|p| at(p.to_string()))?);
     }
     if out.is_empty() {
         return Err(DatasetError::Empty {
@@ -105,33 +105,45 @@ pub fn parse(text: &str, shown: &str, api: Api) -> Result<Vec<Entry>, DatasetErr
     Ok(out)
 }
 
-fn entry(v: &Value, api: Api) -> Result<Entry, String> {
+/// What is wrong with one line of a dataset.
+#[derive(Debug, thiserror::Error)]
+enum LineProblem {
+    #[error("`prompt` must be a string")]
+    Prompt,
+    #[error("`messages` must be a list of {{\"role\": …, \"content\": \"…\"}}")]
+    Messages,
+    #[error("`output_tokens` must be a whole number above 0")]
+    OutputTokens,
+    #[error("needs `prompt` (a string) or `messages` (a list)")]
+    Neither,
+    #[error(
+        "has `messages` but `workload.api` is `completions`: give `prompt`, or set `api: chat`"
+    )]
+    ChatOnly,
+}
+
+fn entry(v: &Value, api: Api) -> Result<Entry, LineProblem> {
     let prompt = match v.get("prompt") {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("`prompt` must be a string".into()),
+        Some(_) => return Err(LineProblem::Prompt),
     };
     let messages = match v.get("messages") {
         None => None,
         Some(m) if is_messages(m) => Some(m.clone()),
-        Some(_) => {
-            return Err("`messages` must be a list of {\"role\": …, \"content\": \"…\"}".into());
-        }
+        Some(_) => return Err(LineProblem::Messages),
     };
     let output_tokens = match v.get("output_tokens") {
         None => None,
         Some(n) => Some(
             n.as_u64()
                 .filter(|n| *n > 0)
-                .ok_or("`output_tokens` must be a whole number above 0")?,
+                .ok_or(LineProblem::OutputTokens)?,
         ),
     };
     match (&prompt, &messages, api) {
-        (None, None, _) => Err("needs `prompt` (a string) or `messages` (a list)".into()),
-        (None, Some(_), Api::Completions) => Err(
-            "has `messages` but `workload.api` is `completions`: give `prompt`, or set `api: chat`"
-                .into(),
-        ),
+        (None, None, _) => Err(LineProblem::Neither),
+        (None, Some(_), Api::Completions) => Err(LineProblem::ChatOnly),
         _ => Ok(Entry {
             prompt,
             messages,
