@@ -104,6 +104,7 @@ pub fn combine(mut reps: Vec<Record>) -> Option<Record> {
         rec.status = worse(rec.status, r.status);
     }
     rec.reasons.sort();
+    rec.warnings.sort();
     rec.warnings.dedup();
     summarize(&mut rec, values, n);
     Some(rec)
