@@ -23,6 +23,18 @@ fn shard(dir: &Path, spec: &Path, k: u32) -> PathBuf {
     out
 }
 
+/// The cell ids of `spec`'s whole plan, in run order.
+fn plan_order(spec: &Path) -> Vec<String> {
+    let whole = Bench::new(&["plan", "--format", "json"]).arg(spec).run();
+    let plan: serde_json::Value = serde_json::from_str(&whole.stdout).unwrap();
+    plan["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn cells(out: &Path) -> Vec<String> {
     benchspec::rundir::read_records(&out.join("results.jsonl"))
         .unwrap()
@@ -37,14 +49,7 @@ fn shards_merge_into_the_whole_plan() {
     let spec = dir.path().join("s.yaml");
     std::fs::write(&spec, SPEC).unwrap();
     let (one, two) = (shard(dir.path(), &spec, 1), shard(dir.path(), &spec, 2));
-    let whole = Bench::new(&["plan", "--format", "json"]).arg(&spec).run();
-    let plan: serde_json::Value = serde_json::from_str(&whole.stdout).unwrap();
-    let order: Vec<String> = plan["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap().to_string())
-        .collect();
+    let order = plan_order(&spec);
     assert_eq!(order.len(), 6);
 
     let out = dir.path().join("merged");
@@ -229,14 +234,7 @@ fn shard_auto_under_slurm_and_kubernetes_merges_into_the_unsharded_cells() {
         .edit("contexts: [256, 1K]", "contexts: [256, 1K, 2K]")
         .edit("duration: 1s", "duration: 500ms");
     std::fs::write(&spec, &text).unwrap();
-    let whole = Bench::new(&["plan", "--format", "json"]).arg(&spec).run();
-    let plan: serde_json::Value = serde_json::from_str(&whole.stdout).unwrap();
-    let order: Vec<String> = plan["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap().to_string())
-        .collect();
+    let order = plan_order(&spec);
     assert_eq!(order.len(), 9);
     let slurm = |k: u32| {
         vec![
