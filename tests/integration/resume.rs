@@ -22,7 +22,9 @@ fn records(out: &Path) -> Vec<Record> {
 fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
     let dir = Dir::new();
     let spec = dir.path().join("s.yaml");
-    std::fs::write(&spec, SPEC).unwrap();
+    // 2 s windows: a test thread starved for seconds on a loaded machine still kills the
+    // runner before its last cell ends (1 s windows once let all eight end first).
+    std::fs::write(&spec, SPEC.edit("duration: 1s", "duration: 2s")).unwrap();
     let out = dir.path().join("run");
     let mut child = std::process::Command::new(bin())
         .args([
@@ -34,7 +36,7 @@ fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
         ])
         .spawn()
         .unwrap();
-    // Wait for three records, then kill the runner inside the fourth cell (a 1 s window).
+    // Wait for three records, then kill the runner inside the fourth cell (a 2 s window).
     let results = out.join("results.jsonl");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while std::fs::read_to_string(&results).map_or(0, |t| t.lines().count()) < 3 {
