@@ -56,9 +56,12 @@ pub struct CompareArgs {
     /// The run to compare against.
     #[arg(value_name = "BASE_RUN")]
     pub base: PathBuf,
-    /// The run to judge.
-    #[arg(value_name = "NEW_RUN")]
-    pub new: PathBuf,
+    /// The run to judge (omitted with `--variants`).
+    #[arg(value_name = "NEW_RUN", required_unless_present = "variants")]
+    pub new: Option<PathBuf>,
+    /// Compare two engine variants of BASE_RUN: the first as the base, the second as new.
+    #[arg(long, num_args = 2, value_names = ["BASE_VARIANT", "NEW_VARIANT"], conflicts_with = "new")]
+    pub variants: Option<Vec<String>>,
     /// A rate down, or a latency up, by more than this is a regression.
     #[arg(long, value_name = "PERCENT", default_value = "5%")]
     pub threshold: String,
@@ -134,8 +137,7 @@ pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
 /// Run `benchspec compare`: exit 1 when a cell regressed.
 pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
     let threshold = compare::parse_threshold(&args.threshold)?;
-    let base = report::load(&args.base)?;
-    let new = report::load(&args.new)?;
+    let (base, new) = compared_runs(args)?;
     let rules = compare::Rules {
         threshold_pct: threshold,
         alpha: args.alpha,
@@ -152,6 +154,36 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
     };
     out.print(&text);
     Ok(if c.regressions > 0 { 1 } else { 0 })
+}
+
+/// The two runs `compare` judges: two run directories, or two variants of one.
+fn compared_runs(
+    args: &CompareArgs,
+) -> Result<(crate::rundir::Run, crate::rundir::Run), ReportError> {
+    let base = report::load(&args.base)?;
+    match (&args.new, args.variants.as_deref()) {
+        (Some(new), None) => Ok((base, report::load(new)?)),
+        (None, Some([a, b])) => {
+            let pick = |name: &str| {
+                report::only_variant(&base, name).ok_or_else(|| ReportError::NoVariant {
+                    dir: args.base.display().to_string(),
+                    name: name.to_string(),
+                    have: match report::variant_names(&base).as_slice() {
+                        [] => "none (it was not a run of `engine.variants`)".to_string(),
+                        names => names
+                            .iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    },
+                })
+            };
+            Ok((pick(a)?, pick(b)?))
+        }
+        _ => Err(ReportError::CompareUsage(
+            "give two run directories, or one and `--variants BASE_VARIANT NEW_VARIANT`".into(),
+        )),
+    }
 }
 
 /// Run `benchspec merge`: join the shards, then render the spec's reports of the whole.

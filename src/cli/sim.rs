@@ -36,6 +36,9 @@ pub struct SimArgs {
     /// The most requests scheduled at once (default: the profile's).
     #[arg(long, value_name = "N")]
     pub max_num_seqs: Option<usize>,
+    /// Every cost of the profile times this: 1.5 serves 1.5 times slower.
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    pub time_scale: f64,
     /// Run-to-run noise: relative standard deviation of the step time (e.g. 0.03).
     #[arg(long, default_value_t = 0.0, value_name = "SIGMA")]
     pub noise: f64,
@@ -66,7 +69,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         out.print(&text);
         return Ok(0);
     }
-    let profile = sim::find_profile(&args.profile)?;
+    let profile = sim::find_profile(&args.profile)?.scaled(args.time_scale.clamp(0.1, 10.0));
     let mut opts = Options::new(profile);
     if let Some(name) = &args.served_name {
         opts.served_name.clone_from(name);

@@ -94,8 +94,10 @@ pub enum Measure {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "file::CellFile", try_from = "file::CellFile")]
 pub struct Cell {
-    /// `prefill/8K` or `decode/8K/c4`.
+    /// `prefill/8K` or `decode/8K/c4`; `<variant>/decode/8K/c4` in a spec with variants.
     pub id: String,
+    /// The engine variant the cell is measured on (`engine.variants`), if any.
+    pub variant: Option<String>,
     /// The context length the matrix names, in tokens.
     pub context: u64,
     /// Simultaneous requests (1 for prefill).
@@ -161,6 +163,7 @@ mod tests {
     fn cell(measure: Measure) -> Cell {
         Cell {
             id: "x".into(),
+            variant: None,
             context: 8192,
             concurrency: 4,
             prompt_tokens: 8192,

@@ -167,8 +167,33 @@ pub struct Limits {
 }
 
 /// Expand `spec` for a server that reports `server`'s limits, which count where the spec
-/// states none.
+/// states none. A spec with engine variants gets every cell once per variant, variant by
+/// variant, ids prefixed `<variant>/`.
 pub fn expand_for(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
+    let variants = spec.variants();
+    let Some(first) = variants.first() else {
+        return expand_one(spec, rates, server);
+    };
+    let mut plan = expand_one(&first.spec, rates, server);
+    plan.cells.clear();
+    for v in &variants {
+        plan.cells
+            .extend(variant_cells(expand_one(&v.spec, rates, server), &v.name));
+    }
+    plan.estimate_s = plan.cells.iter().map(|c| c.estimate_s).sum();
+    plan
+}
+
+/// The cells of `plan` as the variant `name`'s: ids prefixed, the variant named.
+pub fn variant_cells(plan: Plan, name: &str) -> impl Iterator<Item = Cell> {
+    plan.cells.into_iter().map(move |mut c| {
+        c.id = format!("{name}/{}", c.id);
+        c.variant = Some(name.to_string());
+        c
+    })
+}
+
+fn expand_one(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
     let max_len = spec
         .model
         .max_model_len
@@ -244,6 +269,7 @@ fn prefill_cell(spec: &Spec, ctx: u64, max_len: Option<u64>, has_decode: bool) -
     };
     Cell {
         id: prefill_id(ctx),
+        variant: None,
         context: ctx,
         concurrency: 1,
         prompt_tokens,
@@ -280,6 +306,7 @@ fn decode_cell(spec: &Spec, ctx: u64, conc: u32, max_len: Option<u64>, out: u64)
     };
     Cell {
         id: decode_id(ctx, conc),
+        variant: None,
         context: ctx,
         concurrency: conc,
         prompt_tokens: ctx,

@@ -95,6 +95,10 @@ impl Search {
                 (id, 0, Measure::Load(load))
             }
         };
+        let id = match &of.variant {
+            Some(v) => format!("{v}/{id}"),
+            None => id,
+        };
         Cell {
             id,
             concurrency,
@@ -140,6 +144,7 @@ pub(super) fn load_cells(spec: &Spec, ctx: u64, too_long: Option<String>) -> Vec
             };
             Cell {
                 id: load_id(ctx, rate),
+                variant: None,
                 context: ctx,
                 concurrency: l.max_concurrency.unwrap_or(0),
                 prompt_tokens: ctx,
@@ -186,6 +191,7 @@ pub(super) fn capacity_cell(spec: &Spec, ctx: u64, too_long: Option<String>) -> 
     };
     Some(Cell {
         id: capacity_id(ctx),
+        variant: None,
         context: ctx,
         concurrency: 0,
         prompt_tokens: ctx,

@@ -24,13 +24,19 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         "max_model_len {max_len}, max output {} tokens",
         plan.max_output_tokens
     );
-    let _ = writeln!(out, "{} cells to run: {kinds}\n", run.len());
     let _ = writeln!(
         out,
-        "{:>4}  {:<18} {:>7} {:>5}  {:<28} {:>9}",
+        "{} cells to run: {kinds}{}\n",
+        run.len(),
+        variants(plan)
+    );
+    let w = run.iter().map(|c| c.id.len()).max().unwrap_or(0).max(18);
+    let _ = writeln!(
+        out,
+        "{:>4}  {:<w$} {:>7} {:>5}  {:<28} {:>9}",
         "#", "cell", "prompt", "conc", "how", "estimate"
     );
-    rows(&mut out, &run);
+    rows(&mut out, &run, w);
     if run.iter().any(|c| c.clamped) {
         let _ = writeln!(out, "\n* clamped to max_model_len - 1");
     }
@@ -56,7 +62,7 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
 }
 
 /// One line per runnable cell, in run order.
-fn rows(out: &mut String, run: &[&Cell]) {
+fn rows(out: &mut String, run: &[&Cell], w: usize) {
     for (i, c) in run.iter().enumerate() {
         let prompt = if c.clamped {
             format!("{}*", c.prompt_tokens)
@@ -70,7 +76,7 @@ fn rows(out: &mut String, run: &[&Cell]) {
         };
         let _ = writeln!(
             out,
-            "{:>4}  {:<18} {:>7} {:>5}  {:<28} {:>9}",
+            "{:>4}  {:<w$} {:>7} {:>5}  {:<28} {:>9}",
             i + 1,
             c.id,
             prompt,
@@ -79,6 +85,20 @@ fn rows(out: &mut String, run: &[&Cell]) {
             est
         );
     }
+}
+
+/// ` on 2 engine variants (mns128, mns256)`, or nothing without variants.
+fn variants(plan: &Plan) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for v in plan.cells.iter().filter_map(|c| c.variant.as_deref()) {
+        if !names.contains(&v) {
+            names.push(v);
+        }
+    }
+    if names.is_empty() {
+        return String::new();
+    }
+    format!(" on {} engine variants ({})", names.len(), names.join(", "))
 }
 
 /// `8 prefill, 40 decode, 4 load`: the runnable cells by phase.

@@ -165,7 +165,7 @@ const LATENCIES: [(&str, &str, Pick); 5] = [
 /// A capacity search's probe: its value differs from run to run, so only the search's
 /// summary record is compared.
 fn probe(r: &Record) -> bool {
-    r.cell.starts_with("capacity/") && r.phase != crate::plan::Phase::Capacity
+    r.cell.split('/').any(|s| s == "capacity") && r.phase != crate::plan::Phase::Capacity
 }
 
 fn values(r: &Record, key: &str) -> Option<Vec<f64>> {

@@ -12,6 +12,7 @@ use super::matrix::{matrix, matrix_line};
 use super::observe::ObservedView;
 pub use super::open::{CapacityView, SloTerm};
 use super::open::{capacity, load_cells, slo_terms};
+pub use super::variants::{SideBySide, VariantView};
 use crate::plan::Phase;
 use crate::results::{Record, Status};
 use crate::rundir::Run;
@@ -53,10 +54,15 @@ pub struct Context {
     pub prompt_cache: String,
     /// The note on what TTFT includes.
     pub ttft_note: String,
-    /// Prefill cells in context order.
+    /// Prefill cells in context order (none in a run of engine variants: see `variants`).
     pub prefill: Vec<CellView>,
-    /// The decode matrix: context rows × concurrency columns.
+    /// The decode matrix: context rows × concurrency columns (empty in a run of engine
+    /// variants: see `variants`).
     pub decode: DecodeMatrix,
+    /// The engine variants, each with its prefill cells and decode matrix; empty without.
+    pub variants: Vec<VariantView>,
+    /// The variants' total tok/s side by side, one table per context, the best marked.
+    pub side_by_side: Vec<SideBySide>,
     /// The spec's latency objectives.
     pub slo: Vec<SloTerm>,
     /// Open-loop load cells, by context and rate.
@@ -115,8 +121,10 @@ pub struct Counts {
 /// One cell as a report shows it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CellView {
-    /// `decode/8K/c4`.
+    /// `decode/8K/c4` (`<variant>/decode/8K/c4` in a run of engine variants).
     pub id: String,
+    /// The engine variant the cell belongs to; `null` without variants.
+    pub variant: Option<String>,
     /// `prefill` or `decode`.
     pub phase: Phase,
     /// `Prefill` or `Sustained decode`.
@@ -178,6 +186,7 @@ impl CellStatus {
 /// A cell the plan lists, or one only a record names.
 struct Planned {
     id: String,
+    variant: Option<String>,
     phase: Phase,
     context: u64,
     concurrency: u32,
@@ -189,6 +198,7 @@ impl From<&crate::plan::Cell> for Planned {
     fn from(c: &crate::plan::Cell) -> Planned {
         Planned {
             id: c.id.clone(),
+            variant: c.variant.clone(),
             phase: c.phase(),
             context: c.context,
             concurrency: c.concurrency,
@@ -202,6 +212,7 @@ impl From<&Record> for Planned {
     fn from(r: &Record) -> Planned {
         Planned {
             id: r.cell.clone(),
+            variant: r.variant.clone(),
             phase: r.phase,
             context: r.context,
             concurrency: r.concurrency,
@@ -240,12 +251,26 @@ impl Context {
             engine_reported_version: reported.clone(),
             counts,
         };
-        let prefill: Vec<CellView> = cells
+        let base: Vec<CellView> = cells
+            .iter()
+            .filter(|c| c.variant.is_none())
+            .cloned()
+            .collect();
+        let prefill: Vec<CellView> = base
             .iter()
             .filter(|c| c.phase == Phase::Prefill)
             .cloned()
             .collect();
-        let decode = matrix(&cells);
+        let decode = matrix(&base);
+        let variants = super::variants::variants(&cells, m);
+        let matrix_line = match variants.first() {
+            Some(v) => format!(
+                "{} engine variants · {}",
+                variants.len(),
+                matrix_line(&v.prefill, &v.decode)
+            ),
+            None => matrix_line(&prefill, &decode),
+        };
         let problems = cells
             .iter()
             .filter(|c| matches!(c.status, CellStatus::Invalid | CellStatus::Failed))
@@ -257,7 +282,7 @@ impl Context {
             subtitle: spec.name.clone(),
             description: spec.description.clone(),
             engine_line: engine_line(spec),
-            matrix_line: matrix_line(&prefill, &decode),
+            matrix_line,
             hardware: hardware(spec),
             engine: engine(spec, reported),
             settings: settings(spec, run_info.tool_version.as_deref()),
@@ -266,6 +291,8 @@ impl Context {
             ttft_note: ttft_note(spec.workload.prompt_cache).into(),
             prefill,
             decode,
+            side_by_side: super::variants::side_by_side(&variants),
+            variants,
             slo: slo_terms(&spec.slo),
             load: load_cells(&cells),
             capacity: capacity(&run.records, &spec.slo),
@@ -326,6 +353,7 @@ fn view(p: &Planned, record: Option<&Record>) -> CellView {
     };
     CellView {
         id: p.id.clone(),
+        variant: p.variant.clone(),
         phase: p.phase,
         phase_label: match p.phase {
             Phase::Prefill => "Prefill",

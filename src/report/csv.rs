@@ -1,4 +1,4 @@
-//! `results.csv`: one row per cell in plan order, the record's fields as columns (latency
+//! `results.csv`: one row per cell in plan order (its engine variant second), the record's fields as columns (latency
 //! summaries flattened to `ttft_ms_p50` and so on, `reasons` joined with `; `, `error_kinds`
 //! and `labels` as `key=value` pairs, then the client's footprint as `client_cpu_busy` …, the
 //! open-loop fields, the engine's view as `server_…`, and the GPUs added up). A planned cell
@@ -60,6 +60,7 @@ const GPU: [&str; 6] = [
 fn header() -> Vec<String> {
     let mut h: Vec<String> = [
         "cell",
+        "variant",
         "phase",
         "context",
         "concurrency",
@@ -162,6 +163,7 @@ pub fn render(cx: &Context) -> Result<String, ReportError> {
     for c in &cx.cells {
         let mut row = vec![
             c.id.clone(),
+            c.variant.clone().unwrap_or_default(),
             c.phase.as_str().to_string(),
             c.context.to_string(),
             c.concurrency.to_string(),

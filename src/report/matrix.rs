@@ -33,7 +33,7 @@ pub(super) fn matrix(cells: &[CellView]) -> DecodeMatrix {
     // Capacity probes are decode cells too, but not of the matrix.
     let all: Vec<&CellView> = cells
         .iter()
-        .filter(|c| c.phase == Phase::Decode && c.id.starts_with("decode/"))
+        .filter(|c| c.phase == Phase::Decode && !c.id.split('/').any(|s| s == "capacity"))
         .collect();
     let shown = |c: &&CellView| c.status != CellStatus::Skipped;
     let decode: Vec<&CellView> = all

@@ -15,9 +15,11 @@ mod open;
 mod svg;
 mod svg_xy;
 pub(crate) mod templates;
+mod variants;
 mod verdict;
 
 pub use context::{Context, context_schema_text};
+pub use variants::{names_of as variant_names, only_variant};
 
 use crate::rundir::{Run, RunDir, RunDirError};
 use crate::spec::Format;
@@ -51,6 +53,19 @@ pub enum ReportError {
     /// A `--threshold` that is not a percentage.
     #[error("`--threshold {0}` is not a percentage; write e.g. `5%` or `2.5`")]
     Threshold(String),
+    /// `compare --variants` names a variant the run does not have.
+    #[error("`--variants`: {dir} has no variant `{name}`; it has {have}")]
+    NoVariant {
+        /// The run directory.
+        dir: String,
+        /// The variant asked for.
+        name: String,
+        /// The variants it has, listed.
+        have: String,
+    },
+    /// `compare` needs two runs, or one run and `--variants A B`.
+    #[error("{0}")]
+    CompareUsage(String),
 }
 
 impl ReportError {

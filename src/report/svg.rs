@@ -126,16 +126,59 @@ type Series = (String, Vec<Option<f64>>);
 
 /// A decode rate (`pick` of each record) against concurrency, one line per context.
 pub fn decode(cx: &Context, pick: fn(&Record) -> Option<f64>, label: &str) -> String {
-    let cols = &cx.decode.concurrency;
     let series = decode_series(cx, pick);
+    lines(
+        &format!("Decode {label} against simultaneous requests, one line per context"),
+        &cx.decode.concurrency,
+        &series,
+        label,
+        " context",
+    )
+}
+
+/// Total tok/s against concurrency at each context of a run of engine variants, one line
+/// per variant, one chart per context.
+pub fn variants(cx: &Context) -> Vec<String> {
+    cx.side_by_side
+        .iter()
+        .map(|t| {
+            let series: Vec<Series> = t
+                .rows
+                .iter()
+                .map(|r| {
+                    let points = r
+                        .cells
+                        .iter()
+                        .map(|c| {
+                            let c = c.as_ref().filter(|c| c.status.measured())?;
+                            c.record.as_ref()?.total_tok_s
+                        })
+                        .collect();
+                    (r.variant.clone(), points)
+                })
+                .collect();
+            lines(
+                &format!(
+                    "Total tok/s against simultaneous requests at {} context, one line per variant",
+                    t.context_label
+                ),
+                &t.concurrency,
+                &series,
+                "total tok/s",
+                "",
+            )
+        })
+        .collect()
+}
+
+/// Lines of values against the columns `cols`, one per series, named `<name><suffix>`.
+fn lines(title: &str, cols: &[u32], series: &[Series], label: &str, suffix: &str) -> String {
     let max = series
         .iter()
         .flat_map(|(_, p)| p.iter().flatten())
         .fold(0.0f64, |a, b| a.max(*b));
     let (max, step) = scale(max);
-    let mut s = open(&format!(
-        "Decode {label} against simultaneous requests, one line per context"
-    ));
+    let mut s = open(title);
     y_axis(&mut s, max, step, label);
     let plot_w = W - LEFT - RIGHT;
     let x_of = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / cols.len().max(1) as f64;
@@ -148,7 +191,7 @@ pub fn decode(cx: &Context, pick: fn(&Record) -> Option<f64>, label: &str) -> St
         );
     }
     for (k, line) in series.iter().enumerate() {
-        polyline(&mut s, k, line, max, &x_of, label);
+        polyline(&mut s, k, line, max, &x_of, (label, suffix));
     }
     let _ = write!(
         s,
@@ -185,7 +228,7 @@ fn polyline(
     (name, points): &Series,
     max: f64,
     x_of: &dyn Fn(usize) -> f64,
-    label: &str,
+    (label, suffix): (&str, &str),
 ) {
     let plot_h = H - TOP - BOTTOM;
     let color = PALETTE[k % PALETTE.len()];
@@ -206,13 +249,14 @@ fn polyline(
     for (x, y, v) in &coords {
         let _ = write!(
             s,
-            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{color}\"><title>{} context: {} {}</title></circle>",
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"3\" fill=\"{color}\"><title>{}{}: {} {}</title></circle>",
             esc(name),
+            esc(suffix),
             tok_s(*v),
             esc(label)
         );
     }
-    legend(s, k, color, "", &format!("{name} context"));
+    legend(s, k, color, "", &format!("{name}{suffix}"));
 }
 
 /// The `k`th legend entry: a stroke of `color` (`dash` its SVG attributes) and `name`.

@@ -96,10 +96,15 @@ fn with_charts(env: &mut Environment<'static>, cx: &Context) {
             svg::decode(cx, |r| r.tokens_per_joule, "tok/J"),
         ),
     ];
-    let map: std::collections::BTreeMap<&str, Value> = charts
+    let mut map: std::collections::BTreeMap<&str, Value> = charts
         .into_iter()
         .map(|(k, v)| (k, Value::from_safe_string(v)))
         .collect();
+    let per_context: Vec<Value> = svg::variants(cx)
+        .into_iter()
+        .map(Value::from_safe_string)
+        .collect();
+    map.insert("variants", Value::from(per_context));
     env.add_global("charts", Value::from(map));
 }
 

@@ -38,8 +38,11 @@ pub enum TokenSource {
 pub struct Record {
     /// Always [`RESULT_SCHEMA`].
     pub schema: String,
-    /// `prefill/8K` or `decode/8K/c4`.
+    /// `prefill/8K` or `decode/8K/c4`; `<variant>/decode/8K/c4` in a run of engine variants.
     pub cell: String,
+    /// The engine variant the cell was measured on (`engine.variants`); null without variants.
+    #[serde(default)]
+    pub variant: Option<String>,
     /// `prefill` or `decode`.
     pub phase: crate::plan::Phase,
     /// The context length in tokens.
@@ -176,6 +179,7 @@ impl Record {
         Record {
             schema: RESULT_SCHEMA.to_string(),
             cell: cell.id.clone(),
+            variant: cell.variant.clone(),
             phase: cell.phase(),
             context: cell.context,
             concurrency: cell.concurrency,

@@ -19,6 +19,9 @@ pub(super) struct Cells<'a> {
     pub(super) cx: Arc<cell::Ctx>,
     pub(super) interrupt: &'a Interrupt,
     pub(super) on: &'a (dyn Fn(Event) + Sync),
+    /// Cells of the run counted before this plan's (earlier variants'), and the run's total
+    /// when it is more than this plan's: the progress numbering goes on across variants.
+    pub(super) numbering: (usize, Option<usize>),
 }
 
 impl Cells<'_> {
@@ -30,8 +33,8 @@ impl Cells<'_> {
         engine: &mut EngineSide,
         summary: &mut Summary,
     ) -> Result<(), RunError> {
-        let total = plan.runnable().count();
-        let mut index = 0;
+        let total = self.numbering.1.unwrap_or_else(|| plan.runnable().count());
+        let mut index = self.numbering.0;
         let mut i = 0;
         while i < plan.cells.len() {
             let c = &plan.cells[i];

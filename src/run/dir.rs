@@ -130,8 +130,34 @@ pub(super) fn manifest(loaded: &Loaded, server: &ServerInfo) -> Manifest {
     m.engine.models.clone_from(&server.models);
     m.engine.max_model_len = server.max_model_len;
     m.engine.kv_tokens = server.kv_tokens;
-    m.launch_command = spec
-        .engine
+    m.launch_command = launch_command(spec);
+    m.warnings.extend(version_warning(spec, server));
+    m
+}
+
+/// What a variant of the run was and what its engine said about itself.
+pub(super) fn variant_facts(
+    name: &str,
+    spec: &crate::spec::Spec,
+    server: &ServerInfo,
+) -> crate::rundir::VariantFacts {
+    crate::rundir::VariantFacts {
+        name: name.to_string(),
+        engine: crate::rundir::EngineFacts {
+            kind: spec.engine.kind.as_str().to_string(),
+            reported_version: server.version.clone(),
+            models: server.models.clone(),
+            max_model_len: server.max_model_len,
+            kv_tokens: server.kv_tokens,
+        },
+        launch_command: launch_command(spec),
+        failed: None,
+    }
+}
+
+/// The spec's launch command as a shell reads it back, secrets `<redacted>`.
+fn launch_command(spec: &crate::spec::Spec) -> Option<String> {
+    spec.engine
         .launch
         .as_ref()
         .and_then(|l| l.command.args().ok())
@@ -141,15 +167,17 @@ pub(super) fn manifest(loaded: &Loaded, server: &ServerInfo) -> Manifest {
                 .map(|w| crate::spec::command::quote(w))
                 .collect::<Vec<_>>()
                 .join(" ")
-        });
-    if let (Some(want), Some(got)) = (&spec.engine.version, &server.version)
-        && want != got
-    {
-        m.warnings.push(format!(
+        })
+}
+
+/// A warning when the server reports another version than the spec says.
+pub(super) fn version_warning(spec: &crate::spec::Spec, server: &ServerInfo) -> Option<String> {
+    match (&spec.engine.version, &server.version) {
+        (Some(want), Some(got)) if want != got => Some(format!(
             "the spec says engine version {want}, the server reports {got}"
-        ));
+        )),
+        _ => None,
     }
-    m
 }
 
 /// The manifest of a resumed run: the earlier run's first start and resumes kept, this
@@ -158,6 +186,7 @@ pub(super) fn resumed(mut now: Manifest, earlier: &Manifest) -> Manifest {
     let this_start = std::mem::replace(&mut now.started_at, earlier.started_at.clone());
     now.resumed_at.clone_from(&earlier.resumed_at);
     now.resumed_at.push(this_start);
+    now.variants.clone_from(&earlier.variants);
     now
 }
 

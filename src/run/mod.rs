@@ -26,6 +26,7 @@ mod prepared;
 mod probe;
 mod prompt;
 pub mod sse;
+mod variants;
 mod wire;
 pub use cell::{Stage, Tick};
 
@@ -175,6 +176,17 @@ async fn run_async(
 ) -> Result<Summary, RunError> {
     let spec = &loaded.spec;
     let (dir, earlier) = open_dir(loaded, opts, on)?;
+    if !spec.variants().is_empty() {
+        let v = variants::Variants {
+            loaded,
+            opts,
+            probe,
+            interrupt,
+            on,
+            dir: &dir,
+        };
+        return v.run(earlier).await;
+    }
     // The plan before the server is asked sizes the connection pool; the cells that will
     // run after `--only`/`--shard` are what count.
     let pool = select(plan::expand(spec, &Rates::default()), opts).max_concurrency();
@@ -216,6 +228,7 @@ async fn run_async(
         }),
         interrupt,
         on,
+        numbering: (0, None),
     };
     let result = cells.all(&todo, &mut engine, &mut summary).await;
     if result.is_ok() {

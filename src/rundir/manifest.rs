@@ -41,6 +41,24 @@ pub struct Manifest {
     /// Worker threads of the measuring client (`--client-threads`, else one per core).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_threads: Option<u32>,
+    /// The engine variants measured so far (`engine.variants`), in run order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantFacts>,
+}
+
+/// One engine variant of a run: how it was launched and what it said about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantFacts {
+    /// The variant's name.
+    pub name: String,
+    /// What the variant's engine reported.
+    pub engine: EngineFacts,
+    /// Its launch command, secrets `<redacted>`; `None` when benchspec attached.
+    #[serde(default)]
+    pub launch_command: Option<String>,
+    /// Why it did not start, when it did not (its cells are failed with this reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// What the engine reported.
@@ -107,6 +125,7 @@ impl Manifest {
             launch_command: None,
             warnings: Vec::new(),
             merged_from: None,
+            variants: Vec::new(),
         }
     }
 }

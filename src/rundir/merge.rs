@@ -251,7 +251,8 @@ fn joined_plan(parts: &[Part]) -> Plan {
     }
 }
 
-/// The first part's manifest, spanning every part's times and naming each part.
+/// The first part's manifest, spanning every part's times, naming each part and holding
+/// every engine variant the parts launched.
 fn joined_manifest(parts: &[Part]) -> Manifest {
     let mut m = parts[0].manifest.clone();
     let all = || parts.iter().map(|p| &p.manifest);
@@ -266,6 +267,13 @@ fn joined_manifest(parts: &[Part]) -> Manifest {
     let mut hosts: Vec<String> = all().map(|m| m.host.clone()).collect();
     hosts.dedup();
     m.host = hosts.join(", ");
+    // Every variant any shard launched, once (the first shard's facts for one launched twice).
+    m.variants.clear();
+    for v in all().flat_map(|m| &m.variants) {
+        if !m.variants.iter().any(|k| k.name == v.name) {
+            m.variants.push(v.clone());
+        }
+    }
     m.merged_from = Some(
         parts
             .iter()

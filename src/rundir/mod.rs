@@ -12,7 +12,7 @@ mod merge;
 pub use error::RunDirError;
 
 pub use jsonl::read_records;
-pub use manifest::{EngineFacts, Manifest, MergedPart};
+pub use manifest::{EngineFacts, Manifest, MergedPart, VariantFacts};
 pub use merge::{Merged, merge, run_dirs};
 
 use crate::plan::Plan;

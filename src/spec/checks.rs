@@ -4,6 +4,7 @@
 
 mod open;
 mod telemetry;
+mod variants;
 
 use super::command::{env_refs, flag_value, parse_url, port_arg};
 use super::diag::{Problem, Severity};
@@ -67,6 +68,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     report(&cx, &mut out);
     open::check(&cx, &mut out);
     telemetry::check(&cx, &mut out);
+    variants::check(&cx, &mut out);
     out
 }
 

@@ -12,6 +12,7 @@ mod open;
 pub mod schema;
 pub mod telemetry;
 mod units;
+pub mod variant;
 mod workload;
 
 pub use checks::Stage;

@@ -138,6 +138,14 @@ pub struct Engine {
     /// How to start the engine; without it benchspec attaches to a running server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<Launch>,
+    /// Versions of the engine measured one after another over the whole plan, each launched,
+    /// measured and stopped; cells are `<variant>/<cell id>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<super::variant::Variant>,
+    /// Variants as the cartesian product of launch-argument values, e.g.
+    /// `{--max-num-seqs: [128, 256]}`; each is named by its values (`max-num-seqs-128`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sweep: BTreeMap<String, Vec<super::variant::ArgValue>>,
 }
 
 /// `engine.base_url` when the spec gives none (vLLM's default port).

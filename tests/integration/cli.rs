@@ -139,6 +139,7 @@ fn validate_accepts_the_seed_specs() {
         "validate",
         "specs/h200-nvl-gemma-4-e2b.yaml",
         "specs/h200-nvl-gemma-4-e2b.toml",
+        "specs/vllm-max-num-seqs.yaml",
         "examples/minimal.yaml",
     ])
     .env("VLLM_API_KEY", "set")
@@ -146,7 +147,7 @@ fn validate_accepts_the_seed_specs() {
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert!(
         done.stderr
-            .contains("3 spec(s): 3 valid, 0 invalid; 0 error(s), 0 warning(s)"),
+            .contains("4 spec(s): 4 valid, 0 invalid; 0 error(s), 0 warning(s)"),
         "{}",
         done.stderr
     );

@@ -20,6 +20,7 @@ mod run;
 mod schema;
 mod sim;
 mod telemetry;
+mod variants;
 
 use std::path::PathBuf;
 

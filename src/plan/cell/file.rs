@@ -12,6 +12,8 @@ use std::time::Duration;
 #[derive(Serialize, Deserialize)]
 pub(super) struct CellFile {
     id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    variant: Option<String>,
     phase: Phase,
     context: u64,
     concurrency: u32,
@@ -57,6 +59,7 @@ impl From<Cell> for CellFile {
             phase: c.phase(),
             mode: c.mode(),
             id: c.id,
+            variant: c.variant,
             context: c.context,
             concurrency: c.concurrency,
             prompt_tokens: c.prompt_tokens,
@@ -205,6 +208,7 @@ impl TryFrom<CellFile> for Cell {
         let measure = f.measure()?;
         Ok(Cell {
             id: f.id,
+            variant: f.variant,
             context: f.context,
             concurrency: f.concurrency,
             prompt_tokens: f.prompt_tokens,

@@ -1,0 +1,217 @@
+//! A run of engine variants (contract §8): the plan of every variant is written first, then
+//! each variant in turn is launched (or attached to), checked, measured over its cells and
+//! stopped. A variant whose engine does not start fails its cells with the reason, and the
+//! run goes on with the next; `--only`, `--shard` and `--resume` work on the whole plan.
+
+use super::engine::EngineSide;
+use super::{Event, Interrupt, RunError, RunOptions, Start, Summary, cell, cells, dir, observe};
+use crate::plan::{self, Cell, Plan};
+use crate::results::{Record, Status, record::utc_now};
+use crate::rundir::{Manifest, Resumed, RunDir};
+use crate::spec::Loaded;
+use crate::spec::variant::Resolved;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// What every variant of the run shares.
+pub(super) struct Variants<'a> {
+    pub(super) loaded: &'a Loaded,
+    pub(super) opts: &'a RunOptions,
+    pub(super) probe: super::probe::Probe,
+    pub(super) interrupt: &'a Interrupt,
+    pub(super) on: &'a (dyn Fn(Event) + Sync),
+    pub(super) dir: &'a RunDir,
+}
+
+impl Variants<'_> {
+    /// Measure every variant's cells that the plan, `--only`, `--shard` and `--resume` leave.
+    pub(super) async fn run(&self, earlier: Option<Resumed>) -> Result<Summary, RunError> {
+        let spec = &self.loaded.spec;
+        let full = super::select(plan::expand(spec, &crate::sim::rates_for(spec)), self.opts);
+        let mut summary = Summary {
+            out: self.dir.path().to_path_buf(),
+            ..Summary::default()
+        };
+        let server = dir::ServerInfo::default();
+        let start = Start {
+            gpu_warnings: Vec::new(),
+            client_threads: self.probe.threads() as u32,
+            loaded: self.loaded,
+            dir: self.dir,
+            server: &server,
+            on: self.on,
+        };
+        let (mut manifest, todo) = start.begin(full, earlier, &mut summary)?;
+        let total = todo.runnable().count();
+        (self.on)(Event::Started {
+            out: self.dir.path().to_path_buf(),
+            base_url: self
+                .opts
+                .base_url
+                .clone()
+                .unwrap_or_else(|| spec.engine.base_url.clone()),
+            cells: total,
+        });
+        let mut before = 0;
+        for v in spec.variants() {
+            let mine: Vec<Cell> = todo
+                .cells
+                .iter()
+                .filter(|c| c.variant.as_deref() == Some(v.name.as_str()))
+                .cloned()
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let runs = mine.iter().filter(|c| c.runs()).count();
+            let mut one = One {
+                up: self,
+                v: &v,
+                mine: Plan {
+                    cells: mine,
+                    ..todo.clone()
+                },
+                manifest: &mut manifest,
+                numbering: (before, Some(total)),
+            };
+            one.run(&mut summary).await?;
+            before += runs;
+        }
+        dir::write_end(self.dir, &manifest)?;
+        Ok(summary)
+    }
+}
+
+/// One variant of the run and its cells still to measure.
+struct One<'a, 'b> {
+    up: &'a Variants<'b>,
+    v: &'a Resolved,
+    mine: Plan,
+    manifest: &'a mut Manifest,
+    numbering: (usize, Option<usize>),
+}
+
+impl One<'_, '_> {
+    async fn run(&mut self, summary: &mut Summary) -> Result<(), RunError> {
+        let (up, v) = (self.up, self.v);
+        (up.on)(Event::Note(format!(
+            "variant `{}`: {} cell(s)",
+            v.name,
+            self.mine.runnable().count()
+        )));
+        log_header(up.dir, &v.name);
+        let pool = self.mine.max_concurrency() as usize;
+        let started = async {
+            let engine =
+                EngineSide::up(&v.spec, up.opts, up.dir.path(), pool, up.interrupt, up.on).await?;
+            match dir::ServerInfo::read(&engine.client, &v.spec.model.served_name).await {
+                Ok(server) => Ok((engine, server)),
+                Err(e) => {
+                    engine.down().await;
+                    Err(RunError::from(e))
+                }
+            }
+        }
+        .await;
+        let (mut engine, server) = match started {
+            Ok(s) => s,
+            Err(e) if up.interrupt.is_requested() => return Err(e),
+            Err(e) => return self.failed(&e.to_string(), summary),
+        };
+        let mut facts = dir::variant_facts(&v.name, &v.spec, &server);
+        facts.failed = None;
+        self.remember(facts)?;
+        if let Some(w) = dir::version_warning(&v.spec, &server) {
+            (up.on)(Event::Note(format!("variant `{}`: {w}", v.name)));
+        }
+        let result = self.measure(&mut engine, &server, summary).await;
+        engine.down().await;
+        result
+    }
+
+    /// Measure the variant's cells as its own engine's limits expand them.
+    async fn measure(
+        &self,
+        engine: &mut EngineSide,
+        server: &dir::ServerInfo,
+        summary: &mut Summary,
+    ) -> Result<(), RunError> {
+        let (up, v) = (self.up, self.v);
+        let ids: HashSet<&str> = self.mine.cells.iter().map(|c| c.id.as_str()).collect();
+        let expanded = plan::expand_for(&v.spec, &crate::sim::rates_for(&v.spec), server.limits());
+        let plan = Plan {
+            cells: plan::variant_cells(expanded.clone(), &v.name)
+                .filter(|c| ids.contains(c.id.as_str()))
+                .collect(),
+            ..expanded
+        };
+        let (observer, warnings) = observe::Observer::start(&v.spec, &engine.client, up.on).await;
+        for w in warnings {
+            (up.on)(Event::Note(format!("variant `{}`: {w}", v.name)));
+        }
+        let cells = cells::Cells {
+            loaded: up.loaded,
+            dir: up.dir,
+            manifest: self.manifest,
+            cx: Arc::new(cell::Ctx {
+                dataset: super::dataset(up.loaded, up.dir, true)?,
+                observer,
+                ..cell::Ctx::new(
+                    engine.client.clone(),
+                    &plan.workload,
+                    up.opts.save_requests,
+                    up.probe.clone(),
+                )
+            }),
+            interrupt: up.interrupt,
+            on: up.on,
+            numbering: self.numbering,
+        };
+        cells.all(&plan, engine, summary).await
+    }
+
+    /// The variant did not start: every cell of it is recorded failed with `why`.
+    fn failed(&mut self, why: &str, summary: &mut Summary) -> Result<(), RunError> {
+        let (up, v) = (self.up, self.v);
+        let reason = format!("variant `{}` did not start: {why}", v.name);
+        (up.on)(Event::Note(reason.clone()));
+        let mut facts = dir::variant_facts(&v.name, &v.spec, &dir::ServerInfo::default());
+        facts.failed = Some(why.to_string());
+        self.remember(facts)?;
+        for c in &self.mine.cells {
+            let rec = Record {
+                status: if c.runs() {
+                    Status::Failed
+                } else {
+                    Status::Skipped
+                },
+                reasons: vec![c.skip.clone().unwrap_or_else(|| reason.clone())],
+                ..Record::new(c, utc_now(), &v.spec.labels)
+            };
+            up.dir.append(&rec)?;
+            summary.count(rec.status);
+        }
+        Ok(())
+    }
+
+    /// Keep the variant's facts in the manifest (replacing an earlier session's).
+    fn remember(&mut self, facts: crate::rundir::VariantFacts) -> Result<(), RunError> {
+        let list = &mut self.manifest.variants;
+        list.retain(|f| f.name != facts.name);
+        list.push(facts);
+        self.up.dir.write_manifest(self.manifest)?;
+        Ok(())
+    }
+}
+
+/// A line in `engine.log` saying which variant's output follows.
+fn log_header(dir: &RunDir, name: &str) {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.file(crate::rundir::ENGINE_LOG))
+    {
+        let _ = writeln!(f, "==== benchspec: engine variant `{name}` ====");
+    }
+}

@@ -1,0 +1,267 @@
+//! Engine variants (contract §8): each variant launched, measured and stopped in turn, a
+//! variant whose engine does not start failed with the reason while the others run, the
+//! report marking the faster variant in every column; `--shard` and `--resume` across
+//! variants.
+
+use super::cli::{Bench, tempdir::Dir};
+use benchspec::results::{Record, Status};
+use std::path::Path;
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn records(out: &Path) -> Vec<Record> {
+    benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap()
+}
+
+/// Three variants of a launched `benchspec sim`: as written, twice as slow, and one whose
+/// command cannot start.
+fn launched(port: u16) -> String {
+    let bin = assert_cmd::cargo::cargo_bin("benchspec");
+    format!(
+        r#"version: 1
+name: variants
+engine:
+  kind: vllm
+  base_url: http://127.0.0.1:{port}
+  launch:
+    command: [{bin}, sim, --port, '{port}', --profile, tiny, --served-name, m, --time-scale, '1']
+    ready_timeout: 20s
+    stop_timeout: 2s
+  variants:
+    - name: fast
+    - name: slow
+      args: {{--time-scale: 2}}
+      labels: {{speed: half}}
+    - name: broken
+      command: [/nonexistent/engine, serve]
+model: {{served_name: m}}
+workload: {{max_output_tokens: 32}}
+matrix: {{contexts: [256], concurrency: [1, 4]}}
+phases: {{decode: {{duration: 1s}}}}
+"#,
+        bin = bin.display()
+    )
+}
+
+#[test]
+fn each_variant_is_launched_measured_and_the_faster_marked() {
+    let _cpu = super::cpu();
+    let dir = Dir::new();
+    let out = dir.path().join("run");
+    let port = free_port();
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &launched(port))
+        .run();
+    // The broken variant's cells failed: exit 1, and the others were measured.
+    assert_eq!(done.code, 1, "{}", done.stderr);
+    assert!(
+        done.stderr.contains("variant `broken` did not start"),
+        "{}",
+        done.stderr
+    );
+    let recs = records(&out);
+    let ids: Vec<&str> = recs.iter().map(|r| r.cell.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "fast/prefill/256",
+            "fast/decode/256/c1",
+            "fast/decode/256/c4",
+            "slow/prefill/256",
+            "slow/decode/256/c1",
+            "slow/decode/256/c4",
+            "broken/prefill/256",
+            "broken/decode/256/c1",
+            "broken/decode/256/c4",
+        ]
+    );
+    for r in &recs {
+        let want = r.cell.split('/').next();
+        assert_eq!(r.variant.as_deref(), want, "{}", r.cell);
+        if want == Some("broken") {
+            assert_eq!(r.status, Status::Failed);
+            assert!(
+                r.reasons[0].contains("/nonexistent/engine"),
+                "{:?}",
+                r.reasons
+            );
+        } else {
+            assert_eq!(r.status, Status::Valid, "{}: {:?}", r.cell, r.reasons);
+        }
+    }
+    assert_eq!(
+        recs[3].labels.get("speed").map(String::as_str),
+        Some("half")
+    );
+    for c in ["decode/256/c1", "decode/256/c4"] {
+        let rate = |v: &str| {
+            recs.iter()
+                .find(|r| r.cell == format!("{v}/{c}"))
+                .and_then(|r| r.total_tok_s)
+                .unwrap()
+        };
+        let (fast, slow) = (rate("fast"), rate("slow"));
+        assert!(fast > 1.5 * slow, "{c}: fast {fast} vs slow {slow}");
+    }
+    // Each variant's command is in the manifest; its output in engine.log under a header.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let variants = manifest["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 3, "{manifest}");
+    let slow = variants[1]["launch_command"].as_str().unwrap();
+    assert!(slow.ends_with("--time-scale 2"), "{slow}");
+    assert!(variants[2]["failed"].is_string(), "{manifest}");
+    let log = std::fs::read_to_string(out.join("engine.log")).unwrap();
+    assert!(log.contains("engine variant `slow`"), "{log}");
+    // The report puts the variants side by side and marks the faster one in every column.
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let row = |v: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{v}` |")))
+            .unwrap_or_else(|| panic!("no row of `{v}`:\n{report}"))
+            .to_string()
+    };
+    assert_eq!(row("fast").matches("**").count(), 4, "{}", row("fast"));
+    assert!(!row("slow").contains("**"), "{}", row("slow"));
+    assert!(row("broken").contains("failed"), "{}", row("broken"));
+    assert!(report.contains("### Variant `slow`"), "{report}");
+    assert!(report.contains("**Did not start:**"), "{report}");
+}
+
+#[test]
+fn the_shipped_variants_spec_plans_both_variants() {
+    let done = Bench::new(&["plan", "specs/vllm-max-num-seqs.yaml"]).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stdout.contains(
+            "36 cells to run: 0 prefill, 36 decode on 2 engine variants (mns128, mns256)"
+        ),
+        "{}",
+        done.stdout
+    );
+    assert!(
+        done.stdout.contains("mns256/decode/123K/c256"),
+        "{}",
+        done.stdout
+    );
+}
+
+/// Two variants of the in-process simulator, one slower by a known factor.
+const SIM: &str = "version: 1\nname: sim variants\nengine:\n  kind: sim\n  sim: {profile: tiny}\n  variants:\n    - name: a\n    - name: b\n      sim: {profile: tiny, time_scale: 1.5}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [256, 512], concurrency: [1, 2]}\nphases: {decode: {duration: 300ms}}\n";
+
+#[test]
+fn shards_and_resume_work_across_variants() {
+    let dir = Dir::new();
+    let spec = dir.path().join("s.yaml");
+    std::fs::write(&spec, SIM).unwrap();
+    // The plan lists every cell once per variant; two shards split them between them.
+    let plan = Bench::new(&["plan", "--format", "json"]).arg(&spec).run();
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let all: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let ids: Vec<String> = all["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 12, "{ids:?}");
+    assert!(ids[..6].iter().all(|i| i.starts_with("a/")), "{ids:?}");
+    let shard2 = dir.path().join("shard2");
+    let done = Bench::new(&["run", "--shard", "2/2", "--out", shard2.to_str().unwrap()])
+        .arg(&spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let got: Vec<String> = records(&shard2).into_iter().map(|r| r.cell).collect();
+    assert!(!got.is_empty() && got.len() < 12, "{got:?}");
+    assert!(got.iter().any(|i| i.starts_with("b/")), "{got:?}");
+    let want: Vec<&String> = ids.iter().filter(|i| got.contains(i)).collect();
+    assert_eq!(
+        want.len(),
+        got.len(),
+        "shard 2 ran cells of the plan: {got:?}"
+    );
+    // The second half of the plan is b's: shard 2 never started a.
+    assert!(!done.stderr.contains("variant `a`"), "{}", done.stderr);
+    // With shard 1, the merge holds every cell and both variants' facts.
+    let shard1 = dir.path().join("shard1");
+    let done = Bench::new(&["run", "--shard", "1/2", "--out", shard1.to_str().unwrap()])
+        .arg(&spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let merged = dir.path().join("merged");
+    let done = Bench::new(&["merge", "--out", merged.to_str().unwrap()])
+        .arg(&shard1)
+        .arg(&shard2)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!(records(&merged).len(), 12);
+    let m = benchspec::rundir::RunDir::open(&merged)
+        .unwrap()
+        .manifest()
+        .unwrap();
+    let names: Vec<&str> = m.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+
+    // A run cut after a's cells and b's first context goes on inside b.
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .arg(&spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let kept: Vec<&str> = text.lines().take(9).collect();
+    std::fs::write(out.join("results.jsonl"), kept.join("\n") + "\n").unwrap();
+    let resumed = Bench::new(&["run", "--out", out.to_str().unwrap(), "--resume"])
+        .arg(&spec)
+        .run();
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed
+            .stderr
+            .contains("resuming: 9 cell(s) recorded already, 3 to run"),
+        "{}",
+        resumed.stderr
+    );
+    assert!(
+        !resumed.stderr.contains("variant `a`"),
+        "{}",
+        resumed.stderr
+    );
+    let mut cells: Vec<String> = records(&out).into_iter().map(|r| r.cell).collect();
+    cells.sort_unstable();
+    let mut want = ids.clone();
+    want.sort_unstable();
+    assert_eq!(cells, want, "every cell once");
+    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert_eq!(manifest.matches("\"name\": \"").count(), 2, "{manifest}");
+
+    // Two variants of one run compare cell by cell: b, 1.5 times slower, regressed.
+    let worse = Bench::new(&["compare", "--variants", "a", "b"])
+        .arg(&out)
+        .run();
+    assert_eq!(worse.code, 1, "{}{}", worse.stdout, worse.stderr);
+    assert!(
+        worse.stdout.contains("| `decode/512/c2` |"),
+        "{}",
+        worse.stdout
+    );
+    assert!(worse.stdout.contains("(variant b)"), "{}", worse.stdout);
+    // (TTFTs of a few ms jitter by a millisecond: only the rates are judged here.)
+    let better = Bench::new(&["compare", "--variants", "b", "a", "--min-delta-ms", "50"])
+        .arg(&out)
+        .run();
+    assert_eq!(better.code, 0, "{}{}", better.stdout, better.stderr);
+    let none = Bench::new(&["compare", "--variants", "a", "c"])
+        .arg(&out)
+        .run();
+    assert_eq!(none.code, 2);
+    assert!(
+        none.stderr.contains("has no variant `c`; it has `a`, `b`"),
+        "{}",
+        none.stderr
+    );
+}
