@@ -27,9 +27,13 @@ pub struct SimArgs {
     /// Tokens per streamed chunk, as speculative decoding sends them.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub tokens_per_chunk: usize,
-    /// Speak llama.cpp's streaming dialect (usage only inside the last chunk).
+    /// Speak llama.cpp's streaming dialect (usage only inside the last chunk); the same as
+    /// `--dialect llama-cpp`.
     #[arg(long)]
     pub llama_cpp_dialect: bool,
+    /// Whose API dialect to speak.
+    #[arg(long, value_enum, default_value_t = crate::spec::SimDialect::Vllm)]
+    pub dialect: crate::spec::SimDialect,
     /// The KV cache's capacity in tokens (default: the profile's).
     #[arg(long, value_name = "TOKENS")]
     pub kv_tokens: Option<u64>,
@@ -83,6 +87,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         opts.profile.max_num_seqs = n.max(1);
     }
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
+    opts.dialect = sim::dialect(args.dialect);
     if args.llama_cpp_dialect {
         opts.dialect = sim::Dialect::LlamaCpp;
     }
@@ -91,6 +96,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         disconnect_rate: args.disconnect_rate,
         stall_rate: args.stall_rate,
         die_after: args.die_after.map(|d| d.0),
+        ..Faults::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

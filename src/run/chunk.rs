@@ -245,6 +245,7 @@ mod tests {
             usage_prompt: None,
             all_usage: true,
             failure: None,
+            retry_after: None,
         }
     }
 
@@ -287,6 +288,7 @@ mod tests {
             usage_prompt: None,
             all_usage: true,
             failure: None,
+            retry_after: None,
         };
         let c1 = st.event(
             r#"{"choices":[{"text":" a b c"}],"usage":{"prompt_tokens":9,"completion_tokens":3}}"#,

@@ -50,6 +50,9 @@ pub enum ApiError {
         /// The endpoint.
         path: String,
     },
+    /// The local tokenizer could not count.
+    #[error(transparent)]
+    Local(#[from] super::local_tokenizer::TokenizerError),
 }
 
 /// The client of one run.
@@ -66,6 +69,8 @@ pub struct Client {
     ignore_eos: bool,
     /// The lean HTTP/1.1 path of the generation requests (plain `http://` engines).
     lean: Option<Arc<h1::Pool>>,
+    /// `workload.tokenizer`: prompts are counted here, never with the engine's `/tokenize`.
+    local: Option<Arc<super::local_tokenizer::LocalTokenizer>>,
 }
 
 impl Client {
@@ -98,8 +103,19 @@ impl Client {
             kind: spec.engine.kind,
             key,
             stall: w.stall_timeout.0,
-            ignore_eos: w.ignore_eos,
+            // Hosted APIs refuse `ignore_eos`: their output lengths vary and are recorded.
+            ignore_eos: w.ignore_eos && spec.engine.kind != EngineKind::Openai,
+            local: None,
         })
+    }
+
+    /// This client counting prompt tokens with `local` instead of the engine's `/tokenize`.
+    pub fn with_tokenizer(
+        mut self,
+        local: Option<Arc<super::local_tokenizer::LocalTokenizer>>,
+    ) -> Client {
+        self.local = local;
+        self
     }
 
     fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
@@ -155,6 +171,9 @@ impl Client {
 
     /// The prompt's length in tokens as the engine counts it, chat template included.
     pub async fn count_tokens(&self, text: &str) -> Result<u64, ApiError> {
+        if let Some(local) = &self.local {
+            return Ok(local.count(text, self.api)?);
+        }
         let messages = json!([{"role": "user", "content": text}]);
         let (path, body) = match (self.kind, self.api) {
             (EngineKind::LlamaCpp, Api::Completions) => {
@@ -215,8 +234,14 @@ impl Client {
         } else {
             ""
         };
+        // Hosted APIs refuse fields they do not know, `continuous_usage_stats` among them.
+        let continuous = if self.kind == EngineKind::Openai {
+            ""
+        } else {
+            ",\"continuous_usage_stats\":true"
+        };
         let rest = format!(
-            "{close},\"stream\":true,\"stream_options\":{{\"include_usage\":true,\"continuous_usage_stats\":true}},\"temperature\":0{eos}"
+            "{close},\"stream\":true,\"stream_options\":{{\"include_usage\":true{continuous}}},\"temperature\":0{eos}"
         );
         Prepared {
             path,
@@ -319,9 +344,16 @@ impl Client {
             usage_prompt: None,
             all_usage: true,
             failure: None,
+            retry_after: None,
         };
         let mut wire = match self.send(req, &mut out).await {
             Ok(w) if (200..300).contains(&w.status()) => w,
+            // A rate limit is counted, never retried inside the measurement; the slot waits
+            // out `retry-after` before its next request.
+            Ok(w) if w.status() == 429 => {
+                out.retry_after = w.retry_after();
+                return fail(out, Failure::RateLimited);
+            }
             Ok(w) => return fail(out, Failure::Http(w.status())),
             Err(f) => return fail(out, f),
         };

@@ -1,9 +1,11 @@
 //! The engine end of a run: the in-process simulator, a launched engine (relaunched after a
 //! crash when the spec asks), or a server to attach to, and the client that talks to it.
 
+use super::local_tokenizer::LocalTokenizer;
 use super::{EngineError, Event, Interrupt, RunError, RunOptions, client, launch};
 use crate::spec::{EngineKind, Launch};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The engine end of a run: the in-process simulator, a launched engine, or a server to
@@ -26,7 +28,7 @@ impl EngineSide {
         opts: &RunOptions,
         out: &std::path::Path,
         pool: usize,
-        interrupt: &Interrupt,
+        (interrupt, tokenizer): (&Interrupt, Option<&Arc<LocalTokenizer>>),
         on: &(dyn Fn(Event) + Sync),
     ) -> Result<EngineSide, RunError> {
         let (base_url, sim) = match spec.engine.kind {
@@ -48,8 +50,9 @@ impl EngineSide {
             .api_key_env
             .as_ref()
             .and_then(|name| std::env::var(name).ok());
-        let client =
-            client::Client::new(&base_url, spec, key, pool + 2).map_err(EngineError::Api)?;
+        let client = client::Client::new(&base_url, spec, key, pool + 2)
+            .map_err(EngineError::Api)?
+            .with_tokenizer(tokenizer.cloned());
         let launch = match spec.engine.kind {
             EngineKind::Sim => None,
             _ => spec.engine.launch.clone(),

@@ -52,6 +52,9 @@ pub enum RunError {
     /// The load phase's dataset could not be read (it changed since it was checked).
     #[error(transparent)]
     Dataset(#[from] crate::spec::dataset::DatasetError),
+    /// The local tokenizer (`workload.tokenizer`) could not be loaded.
+    #[error(transparent)]
+    Tokenizer(#[from] super::local_tokenizer::TokenizerError),
 }
 
 impl RunError {
@@ -59,7 +62,7 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::Engine(_) | RunError::EngineLost { .. } | RunError::Sim(_) => 3,
-            RunError::RunDir(_) | RunError::Dataset(_) => 2,
+            RunError::RunDir(_) | RunError::Dataset(_) | RunError::Tokenizer(_) => 2,
             RunError::Interrupted { .. } => 1,
         }
     }

@@ -19,6 +19,7 @@ pub use interrupt::Interrupt;
 mod h1;
 mod launch;
 mod load;
+pub mod local_tokenizer;
 mod measure;
 pub mod observe;
 mod open;
@@ -145,6 +146,26 @@ pub fn run(
     rt.block_on(run_async(loaded, opts, probe, interrupt, on))
 }
 
+/// The spec's local tokenizer (`workload.tokenizer`, relative to the spec), loaded once;
+/// `None` for `server`.
+fn local_tokenizer(
+    loaded: &Loaded,
+) -> Result<Option<Arc<local_tokenizer::LocalTokenizer>>, RunError> {
+    let name = &loaded.spec.workload.tokenizer;
+    if name == "server" {
+        return Ok(None);
+    }
+    let path = crate::spec::dataset::resolve(&loaded.path, name);
+    let t = local_tokenizer::LocalTokenizer::load(&path)?;
+    if loaded.spec.workload.api == crate::spec::Api::Chat && !t.has_chat_template() {
+        return Err(local_tokenizer::TokenizerError::NoTemplate {
+            path: local_tokenizer::tokenizer_file(&path),
+        }
+        .into());
+    }
+    Ok(Some(Arc::new(t)))
+}
+
 /// The run directory: a new one, or the one `--resume` goes on with (with its records).
 fn open_dir(
     loaded: &Loaded,
@@ -175,6 +196,7 @@ async fn run_async(
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<Summary, RunError> {
     let spec = &loaded.spec;
+    let tokenizer = local_tokenizer(loaded)?;
     let (dir, earlier) = open_dir(loaded, opts, on)?;
     if !spec.variants().is_empty() {
         let v = variants::Variants {
@@ -184,13 +206,22 @@ async fn run_async(
             interrupt,
             on,
             dir: &dir,
+            tokenizer: tokenizer.as_ref(),
         };
         return v.run(earlier).await;
     }
     // The plan before the server is asked sizes the connection pool; the cells that will
     // run after `--only`/`--shard` are what count.
     let pool = select(plan::expand(spec, &Rates::default()), opts).max_concurrency();
-    let mut engine = EngineSide::up(spec, opts, dir.path(), pool as usize, interrupt, on).await?;
+    let mut engine = EngineSide::up(
+        spec,
+        opts,
+        dir.path(),
+        pool as usize,
+        (interrupt, tokenizer.as_ref()),
+        on,
+    )
+    .await?;
     let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name).await?;
     let plan = plan::expand_for(spec, &crate::sim::rates_for(spec), server.limits());
     let mut summary = Summary {

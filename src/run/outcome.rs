@@ -25,6 +25,8 @@ pub enum Failure {
     Stall,
     /// Fewer tokens than asked although `ignore_eos` was set.
     Short,
+    /// HTTP 429: a rate limit (the `retry-after` is in the outcome).
+    RateLimited,
 }
 
 impl Failure {
@@ -40,6 +42,7 @@ impl Failure {
             Failure::StreamError => "stream_error".into(),
             Failure::Stall => "stall_timeout".into(),
             Failure::Short => "short_output".into(),
+            Failure::RateLimited => "rate_limited".into(),
         }
     }
 }
@@ -74,4 +77,6 @@ pub struct Outcome {
     pub all_usage: bool,
     /// Why it failed, if it did.
     pub failure: Option<Failure>,
+    /// How long a rate-limited request (HTTP 429) was asked to wait before the next.
+    pub retry_after: Option<std::time::Duration>,
 }

@@ -21,6 +21,8 @@ pub(super) struct Variants<'a> {
     pub(super) interrupt: &'a Interrupt,
     pub(super) on: &'a (dyn Fn(Event) + Sync),
     pub(super) dir: &'a RunDir,
+    /// The spec's local tokenizer, shared by every variant.
+    pub(super) tokenizer: Option<&'a Arc<super::local_tokenizer::LocalTokenizer>>,
 }
 
 impl Variants<'_> {
@@ -102,8 +104,15 @@ impl One<'_, '_> {
         log_header(up.dir, &v.name);
         let pool = self.mine.max_concurrency() as usize;
         let started = async {
-            let engine =
-                EngineSide::up(&v.spec, up.opts, up.dir.path(), pool, up.interrupt, up.on).await?;
+            let engine = EngineSide::up(
+                &v.spec,
+                up.opts,
+                up.dir.path(),
+                pool,
+                (up.interrupt, up.tokenizer),
+                up.on,
+            )
+            .await?;
             match dir::ServerInfo::read(&engine.client, &v.spec.model.served_name).await {
                 Ok(server) => Ok((engine, server)),
                 Err(e) => {

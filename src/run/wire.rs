@@ -25,6 +25,20 @@ impl Wire<'_> {
         }
     }
 
+    /// The wait a 429's `retry-after-ms` or `retry-after` asks for.
+    pub(super) fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Wire::Lean(r, _) => r.retry_after,
+            Wire::Reqwest(r, _) => {
+                let h = r.headers();
+                ["retry-after-ms", "retry-after"].iter().find_map(|name| {
+                    let v = h.get(*name)?.to_str().ok()?;
+                    h1::retry_after_of(name, v)
+                })
+            }
+        }
+    }
+
     /// Wait for body bytes; `false` at the end of the body.
     pub(super) async fn read(&mut self) -> Result<bool, Failure> {
         match self {

@@ -3,6 +3,7 @@
 
 use super::api::{self, TokenizeRequest};
 use super::http::{Shared, error, json_response, unix_now};
+use super::options::Dialect;
 use super::tokenizer;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -12,17 +13,30 @@ use serde_json::json;
 use std::sync::Arc;
 
 pub(super) async fn version(State(s): State<Arc<Shared>>) -> Response {
+    if !super::dialect::informational(s.opts.dialect) {
+        return super::dialect::not_found("/version");
+    }
     json_response(StatusCode::OK, &json!({"version": s.opts.profile.version}))
 }
 
 pub(super) async fn models(State(s): State<Arc<Shared>>) -> Response {
     let p = &s.opts.profile;
-    let model = json!({"id": s.opts.served_name, "object": "model", "created": unix_now(), "owned_by": "vllm",
+    let mut model = json!({"id": s.opts.served_name, "object": "model", "created": unix_now(), "owned_by": "vllm",
         "root": s.opts.served_name, "parent": null, "max_model_len": p.max_model_len, "permission": []});
+    // trtllm-serve and hosted APIs list models without their length limit.
+    if matches!(s.opts.dialect, Dialect::Trtllm | Dialect::Openai)
+        && let Some(m) = model.as_object_mut()
+    {
+        m.remove("max_model_len");
+        m.insert("owned_by".into(), "system".into());
+    }
     json_response(StatusCode::OK, &json!({"object": "list", "data": [model]}))
 }
 
 pub(super) async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+    if !s.opts.dialect.tokenizes() {
+        return super::dialect::not_found("/tokenize");
+    }
     let req: TokenizeRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -39,6 +53,14 @@ pub(super) async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Respo
         return json_response(
             StatusCode::OK,
             &json!({"tokens": tokenizer::encode(content)}),
+        );
+    }
+    if s.opts.dialect == Dialect::Sglang && req.messages.is_some() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            "SGLang's /tokenize takes `prompt`, not `messages`",
+            None,
         );
     }
     let ids = match (&req.messages, &req.prompt) {
@@ -78,10 +100,23 @@ pub(super) async fn apply_template(body: Bytes) -> Response {
 }
 
 pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
+    match s.opts.dialect {
+        Dialect::Openai => return super::dialect::not_found("/metrics"),
+        // trtllm-serve's /metrics is JSON iteration statistics, not Prometheus text.
+        Dialect::Trtllm => return json_response(StatusCode::OK, &json!([])),
+        _ => {}
+    }
+    let sglang = s.opts.dialect == Dialect::Sglang;
     let text = s
         .metrics
         .lock()
-        .map(|m| m.render(&s.opts.served_name))
+        .map(|m| {
+            if sglang {
+                m.render_sglang(&s.opts.served_name)
+            } else {
+                m.render(&s.opts.served_name)
+            }
+        })
         .unwrap_or_default();
     (
         StatusCode::OK,

@@ -25,12 +25,18 @@ struct Admitted {
 
 /// Serve one generation request.
 pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Response {
+    if let Some(refused) = super::dialect::refused_field(s.opts.dialect, &body) {
+        return refused;
+    }
     let Admitted { req, ids, limit } = match admit(&s, &body) {
         Ok(a) => a,
         Err(response) => return *response,
     };
     let opts = &s.opts;
     let key = s.next_key.fetch_add(1, Ordering::Relaxed);
+    if stream::unit(opts.seed, key, 9) < opts.faults.rate_limit_rate {
+        return super::dialect::rate_limited(&s);
+    }
     if stream::unit(opts.seed, key, 1) < opts.faults.failure_rate {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -167,7 +167,38 @@ impl Snapshot {
         (gauges, counters)
     }
 
-    /// The exposition, every sample labelled with `model_name`.
+    /// The Prometheus text of this state with SGLang's names (no KV capacity: SGLang states
+    /// it in `/get_server_info`).
+    pub fn render_sglang(&self, model_name: &str) -> String {
+        let hit = if self.prefix_queries > 0 {
+            self.prefix_hits as f64 / self.prefix_queries as f64
+        } else {
+            0.0
+        };
+        let mut out = String::new();
+        for (name, help, value) in [
+            (
+                "sglang:num_running_reqs",
+                "The number of running requests.",
+                self.running as f64,
+            ),
+            (
+                "sglang:num_queue_reqs",
+                "The number of requests in the waiting queue.",
+                self.waiting as f64,
+            ),
+            ("sglang:token_usage", "The token usage.", self.kv_usage),
+            ("sglang:cache_hit_rate", "The prefix cache hit rate.", hit),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{model_name=\"{model_name}\"}} {value:?}"
+            );
+        }
+        out
+    }
+
+    /// The exposition with vLLM's names, every sample labelled with `model_name`.
     pub fn render(&self, model_name: &str) -> String {
         let labels = format!("engine=\"0\",model_name=\"{model_name}\"");
         let mut out = String::new();

@@ -5,6 +5,7 @@
 
 mod api;
 pub mod calibrate;
+mod dialect;
 mod driver;
 mod endpoints;
 mod engine;
@@ -78,17 +79,28 @@ pub fn options_for(spec: &crate::spec::Spec) -> Result<Options, SimError> {
     }
     opts.noise = sim.noise;
     opts.noise_seed = sim.noise_seed;
-    opts.dialect = match sim.dialect {
-        crate::spec::SimDialect::Vllm => Dialect::Vllm,
-        crate::spec::SimDialect::LlamaCpp => Dialect::LlamaCpp,
-    };
+    opts.dialect = dialect(sim.dialect);
     opts.faults = Faults {
         failure_rate: sim.faults.failure_rate,
         disconnect_rate: sim.faults.disconnect_rate,
         stall_rate: sim.faults.stall_rate,
         die_after: sim.faults.die_after.map(|d| d.0),
+        rate_limit_rate: sim.faults.rate_limit_rate,
+        retry_after: sim.faults.retry_after.0,
     };
     Ok(opts)
+}
+
+/// The simulator's dialect a spec names.
+pub fn dialect(d: crate::spec::SimDialect) -> Dialect {
+    use crate::spec::SimDialect as S;
+    match d {
+        S::Vllm => Dialect::Vllm,
+        S::LlamaCpp => Dialect::LlamaCpp,
+        S::Sglang => Dialect::Sglang,
+        S::Trtllm => Dialect::Trtllm,
+        S::Openai => Dialect::Openai,
+    }
 }
 
 /// The rates a plan's estimate assumes for `spec`: a `sim` engine's profile knows its own

@@ -5,7 +5,7 @@ use super::profile::Profile;
 use std::time::Duration;
 
 /// Faults to inject, for tests of everything that must survive them.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Faults {
     /// Fraction of requests answered with HTTP 500.
     pub failure_rate: f64,
@@ -15,6 +15,23 @@ pub struct Faults {
     pub stall_rate: f64,
     /// Stop serving this long after start.
     pub die_after: Option<Duration>,
+    /// Fraction of requests refused with HTTP 429 (a hosted API's rate limit).
+    pub rate_limit_rate: f64,
+    /// The `retry-after` a 429 carries.
+    pub retry_after: Duration,
+}
+
+impl Default for Faults {
+    fn default() -> Faults {
+        Faults {
+            failure_rate: 0.0,
+            disconnect_rate: 0.0,
+            stall_rate: 0.0,
+            die_after: None,
+            rate_limit_rate: 0.0,
+            retry_after: Duration::from_secs(1),
+        }
+    }
 }
 
 /// Whose streaming dialect the simulator speaks.
@@ -25,6 +42,23 @@ pub enum Dialect {
     Vllm,
     /// llama.cpp's server: no per-chunk usage, usage inside the last chunk.
     LlamaCpp,
+    /// SGLang: usage only in the final `choices: []` chunk; `/tokenize` takes a prompt, not
+    /// messages; `/get_server_info` states the KV capacity.
+    Sglang,
+    /// TensorRT-LLM's `trtllm-serve`: no `/tokenize`; usage only in the final chunk; no
+    /// `max_model_len` in `/v1/models`.
+    Trtllm,
+    /// A hosted OpenAI-compatible API: no `/tokenize`, `/health` or `/version`; unknown
+    /// request fields (`ignore_eos`, `continuous_usage_stats`) refused with HTTP 400; usage
+    /// only in the final chunk; HTTP 429 with `retry-after` under the rate-limit fault.
+    Openai,
+}
+
+impl Dialect {
+    /// Whether `/tokenize` exists.
+    pub fn tokenizes(self) -> bool {
+        matches!(self, Dialect::Vllm | Dialect::LlamaCpp | Dialect::Sglang)
+    }
 }
 
 /// How the simulator is set up.

@@ -103,7 +103,17 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
         tokenizer: Mutex::new(tokio::time::Instant::now()),
     });
     let app = Router::new()
-        .route("/health", get(|| async { StatusCode::OK }))
+        .route(
+            "/health",
+            get(|s: State<Arc<Shared>>| async move {
+                if super::dialect::informational(s.opts.dialect) {
+                    StatusCode::OK
+                } else {
+                    StatusCode::NOT_FOUND
+                }
+            }),
+        )
+        .route("/get_server_info", get(super::dialect::server_info))
         .route("/version", get(endpoints::version))
         .route("/v1/models", get(endpoints::models))
         .route("/tokenize", post(endpoints::tokenize))

@@ -83,7 +83,7 @@ impl Plan {
             target,
             finish: if limit_hit { "length" } else { "stop" },
             per_chunk: opts.tokens_per_chunk.max(1),
-            include_usage: so.include_usage && opts.dialect == Dialect::Vllm,
+            include_usage: so.include_usage && opts.dialect != Dialect::LlamaCpp,
             continuous: so.continuous_usage_stats && opts.dialect == Dialect::Vllm,
             usage_in_last: opts.dialect == Dialect::LlamaCpp,
             cut_at: point(opts.faults.disconnect_rate, 2, 3),

@@ -64,7 +64,6 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     axes(&cx, &mut out);
     phases(&cx, &mut out);
     engine(&cx, &mut out);
-    tokenizer(&cx, &mut out);
     report(&cx, &mut out);
     open::check(&cx, &mut out);
     telemetry::check(&cx, &mut out);
@@ -342,6 +341,7 @@ fn launch_port(
             EngineKind::Vllm => (8000, "listens by default on"),
             EngineKind::Sglang => (30000, "listens by default on"),
             EngineKind::LlamaCpp => (8080, "listens by default on"),
+            EngineKind::Trtllm => (8000, "listens by default on"),
             _ => return,
         },
     };
@@ -395,24 +395,5 @@ fn sim_profile(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
                 "/model/max_model_len",
                 format!("the `{name}` profile serves at most {} tokens; lower `max_model_len` or leave it out", profile.max_model_len),
             ));
-    }
-}
-
-/// Prompts are sized with the engine's `/tokenize` today; a local `tokenizer.json` is not read yet.
-fn tokenizer(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
-    if let Ok(Some(t)) = cx.field::<String>("/workload/tokenizer")
-        && t != "server"
-    {
-        let severity = match cx.stage {
-            Stage::Validate => Severity::Warning,
-            Stage::Run => Severity::Error,
-        };
-        let message = format!(
-            "a local tokenizer (`{t}`) is not supported yet: prompts are sized with the engine's `/tokenize`; write `tokenizer: server`"
-        );
-        out.push(Problem {
-            severity,
-            ..Problem::error("/workload/tokenizer", message)
-        });
     }
 }

@@ -6,6 +6,7 @@ mod checks;
 pub mod command;
 pub mod dataset;
 mod diag;
+pub mod dialect;
 mod doc;
 mod model;
 mod open;
@@ -174,6 +175,7 @@ pub fn parse(
     let mut problems = schema::check(&root, &json);
     problems.extend(checks::check(&json, stage, env));
     problems.extend(dataset::check(&json, path));
+    problems.extend(dialect::check(&json, path));
     let clean = problems.iter().all(|p| p.severity == Severity::Warning);
     let spec = match serde_json::from_value::<Spec>(json) {
         Ok(spec) => Some(spec),

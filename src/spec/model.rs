@@ -165,7 +165,10 @@ pub enum EngineKind {
     Sglang,
     /// llama.cpp's `llama-server`.
     LlamaCpp,
-    /// Any other OpenAI-compatible server.
+    /// TensorRT-LLM's `trtllm-serve` (no `/tokenize`: needs `workload.tokenizer`).
+    Trtllm,
+    /// Any other OpenAI-compatible server, hosted APIs and proxies included (no `/tokenize`,
+    /// no `ignore_eos`: needs `workload.tokenizer`; output lengths vary).
     Openai,
     /// benchspec's embedded simulated engine, run in-process.
     Sim,
@@ -178,6 +181,7 @@ impl EngineKind {
             EngineKind::Vllm => "vllm",
             EngineKind::Sglang => "sglang",
             EngineKind::LlamaCpp => "llama-cpp",
+            EngineKind::Trtllm => "trtllm",
             EngineKind::Openai => "openai",
             EngineKind::Sim => "sim",
         }
@@ -198,8 +202,9 @@ pub struct SimEngine {
     #[serde(default = "one_token")]
     #[schemars(range(min = 1))]
     pub tokens_per_chunk: u32,
-    /// Whose streaming dialect to speak: `vllm` (usage in a separate final chunk, continuous
-    /// usage honoured) or `llama-cpp` (usage inside the last chunk only).
+    /// Whose API dialect to speak: `vllm` (usage in a separate final chunk, continuous usage
+    /// honoured), `llama-cpp` (usage inside the last chunk only), `sglang`, `trtllm` or
+    /// `openai` (a hosted API: no `/tokenize`, `ignore_eos` refused).
     #[serde(default)]
     pub dialect: SimDialect,
     /// Faults to inject, for testing how a run copes with them.
@@ -230,8 +235,10 @@ fn unit_scale() -> f64 {
     1.0
 }
 
-/// The simulated engine's streaming dialect.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// The simulated engine's API dialect.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SimDialect {
     /// vLLM's.
@@ -239,6 +246,12 @@ pub enum SimDialect {
     Vllm,
     /// llama.cpp's server's.
     LlamaCpp,
+    /// SGLang's.
+    Sglang,
+    /// TensorRT-LLM's `trtllm-serve`'s.
+    Trtllm,
+    /// A hosted OpenAI-compatible API's.
+    Openai,
 }
 
 fn one_repeat() -> u32 {
@@ -250,7 +263,7 @@ fn one_token() -> u32 {
 }
 
 /// Faults the simulated engine injects.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimFaults {
     /// Fraction of requests answered with HTTP 500.
@@ -268,6 +281,30 @@ pub struct SimFaults {
     /// The engine dies this long after it starts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub die_after: Option<Span>,
+    /// Fraction of requests refused with HTTP 429 and a `retry-after` (a rate limit).
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub rate_limit_rate: f64,
+    /// The `retry-after` of those 429s.
+    #[serde(default = "one_second")]
+    pub retry_after: Span,
+}
+
+fn one_second() -> Span {
+    Span(Duration::from_secs(1))
+}
+
+impl Default for SimFaults {
+    fn default() -> SimFaults {
+        SimFaults {
+            failure_rate: 0.0,
+            disconnect_rate: 0.0,
+            stall_rate: 0.0,
+            die_after: None,
+            rate_limit_rate: 0.0,
+            retry_after: one_second(),
+        }
+    }
 }
 
 /// The simulator profile used when a spec names none (calibrated to the seed page).

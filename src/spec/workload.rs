@@ -23,7 +23,10 @@ pub struct Workload {
     /// `cold`: every request gets a prompt never sent before.
     #[serde(default)]
     pub prompt_cache: PromptCache,
-    /// `server` (the engine's `/tokenize`) or a path to a `tokenizer.json`.
+    /// `server` (the engine's `/tokenize`), or a local tokenizer: the model's Hugging Face
+    /// `tokenizer.json` or a directory holding it (relative to the spec), with
+    /// `tokenizer_config.json` beside it for chat prompts (its `chat_template`). Engines
+    /// without `/tokenize` (`trtllm`, `openai`) need one.
     #[serde(default = "default_tokenizer")]
     #[schemars(length(min = 1))]
     pub tokenizer: String,

@@ -311,14 +311,14 @@ fn cases() -> Vec<Case> {
             )],
         },
         Case {
-            name: "a local tokenizer is not supported yet",
+            name: "a local tokenizer that is not there",
             text: spec_with(
                 ENGINE,
                 MODEL,
                 MATRIX,
                 "workload:\n  tokenizer: ./tokenizer.json\n",
             ),
-            want: vec![(W, "/workload/tokenizer", 12, 14, "is not supported yet")],
+            want: vec![(E, "/workload/tokenizer", 12, 14, "`./tokenizer.json` does not exist")],
         },
         Case {
             name: "request-count without requests",

@@ -85,3 +85,150 @@ fn llama_cpp_end_to_end() {
         .any(|c| String::from_utf8_lossy(&c).contains(&format!("--port\0{port}")));
     assert!(!launcher_left, "no llama.cpp process is left behind");
 }
+
+/// A TCP proxy to `upstream` that keeps every byte clients send, to see which endpoints a
+/// run calls.
+fn recording_proxy(upstream: u16) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = std::net::TcpStream::connect(("127.0.0.1", upstream)) else {
+                continue;
+            };
+            let (mut c_read, mut s_write) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            let (mut s_read, mut c_write) = (server, client);
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16384];
+                while let Ok(n) = c_read.read(&mut buf) {
+                    if n == 0 || s_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    log.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+                let _ = s_write.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut s_read, &mut c_write);
+                let _ = c_write.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// The llama.cpp server on `port`, started by the test (benchspec attaches through a proxy).
+struct Engine(std::process::Child);
+
+impl Engine {
+    fn start(port: u16) -> Engine {
+        let root = super::root();
+        let engine = Engine(
+            std::process::Command::new(root.join(".cache/llamacpp/venv/bin/python"))
+                .current_dir(&root)
+                .args([
+                    "scripts/llamacpp-server.py",
+                    "--model",
+                    ".cache/llamacpp/SmolLM2-135M-Instruct.Q4_1.gguf",
+                ])
+                .args([
+                    "--alias",
+                    "smollm2",
+                    "--ctx",
+                    "8192",
+                    "--parallel",
+                    "2",
+                    "--threads",
+                    "2",
+                ])
+                .args(["--port", &port.to_string()])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                use std::io::{Read, Write};
+                let _ =
+                    s.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                let mut text = String::new();
+                let _ = s.read_to_string(&mut text);
+                if text.starts_with("HTTP/1.1 200") {
+                    return engine;
+                }
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "llama.cpp did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_local_tokenizer_sizes_prompts_exactly_without_tokenize() {
+    let _cpu = super::cpu();
+    let root = super::root();
+    let tokenizer = root.join(".cache/llamacpp/smollm2-tokenizer");
+    assert!(
+        tokenizer.join("tokenizer.json").exists(),
+        "the test engine's tokenizer is missing: run `scripts/install-llamacpp` (the test command `scripts/test` does)"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _engine = Engine::start(port);
+    for api in ["completions", "chat"] {
+        let (proxy, seen) = recording_proxy(port);
+        let spec = format!(
+            "version: 1\nname: local tokenizer\nengine: {{kind: llama-cpp, base_url: 'http://127.0.0.1:{proxy}'}}\nmodel: {{served_name: smollm2, max_model_len: 4096}}\nworkload: {{api: {api}, max_output_tokens: 16, tokenizer: '{}'}}\nmatrix: {{contexts: [300, 1500], concurrency: [1]}}\nphases: {{decode: {{duration: 1s}}}}\n",
+            tokenizer.display()
+        );
+        let dir = super::cli::tempdir::Dir::new();
+        let out = dir.path().join("run");
+        let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+            .spec("s.yaml", &spec)
+            .run();
+        assert_eq!(done.code, 0, "{api}: {}", done.stderr);
+        let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+        assert_eq!(records.len(), 4, "{records:#?}");
+        for r in &records {
+            assert_eq!(r.status, Status::Valid, "{api}: {r:#?}");
+            assert_eq!(
+                r.server_prompt_tokens,
+                Some(r.prompt_tokens),
+                "{api}: llama.cpp counts the locally sized prompt exactly: {r:#?}"
+            );
+        }
+        let sent = String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+        let path = if api == "chat" {
+            "POST /v1/chat/completions"
+        } else {
+            "POST /v1/completions"
+        };
+        assert!(sent.contains(path), "{api}: the run went through the proxy");
+        for never in ["/tokenize", "/apply-template"] {
+            assert!(
+                !sent.contains(&format!("POST {never}")),
+                "{api}: `{never}` was called"
+            );
+        }
+    }
+}

@@ -6,6 +6,7 @@
 
 mod checks;
 mod cli;
+mod dialects;
 mod faults;
 mod launch;
 mod llamacpp;

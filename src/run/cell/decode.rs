@@ -368,7 +368,9 @@ async fn slot_loop(
             backoff = 0;
             continue;
         }
-        let wait = Duration::from_millis(50 << backoff.min(4));
+        // A rate limit's `retry-after` is respected before the next request.
+        let wait =
+            Duration::from_millis(50 << backoff.min(4)).max(out.retry_after.unwrap_or_default());
         backoff += 1;
         tokio::select! {
             () = tokio::time::sleep(wait) => {}

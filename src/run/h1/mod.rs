@@ -169,6 +169,8 @@ pub struct Response {
     conn: Conn,
     /// The HTTP status.
     pub status: u16,
+    /// `retry-after-ms` or `retry-after` (seconds), when the server sent one.
+    pub retry_after: Option<std::time::Duration>,
     framing: Framing,
     keep_alive: bool,
 }
@@ -200,6 +202,7 @@ impl Conn {
                 return Ok(Response {
                     conn: self,
                     status: h.status,
+                    retry_after: h.retry_after,
                     framing: h.framing,
                     keep_alive: h.keep_alive,
                 });
@@ -215,6 +218,7 @@ impl Conn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Head {
     status: u16,
+    retry_after: Option<std::time::Duration>,
     framing: Framing,
     keep_alive: bool,
 }
@@ -237,8 +241,15 @@ fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, WireError> {
         }
         let mut framing = Framing::Close;
         let mut keep_alive = r.version == Some(1);
+        let mut retry_after = None;
         for h in r.headers.iter() {
             let value = String::from_utf8_lossy(h.value).to_ascii_lowercase();
+            if let Some(wait) = retry_after_of(h.name, &value) {
+                // `retry-after-ms` is the finer of the two.
+                if h.name.eq_ignore_ascii_case("retry-after-ms") || retry_after.is_none() {
+                    retry_after = Some(wait);
+                }
+            }
             if h.name.eq_ignore_ascii_case("transfer-encoding") && value.contains("chunked") {
                 framing = Framing::Chunked(Chunked::Size);
             } else if h.name.eq_ignore_ascii_case("content-length")
@@ -257,10 +268,29 @@ fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, WireError> {
         buf.advance(used);
         return Ok(Some(Head {
             status,
+            retry_after,
             framing,
             keep_alive: keep_alive && framing != Framing::Close,
         }));
     }
+}
+
+/// The wait a `retry-after` (seconds) or `retry-after-ms` header asks for; an HTTP-date
+/// `retry-after` is not read.
+pub fn retry_after_of(name: &str, value: &str) -> Option<std::time::Duration> {
+    let n: f64 = value
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
+    let secs = if name.eq_ignore_ascii_case("retry-after-ms") {
+        n / 1e3
+    } else if name.eq_ignore_ascii_case("retry-after") {
+        n
+    } else {
+        return None;
+    };
+    std::time::Duration::try_from_secs_f64(secs.min(3600.0)).ok()
 }
 
 impl Response {

@@ -32,10 +32,35 @@ fn chunked_bodies_cut_anywhere_read_the_same() {
 }
 
 #[test]
+fn a_429_says_how_long_to_wait() {
+    use std::time::Duration;
+    let mut buf = BytesMut::from(
+        &b"HTTP/1.1 429 Too Many\r\nretry-after: 2\r\nretry-after-ms: 1500\r\ncontent-length: 0\r\n\r\n"[..],
+    );
+    let h = parse_head(&mut buf)
+        .ok()
+        .flatten()
+        .map(|h| (h.status, h.retry_after));
+    assert_eq!(h, Some((429, Some(Duration::from_millis(1500)))));
+    let cases = [
+        ("retry-after", "3", Some(Duration::from_secs(3))),
+        ("Retry-After", "0.25", Some(Duration::from_millis(250))),
+        ("retry-after-ms", "20", Some(Duration::from_millis(20))),
+        ("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT", None),
+        ("retry-after", "-1", None),
+        ("x-other", "3", None),
+    ];
+    for (name, value, want) in cases {
+        assert_eq!(retry_after_of(name, value), want, "{name}: {value}");
+    }
+}
+
+#[test]
 fn heads_tell_framing_and_keep_alive() {
     let head = |status, framing, keep_alive| {
         Some(Head {
             status,
+            retry_after: None,
             framing,
             keep_alive,
         })

@@ -87,6 +87,7 @@ fn play_with(
                     usage_prompt: Some(100),
                     all_usage: usage.is_none(),
                     failure: matches!(step, Fail(..)).then_some(Failure::Disconnect),
+                    retry_after: None,
                 };
                 tallies[s].end(&out, at(ms));
             }
