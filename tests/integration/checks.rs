@@ -318,7 +318,13 @@ fn cases() -> Vec<Case> {
                 MATRIX,
                 "workload:\n  tokenizer: ./tokenizer.json\n",
             ),
-            want: vec![(E, "/workload/tokenizer", 12, 14, "`./tokenizer.json` does not exist")],
+            want: vec![(
+                E,
+                "/workload/tokenizer",
+                12,
+                14,
+                "`./tokenizer.json` does not exist",
+            )],
         },
         Case {
             name: "request-count without requests",

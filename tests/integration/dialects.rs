@@ -169,3 +169,28 @@ fn the_sim_tokenizer_fixture_counts_as_the_simulator_does() {
         );
     }
 }
+
+#[test]
+fn open_loop_arrivals_wait_out_a_rate_limit_as_queue_time() {
+    let (rt, sim) = sim(Dialect::Openai, |o| {
+        o.faults.rate_limit_rate = 0.5;
+        o.faults.retry_after = Duration::from_millis(500);
+    });
+    let spec = OPENAI.replace(
+        "phases: {prefill: {enabled: false}, decode: {duration: 2s}}",
+        "phases: {prefill: {enabled: false}, decode: {enabled: false}, load: {rates: [10], arrivals: constant, duration: 2s}}",
+    );
+    let (records, _, stderr, _) = run(&spec, &sim.base_url());
+    let r = records
+        .iter()
+        .find(|r| r.cell == "load/256/r10")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let limited = r.error_kinds.get("rate_limited").copied().unwrap_or(0);
+    assert!(limited > 0, "{r:#?}");
+    // Every scheduled request was sent once (none retried), and those due during a
+    // `retry-after` waited for it: queue time, apart from TTFT.
+    assert_eq!(r.requests_started, 20, "{r:#?}");
+    let queue = r.open.queue_ms.unwrap();
+    assert!(queue.max >= 300.0, "{queue:?}");
+    rt.block_on(sim.stop());
+}

@@ -5,7 +5,7 @@
 //! Every request's times come back as a [`Done`]; nothing crosses tasks per chunk.
 
 use super::timer::Timer;
-use crate::run::client::{Chunk, Client, Prepared};
+use crate::run::client::{Chunk, Client, Failure, Prepared};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,6 +66,11 @@ struct Shared {
     all_done: Notify,
     stop: AtomicBool,
     progress: Arc<Progress>,
+    /// When the schedule starts: `hold` counts from here.
+    start: Instant,
+    /// µs after `start` before which no request is sent: a rate limit's `retry-after`
+    /// (0: none). The wait is queue time, reported apart from TTFT.
+    hold: AtomicU64,
 }
 
 /// The requests of a cell once every one has ended.
@@ -102,6 +107,8 @@ pub async fn dispatch(
     progress: Arc<Progress>,
 ) -> Finished {
     let n = schedule.len();
+    // A few milliseconds ahead, so the first arrival is not already late.
+    let start = Instant::now() + Duration::from_millis(5);
     let shared = Arc::new(Shared {
         client: client.clone(),
         bodies,
@@ -115,10 +122,10 @@ pub async fn dispatch(
         all_done: Notify::new(),
         stop: AtomicBool::new(false),
         progress,
+        start,
+        hold: AtomicU64::new(0),
     });
     let guard = Guard(shared.clone());
-    // A few milliseconds ahead, so the first arrival is not already late.
-    let start = Instant::now() + Duration::from_millis(5);
     if n > 0 && !shared.bodies.is_empty() {
         let task = tokio::spawn(dispatcher(shared.clone(), start, schedule));
         if let Ok(mut a) = shared.aborts.lock() {
@@ -165,6 +172,7 @@ async fn dispatcher(s: Arc<Shared>, start: Instant, schedule: Vec<Duration>) {
 /// One request: a slot when capped, the send, every chunk timed on this task.
 async fn request(s: Arc<Shared>, i: usize, due: Instant) {
     let (permit, admitted) = admit(&s, due).await;
+    let admitted = held(&s, admitted).await;
     let Some(body) = s.bodies.get(i % s.bodies.len().max(1)) else {
         return;
     };
@@ -187,6 +195,13 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
         })
         .await;
     let end = Instant::now();
+    if let Some(wait) = out
+        .retry_after
+        .filter(|_| out.failure == Some(Failure::RateLimited))
+    {
+        let until = (end + wait).saturating_duration_since(s.start).as_micros() as u64;
+        s.hold.fetch_max(until, Relaxed);
+    }
     s.in_flight.fetch_sub(1, Relaxed);
     drop(permit);
     let tokens = out.usage_completion.unwrap_or(out.counted);
@@ -228,6 +243,20 @@ async fn admit(s: &Shared, due: Instant) -> (Option<SemaphorePermit<'_>>, Instan
             }
         },
     }
+}
+
+/// After a rate limit, wait until its `retry-after` has passed; when the request may go.
+async fn held(s: &Shared, admitted: Instant) -> Instant {
+    let hold = s.hold.load(Relaxed);
+    if hold == 0 {
+        return admitted;
+    }
+    let until = s.start + Duration::from_micros(hold);
+    if until <= admitted {
+        return admitted;
+    }
+    tokio::time::sleep_until(until).await;
+    until
 }
 
 /// Keep a request's times, count it for progress, and wake the cell after the last one.

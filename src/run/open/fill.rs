@@ -76,7 +76,8 @@ fn add(h: &mut Hists, d: &Done, capped: bool) -> slo::Request {
 
 /// Fill `rec` from the finished requests of a load cell.
 pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
-    let capped = load.max_concurrency.is_some();
+    // A queue: the cap, or a rate limit's `retry-after` that held sends back.
+    let capped = load.max_concurrency.is_some() || f.done.iter().any(|d| d.admitted > d.due);
     let mut h = Hists::default();
     let requests: Vec<slo::Request> = f.done.iter().map(|d| add(&mut h, d, capped)).collect();
     let end = f.done.iter().map(|d| d.end).max().unwrap_or(f.start);
