@@ -6,7 +6,8 @@
 
 pub use super::facts::Item;
 use super::facts::{engine, engine_line, hardware, settings};
-use super::format::ctx;
+
+use super::cells::cells;
 pub use super::matrix::DecodeMatrix;
 use super::matrix::{matrix, matrix_line};
 use super::observe::ObservedView;
@@ -14,7 +15,7 @@ pub use super::open::{CapacityView, SloTerm};
 use super::open::{capacity, load_cells, slo_terms};
 pub use super::variants::{SideBySide, VariantView};
 use crate::plan::Phase;
-use crate::results::{Record, Status};
+use crate::results::Record;
 use crate::rundir::Run;
 use crate::spec::PromptCache;
 use schemars::JsonSchema;
@@ -118,6 +119,23 @@ pub struct Counts {
     pub missing: usize,
 }
 
+impl Counts {
+    /// The cells of `cells` by status.
+    fn of(cells: &[CellView]) -> Counts {
+        let mut counts = Counts::default();
+        for c in cells {
+            match c.status {
+                CellStatus::Valid => counts.valid += 1,
+                CellStatus::Invalid => counts.invalid += 1,
+                CellStatus::Failed => counts.failed += 1,
+                CellStatus::Skipped => counts.skipped += 1,
+                CellStatus::Missing => counts.missing += 1,
+            }
+        }
+        counts
+    }
+}
+
 /// One cell as a report shows it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CellView {
@@ -183,61 +201,13 @@ impl CellStatus {
     }
 }
 
-/// A cell the plan lists, or one only a record names.
-struct Planned {
-    id: String,
-    variant: Option<String>,
-    phase: Phase,
-    context: u64,
-    concurrency: u32,
-    clamped: bool,
-    skip: Option<String>,
-}
-
-impl From<&crate::plan::Cell> for Planned {
-    fn from(c: &crate::plan::Cell) -> Planned {
-        Planned {
-            id: c.id.clone(),
-            variant: c.variant.clone(),
-            phase: c.phase(),
-            context: c.context,
-            concurrency: c.concurrency,
-            clamped: c.clamped,
-            skip: c.skip.clone(),
-        }
-    }
-}
-
-impl From<&Record> for Planned {
-    fn from(r: &Record) -> Planned {
-        Planned {
-            id: r.cell.clone(),
-            variant: r.variant.clone(),
-            phase: r.phase,
-            context: r.context,
-            concurrency: r.concurrency,
-            clamped: false,
-            skip: None,
-        }
-    }
-}
-
 impl Context {
     /// Arrange `run` for templates.
     pub fn build(run: &Run) -> Context {
         let spec = &run.spec;
         let m = &run.manifest;
         let cells = cells(run);
-        let mut counts = Counts::default();
-        for c in &cells {
-            match c.status {
-                CellStatus::Valid => counts.valid += 1,
-                CellStatus::Invalid => counts.invalid += 1,
-                CellStatus::Failed => counts.failed += 1,
-                CellStatus::Skipped => counts.skipped += 1,
-                CellStatus::Missing => counts.missing += 1,
-            }
-        }
+        let counts = Counts::of(&cells);
         let reported = m.engine.reported_version.clone();
         let some = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
         let run_info = RunInfo {
@@ -251,26 +221,7 @@ impl Context {
             engine_reported_version: reported.clone(),
             counts,
         };
-        let base: Vec<CellView> = cells
-            .iter()
-            .filter(|c| c.variant.is_none())
-            .cloned()
-            .collect();
-        let prefill: Vec<CellView> = base
-            .iter()
-            .filter(|c| c.phase == Phase::Prefill)
-            .cloned()
-            .collect();
-        let decode = matrix(&base);
-        let variants = super::variants::variants(&cells, m);
-        let matrix_line = match variants.first() {
-            Some(v) => format!(
-                "{} engine variants · {}",
-                variants.len(),
-                matrix_line(&v.prefill, &v.decode)
-            ),
-            None => matrix_line(&prefill, &decode),
-        };
+        let (prefill, decode, variants, matrix_line) = arranged(&cells, m);
         let problems = cells
             .iter()
             .filter(|c| matches!(c.status, CellStatus::Invalid | CellStatus::Failed))
@@ -305,6 +256,35 @@ impl Context {
     }
 }
 
+/// The prefill cells and decode matrix of a run without variants, the variants of one with
+/// them, and the line that says what the matrix holds.
+fn arranged(
+    cells: &[CellView],
+    m: &crate::rundir::Manifest,
+) -> (Vec<CellView>, DecodeMatrix, Vec<VariantView>, String) {
+    let base: Vec<CellView> = cells
+        .iter()
+        .filter(|c| c.variant.is_none())
+        .cloned()
+        .collect();
+    let prefill: Vec<CellView> = base
+        .iter()
+        .filter(|c| c.phase == Phase::Prefill)
+        .cloned()
+        .collect();
+    let decode = matrix(&base);
+    let variants = super::variants::variants(cells, m);
+    let line = match variants.first() {
+        Some(v) => format!(
+            "{} engine variants · {}",
+            variants.len(),
+            matrix_line(&v.prefill, &v.decode)
+        ),
+        None => matrix_line(&prefill, &decode),
+    };
+    (prefill, decode, variants, line)
+}
+
 /// `warm` or `cold`.
 fn cache_name(c: PromptCache) -> &'static str {
     match c {
@@ -322,58 +302,6 @@ fn ttft_note(c: PromptCache) -> &'static str {
         PromptCache::Cold => {
             "TTFT is measured with prompts the server has never seen, so it includes prefill."
         }
-    }
-}
-
-/// Every cell: the plan's, then records of cells it does not list; prefill cells first, as
-/// the seed page lists them, each phase in run order.
-fn cells(run: &Run) -> Vec<CellView> {
-    let planned = &run.plan.cells;
-    let mut cells: Vec<CellView> = planned
-        .iter()
-        .map(|c| view(&c.into(), run.record(&c.id)))
-        .collect();
-    for r in &run.records {
-        if !planned.iter().any(|c| c.id == r.cell) {
-            cells.push(view(&r.into(), Some(r)));
-        }
-    }
-    cells.sort_by_key(|c| c.phase != Phase::Prefill);
-    cells
-}
-
-fn view(p: &Planned, record: Option<&Record>) -> CellView {
-    let (status, status_label) = match record.map(|r| r.status) {
-        Some(Status::Valid) => (CellStatus::Valid, "Valid"),
-        Some(Status::Invalid) => (CellStatus::Invalid, "Invalid"),
-        Some(Status::Failed) => (CellStatus::Failed, "Failed"),
-        Some(Status::Skipped) => (CellStatus::Skipped, "Skipped"),
-        None if p.skip.is_some() => (CellStatus::Skipped, "Skipped"),
-        None => (CellStatus::Missing, "Not run"),
-    };
-    CellView {
-        id: p.id.clone(),
-        variant: p.variant.clone(),
-        phase: p.phase,
-        phase_label: match p.phase {
-            Phase::Prefill => "Prefill",
-            Phase::Decode => "Sustained decode",
-            Phase::Load => "Open-loop load",
-            Phase::Capacity => "Capacity search",
-        }
-        .into(),
-        context: p.context,
-        context_label: ctx(p.context),
-        concurrency: p.concurrency,
-        status,
-        status_label: status_label.into(),
-        clamped: p.clamped,
-        reasons: match record {
-            Some(r) => r.reasons.clone(),
-            None => p.skip.iter().cloned().collect(),
-        },
-        effective_concurrency: record.and_then(super::observe::effective_concurrency),
-        record: record.cloned(),
     }
 }
 

@@ -4,6 +4,7 @@
 //! Markdown, HTML, CSV and JSON. `compare` sets two runs side by side. Nothing here measures;
 //! every function is pure apart from reading the run directory and writing the outputs.
 
+mod cells;
 pub(crate) mod compare;
 pub(crate) mod context;
 mod csv;

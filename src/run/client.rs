@@ -4,14 +4,16 @@
 //! request's stream is reported chunk by chunk to a callback with its arrival time, so the
 //! measuring code sees what the network delivered and when.
 
+mod body;
+mod tokenize;
+
 use super::h1::{self, WireError};
 pub use super::outcome::{Chunk, Failure, Outcome};
 pub use super::prepared::Prepared;
 use super::prepared::{escaped, last_part};
 use super::wire::{Events, Wire};
 use crate::spec::{Api, EngineKind};
-use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -169,108 +171,6 @@ impl Client {
         json_of(path, r).await
     }
 
-    /// The prompt's length in tokens as the engine counts it, chat template included.
-    pub async fn count_tokens(&self, text: &str) -> Result<u64, ApiError> {
-        if let Some(local) = &self.local {
-            return Ok(local.count(text, self.api)?);
-        }
-        let messages = json!([{"role": "user", "content": text}]);
-        let (path, body) = match (self.kind, self.api) {
-            (EngineKind::LlamaCpp, Api::Completions) => {
-                ("/tokenize", json!({"content": text, "add_special": true}))
-            }
-            (EngineKind::LlamaCpp, Api::Chat) => {
-                let templated = self
-                    .post_json("/apply-template", &json!({"messages": messages}))
-                    .await?;
-                let prompt = templated
-                    .get("prompt")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                ("/tokenize", json!({"content": prompt, "add_special": true}))
-            }
-            (_, Api::Completions) => ("/tokenize", json!({"model": self.model, "prompt": text})),
-            (_, Api::Chat) => (
-                "/tokenize",
-                json!({"model": self.model, "messages": messages}),
-            ),
-        };
-        let v = self.post_json(path, &body).await?;
-        v.get("count")
-            .and_then(Value::as_u64)
-            .or_else(|| {
-                v.get("tokens")
-                    .and_then(Value::as_array)
-                    .map(|t| t.len() as u64)
-            })
-            .ok_or_else(|| ApiError::NoCount { path: path.into() })
-    }
-
-    async fn post_json(&self, path: &str, body: &Value) -> Result<Value, ApiError> {
-        let r = self.post(path, body).send().await.map_err(ApiError::Send)?;
-        json_of(path, r).await
-    }
-
-    /// The streamed generation request for `prompt`, serialized once: a slot that sends the
-    /// same prompt again and again shares these bytes instead of building a body each time,
-    /// and [`Prepared::with_max_tokens`] shares the prompt's bytes between requests.
-    pub fn prepare(&self, prompt: &str, max_tokens: u64) -> Prepared {
-        let model = Value::String(self.model.clone());
-        let (path, prefix, close) = match self.api {
-            Api::Completions => (
-                "/v1/completions",
-                format!("{{\"model\":{model},\"prompt\":"),
-                "",
-            ),
-            Api::Chat => (
-                "/v1/chat/completions",
-                format!("{{\"model\":{model},\"messages\":[{{\"role\":\"user\",\"content\":"),
-                "}]",
-            ),
-        };
-        let eos = if self.ignore_eos {
-            ",\"ignore_eos\":true"
-        } else {
-            ""
-        };
-        // Hosted APIs refuse fields they do not know, `continuous_usage_stats` among them.
-        let continuous = if self.kind == EngineKind::Openai {
-            ""
-        } else {
-            ",\"continuous_usage_stats\":true"
-        };
-        let rest = format!(
-            "{close},\"stream\":true,\"stream_options\":{{\"include_usage\":true{continuous}}},\"temperature\":0{eos}"
-        );
-        Prepared {
-            path,
-            prefix: Bytes::from(prefix),
-            prompt: escaped(prompt),
-            rest: Bytes::from(rest),
-            last: last_part(max_tokens),
-            max_tokens,
-        }
-    }
-
-    /// A chat request of the given `messages` (a dataset's), asking for `max_tokens`.
-    pub fn prepare_messages(&self, messages: &Value, max_tokens: u64) -> Prepared {
-        let mut p = self.prepare("", max_tokens);
-        p.path = "/v1/chat/completions";
-        p.prefix = Bytes::from(format!(
-            "{{\"model\":{},\"messages\":",
-            Value::String(self.model.clone())
-        ));
-        p.prompt = Bytes::from(serde_json::to_vec(messages).unwrap_or_default());
-        if let Some(rest) = std::str::from_utf8(&p.rest)
-            .ok()
-            .and_then(|r| r.strip_prefix("}]"))
-        {
-            p.rest = Bytes::from(rest.to_string());
-        }
-        p
-    }
-
     /// Write the request. A pooled keep-alive connection the server has closed in the
     /// meantime (llama.cpp's server closes idle ones, and each after a number of requests)
     /// fails before any response byte; that is retried, with the clock restarted, up to
@@ -348,13 +248,7 @@ impl Client {
         };
         let mut wire = match self.send(req, &mut out).await {
             Ok(w) if (200..300).contains(&w.status()) => w,
-            // A rate limit is counted, never retried inside the measurement; the slot waits
-            // out `retry-after` before its next request.
-            Ok(w) if w.status() == 429 => {
-                out.retry_after = w.retry_after();
-                return fail(out, Failure::RateLimited);
-            }
-            Ok(w) => return fail(out, Failure::Http(w.status())),
+            Ok(w) => return refused(out, &w),
             Err(f) => return fail(out, f),
         };
         let mut events = Events::default();
@@ -396,6 +290,17 @@ impl Client {
         }
         out
     }
+}
+
+/// A response that is not 2xx: its status is the failure. A rate limit (429) is counted,
+/// never retried inside the measurement; its `retry-after` is kept for the sender to wait out.
+fn refused(mut out: Outcome, w: &Wire<'_>) -> Outcome {
+    if w.status() == 429 {
+        out.retry_after = w.retry_after();
+        return fail(out, Failure::RateLimited);
+    }
+    let status = w.status();
+    fail(out, Failure::Http(status))
 }
 
 fn fail(mut out: Outcome, f: Failure) -> Outcome {

@@ -26,17 +26,20 @@ mod open;
 mod prepared;
 mod probe;
 mod prompt;
+mod select;
+mod session;
 pub mod sse;
 mod variants;
 mod wire;
 pub use cell::{Stage, Tick};
 
-use crate::plan::{self, Plan, Rates, Shard};
+use crate::plan::{Plan, Shard};
 use crate::results::{Record, Status};
 use crate::rundir::{Resumed, RunDir};
 use crate::spec::Loaded;
-use engine::EngineSide;
 use measure::measure;
+pub use select::glob_match;
+use select::select;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -198,75 +201,20 @@ async fn run_async(
     let spec = &loaded.spec;
     let tokenizer = local_tokenizer(loaded)?;
     let (dir, earlier) = open_dir(loaded, opts, on)?;
-    if !spec.variants().is_empty() {
-        let v = variants::Variants {
-            loaded,
-            opts,
-            probe,
-            interrupt,
-            on,
-            dir: &dir,
-            tokenizer: tokenizer.as_ref(),
-        };
-        return v.run(earlier).await;
-    }
-    // The plan before the server is asked sizes the connection pool; the cells that will
-    // run after `--only`/`--shard` are what count.
-    let pool = select(plan::expand(spec, &Rates::default()), opts).max_concurrency();
-    let mut engine = EngineSide::up(
-        spec,
+    let session = session::Session {
+        loaded,
         opts,
-        dir.path(),
-        pool as usize,
-        (interrupt, tokenizer.as_ref()),
-        on,
-    )
-    .await?;
-    let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name).await?;
-    let plan = plan::expand_for(spec, &crate::sim::rates_for(spec), server.limits());
-    let mut summary = Summary {
-        out: dir.path().to_path_buf(),
-        ..Summary::default()
-    };
-    let (observer, gpu_warnings) = observe::Observer::start(spec, &engine.client, on).await;
-    let start = Start {
-        gpu_warnings,
-        client_threads: probe.threads() as u32,
-        loaded,
-        dir: &dir,
-        server: &server,
-        on,
-    };
-    let (manifest, todo) = start.begin(select(plan, opts), earlier, &mut summary)?;
-    on(Event::Started {
-        out: dir.path().to_path_buf(),
-        base_url: engine.client.base.clone(),
-        cells: todo.runnable().count(),
-    });
-    let cells = cells::Cells {
-        loaded,
-        dir: &dir,
-        manifest: &manifest,
-        cx: Arc::new(cell::Ctx {
-            dataset: dataset(loaded, &dir, opts.resume)?,
-            observer,
-            ..cell::Ctx::new(
-                engine.client.clone(),
-                &todo.workload,
-                opts.save_requests,
-                probe,
-            )
-        }),
+        probe,
         interrupt,
         on,
-        numbering: (0, None),
+        dir: &dir,
+        tokenizer: tokenizer.as_ref(),
     };
-    let result = cells.all(&todo, &mut engine, &mut summary).await;
-    if result.is_ok() {
-        dir::write_end(&dir, &manifest)?;
+    if spec.variants().is_empty() {
+        session.single(earlier).await
+    } else {
+        session.variants(earlier).await
     }
-    engine.down().await;
-    result.map(|()| summary)
 }
 
 /// What the start of a run writes and says.
@@ -327,19 +275,19 @@ impl Start<'_> {
     }
 }
 
-/// The load phase's dataset, read whole, when the spec names one: from the spec's file on a
-/// new run (a copy kept in the run directory), from that copy on `--resume`.
+/// The load phase's dataset, read whole, when the spec names one: from the spec's file the
+/// first time (a copy kept in the run directory), from that copy after (`--resume`, the
+/// next engine variant).
 fn dataset(
     loaded: &Loaded,
     dir: &RunDir,
-    resuming: bool,
 ) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>, RunError> {
     let spec = &loaded.spec;
     let Some(name) = spec.phases.load.as_ref().and_then(|l| l.dataset.as_deref()) else {
         return Ok(None);
     };
     let copy = dir.file(crate::rundir::DATASET);
-    let kept = resuming && copy.is_file();
+    let kept = copy.is_file();
     let path = if kept {
         copy
     } else {
@@ -370,61 +318,6 @@ impl Summary {
             Status::Invalid => self.invalid += 1,
             Status::Failed => self.failed += 1,
             Status::Skipped => self.skipped += 1,
-        }
-    }
-}
-
-/// The plan cut to `--only` and `--shard`.
-fn select(plan: Plan, opts: &RunOptions) -> Plan {
-    let mut plan = match opts.shard {
-        Some(s) => plan.shard(s),
-        None => plan,
-    };
-    if let Some(glob) = &opts.only {
-        plan.cells.retain(|c| glob_match(glob, &c.id));
-    }
-    plan
-}
-
-/// `*` matches any run of characters, `?` one character.
-pub fn glob_match(glob: &str, text: &str) -> bool {
-    let (g, t): (Vec<char>, Vec<char>) = (glob.chars().collect(), text.chars().collect());
-    let (mut gi, mut ti, mut star, mut mark) = (0, 0, None, 0);
-    while ti < t.len() {
-        if gi < g.len() && (g[gi] == '?' || g[gi] == t[ti]) {
-            gi += 1;
-            ti += 1;
-        } else if gi < g.len() && g[gi] == '*' {
-            star = Some(gi);
-            mark = ti;
-            gi += 1;
-        } else if let Some(s) = star {
-            gi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    g[gi..].iter().all(|c| *c == '*')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::glob_match;
-
-    #[test]
-    fn globs() {
-        let cases = [
-            ("decode/8K/*", "decode/8K/c4", true),
-            ("decode/8K/*", "decode/16K/c4", false),
-            ("*/c1", "decode/64K/c1", true),
-            ("prefill/?K", "prefill/8K", true),
-            ("prefill/?K", "prefill/16K", false),
-            ("*", "x", true),
-        ];
-        for (g, t, want) in cases {
-            assert_eq!(glob_match(g, t), want, "{g} {t}");
         }
     }
 }

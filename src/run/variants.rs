@@ -4,30 +4,17 @@
 //! run goes on with the next; `--only`, `--shard` and `--resume` work on the whole plan.
 
 use super::engine::EngineSide;
-use super::{Event, Interrupt, RunError, RunOptions, Start, Summary, cell, cells, dir, observe};
+use super::session::Session;
+use super::{Event, RunError, Start, Summary, dir, observe};
 use crate::plan::{self, Cell, Plan};
 use crate::results::{Record, Status, record::utc_now};
 use crate::rundir::{Manifest, Resumed, RunDir};
-use crate::spec::Loaded;
 use crate::spec::variant::Resolved;
 use std::collections::HashSet;
-use std::sync::Arc;
 
-/// What every variant of the run shares.
-pub(super) struct Variants<'a> {
-    pub(super) loaded: &'a Loaded,
-    pub(super) opts: &'a RunOptions,
-    pub(super) probe: super::probe::Probe,
-    pub(super) interrupt: &'a Interrupt,
-    pub(super) on: &'a (dyn Fn(Event) + Sync),
-    pub(super) dir: &'a RunDir,
-    /// The spec's local tokenizer, shared by every variant.
-    pub(super) tokenizer: Option<&'a Arc<super::local_tokenizer::LocalTokenizer>>,
-}
-
-impl Variants<'_> {
+impl Session<'_> {
     /// Measure every variant's cells that the plan, `--only`, `--shard` and `--resume` leave.
-    pub(super) async fn run(&self, earlier: Option<Resumed>) -> Result<Summary, RunError> {
+    pub(super) async fn variants(&self, earlier: Option<Resumed>) -> Result<Summary, RunError> {
         let spec = &self.loaded.spec;
         let full = super::select(plan::expand(spec, &crate::sim::rates_for(spec)), self.opts);
         let mut summary = Summary {
@@ -86,7 +73,7 @@ impl Variants<'_> {
 
 /// One variant of the run and its cells still to measure.
 struct One<'a, 'b> {
-    up: &'a Variants<'b>,
+    up: &'a Session<'b>,
     v: &'a Resolved,
     mine: Plan,
     manifest: &'a mut Manifest,
@@ -158,25 +145,13 @@ impl One<'_, '_> {
         for w in warnings {
             (up.on)(Event::Note(format!("variant `{}`: {w}", v.name)));
         }
-        let cells = cells::Cells {
-            loaded: up.loaded,
-            dir: up.dir,
-            manifest: self.manifest,
-            cx: Arc::new(cell::Ctx {
-                dataset: super::dataset(up.loaded, up.dir, true)?,
-                observer,
-                ..cell::Ctx::new(
-                    engine.client.clone(),
-                    &plan.workload,
-                    up.opts.save_requests,
-                    up.probe.clone(),
-                )
-            }),
-            interrupt: up.interrupt,
-            on: up.on,
-            numbering: self.numbering,
-        };
-        cells.all(&plan, engine, summary).await
+        up.measure(
+            engine,
+            (&plan, self.manifest, self.numbering),
+            observer,
+            summary,
+        )
+        .await
     }
 
     /// The variant did not start: every cell of it is recorded failed with `why`.

@@ -34,16 +34,8 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
     };
     let opts = &s.opts;
     let key = s.next_key.fetch_add(1, Ordering::Relaxed);
-    if stream::unit(opts.seed, key, 9) < opts.faults.rate_limit_rate {
-        return super::dialect::rate_limited(&s);
-    }
-    if stream::unit(opts.seed, key, 1) < opts.faults.failure_rate {
-        return error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "InternalServerError",
-            "simulated engine failure (fault option `failure_rate`)",
-            None,
-        );
+    if let Some(refused) = faulted(&s, key) {
+        return refused;
     }
     api_server(&s, ids.len()).await;
     let target = stream::target(&req, limit, &ids, opts.seed);
@@ -92,6 +84,22 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
 }
 
 /// The checks vLLM makes before it schedules a request, with its error bodies.
+/// The answer of a request the fault options refuse: a rate limit (429) or a failure (500).
+fn faulted(s: &Shared, key: u64) -> Option<Response> {
+    let opts = &s.opts;
+    if stream::unit(opts.seed, key, 9) < opts.faults.rate_limit_rate {
+        return Some(super::dialect::rate_limited(s));
+    }
+    (stream::unit(opts.seed, key, 1) < opts.faults.failure_rate).then(|| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "simulated engine failure (fault option `failure_rate`)",
+            None,
+        )
+    })
+}
+
 fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
     let bad = |message: &str| {
         Box::new(error(

@@ -84,25 +84,9 @@ fn engine_for(opts: &Options) -> Engine {
     engine
 }
 
-/// Serve the simulator on `listener` until stopped (or `die_after`).
-pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Result<Sim> {
-    let addr = listener.local_addr()?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let metrics = Arc::new(Mutex::new(Snapshot::default()));
-    let engine = engine_for(&opts);
-    let driver_metrics = metrics.clone();
-    std::thread::Builder::new()
-        .name("sim-engine".into())
-        .spawn(move || driver::run(engine, rx, driver_metrics))?;
-    let die_after = opts.faults.die_after;
-    let shared = Arc::new(Shared {
-        opts,
-        tx,
-        metrics,
-        next_key: AtomicU64::new(1),
-        tokenizer: Mutex::new(tokio::time::Instant::now()),
-    });
-    let app = Router::new()
+/// The simulator's endpoints.
+fn router() -> Router<Arc<Shared>> {
+    Router::new()
         .route(
             "/health",
             get(|s: State<Arc<Shared>>| async move {
@@ -127,7 +111,27 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
             post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Chat)),
         )
         .route("/metrics", get(endpoints::metrics_text))
-        .with_state(shared);
+}
+
+/// Serve the simulator on `listener` until stopped (or `die_after`).
+pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Result<Sim> {
+    let addr = listener.local_addr()?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let metrics = Arc::new(Mutex::new(Snapshot::default()));
+    let engine = engine_for(&opts);
+    let driver_metrics = metrics.clone();
+    std::thread::Builder::new()
+        .name("sim-engine".into())
+        .spawn(move || driver::run(engine, rx, driver_metrics))?;
+    let die_after = opts.faults.die_after;
+    let shared = Arc::new(Shared {
+        opts,
+        tx,
+        metrics,
+        next_key: AtomicU64::new(1),
+        tokenizer: Mutex::new(tokio::time::Instant::now()),
+    });
+    let app = router().with_state(shared);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         // Without TCP_NODELAY small SSE writes wait for delayed ACKs (40 ms on Linux).

@@ -1,5 +1,6 @@
 //! The response head and chunked-body framing, cut anywhere.
 
+use super::head::Head;
 use super::*;
 
 fn dechunk_all(parts: &[&[u8]]) -> (Vec<u8>, Chunked) {

@@ -18,7 +18,6 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     let sweep: BTreeMap<String, Vec<ArgValue>> =
         cx.field("/engine/sweep").ok().flatten().unwrap_or_default();
     let launched = cx.json.pointer("/engine/launch").is_some();
-    let base: Option<EngineKind> = cx.field("/engine/kind").ok().flatten();
     if !variants.is_empty() && !sweep.is_empty() {
         out.push(Problem::error(
             "/engine/sweep",
@@ -43,41 +42,51 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
             ));
         }
     }
-    let mut seen: Vec<&str> = Vec::new();
+    let base: Option<EngineKind> = cx.field("/engine/kind").ok().flatten();
     for (i, v) in variants.iter().enumerate() {
-        let at = |field: &str| format!("/engine/variants/{i}/{field}");
-        if seen.contains(&v.name.as_str()) {
-            out.push(Problem::error(&at("name"), format!("variant `{}` is named twice; cells are `<variant>/<cell id>`, so names must differ", v.name)));
+        let earlier = variants[..i].iter().any(|o| o.name == v.name);
+        variant(v, i, (base, launched, earlier), out);
+    }
+}
+
+/// The problems of the `i`th variant `v` (`base`: the spec's kind; `launched`: the spec
+/// launches the engine; `twice`: an earlier variant has its name).
+fn variant(
+    v: &Variant,
+    i: usize,
+    (base, launched, twice): (Option<EngineKind>, bool, bool),
+    out: &mut Vec<Problem>,
+) {
+    let at = |field: &str| format!("/engine/variants/{i}/{field}");
+    if twice {
+        out.push(Problem::error(&at("name"), format!("variant `{}` is named twice; cells are `<variant>/<cell id>`, so names must differ", v.name)));
+    }
+    if ["prefill", "decode", "load", "capacity"].contains(&v.name.as_str()) {
+        out.push(Problem::error(
+            &at("name"),
+            format!(
+                "`{}` is a phase's name; cell ids would read ambiguously, pick another",
+                v.name
+            ),
+        ));
+    }
+    if v.sim.is_some() && v.kind.or(base) != Some(EngineKind::Sim) {
+        out.push(Problem::error(
+            &at("sim"),
+            "a variant's `sim` settings apply to `kind: sim` only",
+        ));
+    }
+    for (field, set) in [
+        ("args", !v.args.is_empty()),
+        ("env", !v.env.is_empty()),
+        ("command", v.command.is_some()),
+    ] {
+        if set && !launched {
+            out.push(Problem::error(&at(field), format!("a variant's `{field}` change how benchspec launches the engine: it needs `engine.launch`")));
         }
-        if ["prefill", "decode", "load", "capacity"].contains(&v.name.as_str()) {
-            out.push(Problem::error(
-                &at("name"),
-                format!(
-                    "`{}` is a phase's name; cell ids would read ambiguously, pick another",
-                    v.name
-                ),
-            ));
-        }
-        seen.push(&v.name);
-        let kind = v.kind.or(base);
-        if v.sim.is_some() && kind != Some(EngineKind::Sim) {
-            out.push(Problem::error(
-                &at("sim"),
-                "a variant's `sim` settings apply to `kind: sim` only",
-            ));
-        }
-        for (field, set) in [
-            ("args", !v.args.is_empty()),
-            ("env", !v.env.is_empty()),
-            ("command", v.command.is_some()),
-        ] {
-            if set && !launched {
-                out.push(Problem::error(&at(field), format!("a variant's `{field}` change how benchspec launches the engine: it needs `engine.launch`")));
-            }
-        }
-        if let Some(Err(e)) = v.command.as_ref().map(Command::args) {
-            out.push(Problem::error(&at("command"), e.to_string()));
-        }
+    }
+    if let Some(Err(e)) = v.command.as_ref().map(Command::args) {
+        out.push(Problem::error(&at("command"), e.to_string()));
     }
 }
 

@@ -1,0 +1,100 @@
+//! Every cell of a run as the report shows it: the plan's cells in run order with their
+//! records, then records of cells the plan does not list, each with its status (`missing`
+//! for a planned cell without a record) and the reasons it is skipped, invalid or failed.
+
+use super::context::{CellStatus, CellView};
+use super::format::ctx;
+use crate::plan::Phase;
+use crate::results::{Record, Status};
+use crate::rundir::Run;
+
+/// A cell the plan lists, or one only a record names.
+struct Planned {
+    id: String,
+    variant: Option<String>,
+    phase: Phase,
+    context: u64,
+    concurrency: u32,
+    clamped: bool,
+    skip: Option<String>,
+}
+
+impl From<&crate::plan::Cell> for Planned {
+    fn from(c: &crate::plan::Cell) -> Planned {
+        Planned {
+            id: c.id.clone(),
+            variant: c.variant.clone(),
+            phase: c.phase(),
+            context: c.context,
+            concurrency: c.concurrency,
+            clamped: c.clamped,
+            skip: c.skip.clone(),
+        }
+    }
+}
+
+impl From<&Record> for Planned {
+    fn from(r: &Record) -> Planned {
+        Planned {
+            id: r.cell.clone(),
+            variant: r.variant.clone(),
+            phase: r.phase,
+            context: r.context,
+            concurrency: r.concurrency,
+            clamped: false,
+            skip: None,
+        }
+    }
+}
+
+/// Every cell: the plan's, then records of cells it does not list; prefill cells first, as
+/// the seed page lists them, each phase in run order.
+pub(super) fn cells(run: &Run) -> Vec<CellView> {
+    let planned = &run.plan.cells;
+    let mut cells: Vec<CellView> = planned
+        .iter()
+        .map(|c| view(&c.into(), run.record(&c.id)))
+        .collect();
+    for r in &run.records {
+        if !planned.iter().any(|c| c.id == r.cell) {
+            cells.push(view(&r.into(), Some(r)));
+        }
+    }
+    cells.sort_by_key(|c| c.phase != Phase::Prefill);
+    cells
+}
+
+fn view(p: &Planned, record: Option<&Record>) -> CellView {
+    let (status, status_label) = match record.map(|r| r.status) {
+        Some(Status::Valid) => (CellStatus::Valid, "Valid"),
+        Some(Status::Invalid) => (CellStatus::Invalid, "Invalid"),
+        Some(Status::Failed) => (CellStatus::Failed, "Failed"),
+        Some(Status::Skipped) => (CellStatus::Skipped, "Skipped"),
+        None if p.skip.is_some() => (CellStatus::Skipped, "Skipped"),
+        None => (CellStatus::Missing, "Not run"),
+    };
+    CellView {
+        id: p.id.clone(),
+        variant: p.variant.clone(),
+        phase: p.phase,
+        phase_label: match p.phase {
+            Phase::Prefill => "Prefill",
+            Phase::Decode => "Sustained decode",
+            Phase::Load => "Open-loop load",
+            Phase::Capacity => "Capacity search",
+        }
+        .into(),
+        context: p.context,
+        context_label: ctx(p.context),
+        concurrency: p.concurrency,
+        status,
+        status_label: status_label.into(),
+        clamped: p.clamped,
+        reasons: match record {
+            Some(r) => r.reasons.clone(),
+            None => p.skip.iter().cloned().collect(),
+        },
+        effective_concurrency: record.and_then(super::observe::effective_concurrency),
+        record: record.cloned(),
+    }
+}

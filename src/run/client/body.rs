@@ -1,0 +1,69 @@
+//! The bodies of the streamed generation requests, serialized once per prompt: the model,
+//! the prompt or messages, `stream_options` (usage in every chunk where the engine streams
+//! it; a hosted API gets `include_usage` only) and `ignore_eos` where the engine honours it.
+
+use super::{Client, Prepared, escaped, last_part};
+use crate::spec::{Api, EngineKind};
+use bytes::Bytes;
+use serde_json::Value;
+
+impl Client {
+    /// The streamed generation request for `prompt`, serialized once: a slot that sends the
+    /// same prompt again and again shares these bytes instead of building a body each time,
+    /// and [`Prepared::with_max_tokens`] shares the prompt's bytes between requests.
+    pub fn prepare(&self, prompt: &str, max_tokens: u64) -> Prepared {
+        let model = Value::String(self.model.clone());
+        let (path, prefix, close) = match self.api {
+            Api::Completions => (
+                "/v1/completions",
+                format!("{{\"model\":{model},\"prompt\":"),
+                "",
+            ),
+            Api::Chat => (
+                "/v1/chat/completions",
+                format!("{{\"model\":{model},\"messages\":[{{\"role\":\"user\",\"content\":"),
+                "}]",
+            ),
+        };
+        let eos = if self.ignore_eos {
+            ",\"ignore_eos\":true"
+        } else {
+            ""
+        };
+        // Hosted APIs refuse fields they do not know, `continuous_usage_stats` among them.
+        let continuous = if self.kind == EngineKind::Openai {
+            ""
+        } else {
+            ",\"continuous_usage_stats\":true"
+        };
+        let rest = format!(
+            "{close},\"stream\":true,\"stream_options\":{{\"include_usage\":true{continuous}}},\"temperature\":0{eos}"
+        );
+        Prepared {
+            path,
+            prefix: Bytes::from(prefix),
+            prompt: escaped(prompt),
+            rest: Bytes::from(rest),
+            last: last_part(max_tokens),
+            max_tokens,
+        }
+    }
+
+    /// A chat request of the given `messages` (a dataset's), asking for `max_tokens`.
+    pub fn prepare_messages(&self, messages: &Value, max_tokens: u64) -> Prepared {
+        let mut p = self.prepare("", max_tokens);
+        p.path = "/v1/chat/completions";
+        p.prefix = Bytes::from(format!(
+            "{{\"model\":{},\"messages\":",
+            Value::String(self.model.clone())
+        ));
+        p.prompt = Bytes::from(serde_json::to_vec(messages).unwrap_or_default());
+        if let Some(rest) = std::str::from_utf8(&p.rest)
+            .ok()
+            .and_then(|r| r.strip_prefix("}]"))
+        {
+            p.rest = Bytes::from(rest.to_string());
+        }
+        p
+    }
+}

@@ -1,0 +1,115 @@
+//! One run's session: what every stage of it shares (the spec, the options, the run
+//! directory, the client's CPU probe, the interrupt, the event sink, the local tokenizer),
+//! and the run of a spec without engine variants — the engine up, its limits read, the plan
+//! expanded for them and cut to `--only`/`--shard`/`--resume`, every cell measured, the
+//! engine down. Variants go through [`Session::variants`].
+
+use super::engine::EngineSide;
+use super::local_tokenizer::LocalTokenizer;
+use super::{
+    Event, Interrupt, RunError, RunOptions, Start, Summary, cell, cells, dataset, dir, observe,
+    probe, select,
+};
+use crate::plan::{self, Plan, Rates};
+use crate::rundir::{Manifest, Resumed, RunDir};
+use crate::spec::Loaded;
+use std::sync::Arc;
+
+/// What every part of a run shares.
+pub(super) struct Session<'a> {
+    pub(super) loaded: &'a Loaded,
+    pub(super) opts: &'a RunOptions,
+    pub(super) probe: probe::Probe,
+    pub(super) interrupt: &'a Interrupt,
+    pub(super) on: &'a (dyn Fn(Event) + Sync),
+    pub(super) dir: &'a RunDir,
+    /// The spec's local tokenizer, shared by every engine (variant) of the run.
+    pub(super) tokenizer: Option<&'a Arc<LocalTokenizer>>,
+}
+
+impl Session<'_> {
+    /// Measure a spec without engine variants.
+    pub(super) async fn single(&self, earlier: Option<Resumed>) -> Result<Summary, RunError> {
+        let Session {
+            loaded,
+            opts,
+            interrupt,
+            on,
+            dir,
+            ..
+        } = *self;
+        let spec = &loaded.spec;
+        // The plan before the server is asked sizes the connection pool; the cells that will
+        // run after `--only`/`--shard` are what count.
+        let pool = select(plan::expand(spec, &Rates::default()), opts).max_concurrency();
+        let mut engine = EngineSide::up(
+            spec,
+            opts,
+            dir.path(),
+            pool as usize,
+            (interrupt, self.tokenizer),
+            on,
+        )
+        .await?;
+        let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name).await?;
+        let plan = plan::expand_for(spec, &crate::sim::rates_for(spec), server.limits());
+        let mut summary = Summary {
+            out: dir.path().to_path_buf(),
+            ..Summary::default()
+        };
+        let (observer, gpu_warnings) = observe::Observer::start(spec, &engine.client, on).await;
+        let start = Start {
+            gpu_warnings,
+            client_threads: self.probe.threads() as u32,
+            loaded,
+            dir,
+            server: &server,
+            on,
+        };
+        let (manifest, todo) = start.begin(select(plan, opts), earlier, &mut summary)?;
+        on(Event::Started {
+            out: dir.path().to_path_buf(),
+            base_url: engine.client.base.clone(),
+            cells: todo.runnable().count(),
+        });
+        let measured = (&todo, &manifest, (0, None));
+        let result = self
+            .measure(&mut engine, measured, observer, &mut summary)
+            .await;
+        if result.is_ok() {
+            dir::write_end(dir, &manifest)?;
+        }
+        engine.down().await;
+        result.map(|()| summary)
+    }
+
+    /// Measure the cells of `plan` on `engine`, recorded under `manifest` (`numbering`: the
+    /// progress count across variants), with the observer watching the engine.
+    pub(super) async fn measure(
+        &self,
+        engine: &mut EngineSide,
+        (plan, manifest, numbering): (&Plan, &Manifest, (usize, Option<usize>)),
+        observer: observe::Observer,
+        summary: &mut Summary,
+    ) -> Result<(), RunError> {
+        let cells = cells::Cells {
+            loaded: self.loaded,
+            dir: self.dir,
+            manifest,
+            cx: Arc::new(cell::Ctx {
+                dataset: dataset(self.loaded, self.dir)?,
+                observer,
+                ..cell::Ctx::new(
+                    engine.client.clone(),
+                    &plan.workload,
+                    self.opts.save_requests,
+                    self.probe.clone(),
+                )
+            }),
+            interrupt: self.interrupt,
+            on: self.on,
+            numbering,
+        };
+        cells.all(plan, engine, summary).await
+    }
+}
