@@ -22,6 +22,18 @@ fn spec(port: u16, command: &str, ready: &str) -> String {
     )
 }
 
+/// `text` with prompts sized by the simulator's tokenizer as local files (a `kind: openai`
+/// engine has no `/tokenize`).
+fn sized_locally(text: &str) -> String {
+    text.edit(
+        "workload: {max_output_tokens: 32}",
+        &format!(
+            "workload: {{max_output_tokens: 32, tokenizer: '{}'}}",
+            super::repo_path("tests/fixtures/sim-tokenizer")
+        ),
+    )
+}
+
 /// Processes whose command line contains `needle`.
 fn processes_with(needle: &str) -> usize {
     std::fs::read_dir("/proc")
@@ -119,7 +131,10 @@ fn an_engine_never_ready_is_given_up_and_killed() {
     let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
         .spec(
             "s.yaml",
-            &spec(port, &format!("[sleep, '{marker}']"), "1s").edit("kind: vllm", "kind: openai"),
+            &sized_locally(
+                &spec(port, &format!("[sleep, '{marker}']"), "1s")
+                    .edit("kind: vllm", "kind: openai"),
+            ),
         )
         .run();
     assert_eq!(done.code, 3, "{}", done.stderr);
@@ -299,10 +314,10 @@ fn the_api_key_never_reaches_a_file_or_the_terminal() {
             "[sh, -c, 'echo starting with --api-key ${{BENCHSPEC_TEST_KEY}}; exec {} sim --port {port} --profile tiny --served-name m{extra}']",
             bin()
         );
-        let text = spec(port, &command, "20s").edit(
+        let text = sized_locally(&spec(port, &command, "20s").edit(
             "kind: vllm",
             "kind: openai\n  api_key_env: BENCHSPEC_TEST_KEY",
-        );
+        ));
         let dir = super::cli::tempdir::Dir::new();
         let out = dir.path().join("run");
         let done = Bench::new(&["run", "--save-requests", "--out", out.to_str().unwrap()])
