@@ -194,6 +194,26 @@ fn shards_merge_into_the_whole_plan() {
     );
 }
 
+/// What each shard of `root` planned and recorded, for a failure message (this test once
+/// merged 6 records instead of 9 on a loaded machine, and the cause was not found).
+fn shards_seen(root: &Path) -> String {
+    (1..=3)
+        .map(|k| {
+            let d = root.join(format!("shard-{k}")).join("run");
+            let plan: Vec<String> = std::fs::read_to_string(d.join("plan.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v["cells"].as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .map(|c| format!("{} ({})", c["id"], c["skip"]))
+                .collect();
+            format!("shard {k}: plan {plan:?}, records {:?}", cells(&d))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `run --shard auto` under a scheduler's variables (`vars(k)` for shard k of 3), the three
 /// shards at once, each writing where a CI artifact or a shared volume would put it.
 fn three_shards(
@@ -266,8 +286,9 @@ fn shard_auto_under_slurm_and_kubernetes_merges_into_the_unsharded_cells() {
         assert_eq!(done.code, 0, "{name}: {}", done.stderr);
         assert!(
             done.stderr.contains("merged 3 run directories: 9 records"),
-            "{}",
-            done.stderr
+            "{}\n{}",
+            done.stderr,
+            shards_seen(&root)
         );
         assert_eq!(
             cells(&out),
