@@ -79,6 +79,15 @@ impl ServerInfo {
 }
 
 impl ServerInfo {
+    /// Nothing asked yet (a run of engine variants starts before any engine is up): only
+    /// the start time.
+    pub fn unasked() -> ServerInfo {
+        ServerInfo {
+            started_at: utc_now(),
+            ..ServerInfo::default()
+        }
+    }
+
     /// The limits the plan is expanded for.
     pub fn limits(&self) -> crate::plan::Limits {
         crate::plan::Limits {

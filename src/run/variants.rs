@@ -21,7 +21,7 @@ impl Session<'_> {
             out: self.dir.path().to_path_buf(),
             ..Summary::default()
         };
-        let server = dir::ServerInfo::default();
+        let server = dir::ServerInfo::unasked();
         let start = Start {
             gpu_warnings: Vec::new(),
             client_threads: self.probe.threads() as u32,

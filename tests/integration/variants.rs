@@ -109,6 +109,12 @@ fn each_variant_is_launched_measured_and_the_faster_marked() {
     // Each variant's command is in the manifest; its output in engine.log under a header.
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert!(
+        manifest["started_at"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("20")),
+        "{manifest}"
+    );
     let variants = manifest["variants"].as_array().unwrap();
     assert_eq!(variants.len(), 3, "{manifest}");
     let slow = variants[1]["launch_command"].as_str().unwrap();
