@@ -77,7 +77,7 @@ impl LocalTokenizer {
             let text = std::fs::read_to_string(&config).map_err(|e| load(e.to_string()))?;
             let v: Value = serde_json::from_str(&text)
                 .map_err(|e| load(format!("{}: {e}", config.display())))?;
-            chat(&v).map_err(|e| load(format!("{}: {e}", config.display())))?
+            chat(&v).map_err(|e| load(format!("{}: its `chat_template`: {e}", config.display())))?
         } else {
             None
         };
@@ -132,7 +132,7 @@ impl LocalTokenizer {
 
 /// The chat template of a `tokenizer_config.json` (a string, or a list of named templates of
 /// which `default` is taken), ready to render.
-fn chat(config: &Value) -> Result<Option<Chat>, String> {
+fn chat(config: &Value) -> Result<Option<Chat>, minijinja::Error> {
     let source = match config.get("chat_template") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(list)) => list
@@ -160,8 +160,7 @@ fn chat(config: &Value) -> Result<Option<Chat>, String> {
     let syntax = minijinja::syntax::SyntaxConfig::builder()
         .trim_blocks(true)
         .lstrip_blocks(true)
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     env.set_syntax(syntax);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.add_function(
@@ -173,8 +172,7 @@ fn chat(config: &Value) -> Result<Option<Chat>, String> {
             ))
         },
     );
-    env.add_template_owned("chat", source)
-        .map_err(|e| format!("its `chat_template`: {e}"))?;
+    env.add_template_owned("chat", source)?;
     Ok(Some(Chat {
         env,
         bos: special("bos_token"),
