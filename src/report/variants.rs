@@ -82,11 +82,14 @@ pub(super) fn variants(cells: &[CellView], manifest: &Manifest) -> Vec<VariantVi
 
 /// The variants' names in first-seen order.
 fn names(cells: &[CellView]) -> Vec<String> {
+    first_seen(cells.iter().map(|c| c.variant.as_ref()))
+}
+
+/// Each name once, in the order first seen.
+fn first_seen<'a>(all: impl Iterator<Item = Option<&'a String>>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for c in cells {
-        if let Some(v) = &c.variant
-            && !names.contains(v)
-        {
+    for v in all.flatten() {
+        if !names.contains(v) {
             names.push(v.clone());
         }
     }
@@ -207,13 +210,5 @@ pub fn only_variant(run: &crate::rundir::Run, name: &str) -> Option<crate::rundi
 
 /// The variants a run names, for a message when one asked for is not there.
 pub fn names_of(run: &crate::rundir::Run) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for r in &run.records {
-        if let Some(v) = &r.variant
-            && !names.contains(v)
-        {
-            names.push(v.clone());
-        }
-    }
-    names
+    first_seen(run.records.iter().map(|r| r.variant.as_ref()))
 }
