@@ -156,12 +156,14 @@ fn compare_tells_noise_from_a_real_change() {
     );
 
     // The same engine 10% slower: every cell is flagged, by a significant regression of its
-    // total or per-request tok/s (−9.1% ± 1.2% each; on a loaded machine one window of a run
-    // can be slow by itself and widen that cell's interval, as a full local suite once
-    // showed: total −7.8%, p 0.08; per request −9.0%, p 0.008), and total tok/s is down past
-    // the threshold in every cell.
+    // total or per-request tok/s (−9.1% ± 1.2% each). On a loaded machine one window of a run
+    // can be slow by itself: a full local suite once saw total −7.8%, p 0.08 (flagged by per
+    // request −9.0%, p 0.008), and CI once saw a cell at total −4.2% (per request −6.7%,
+    // p 0.006). So each cell is judged by either rate, and the slowdown as a whole by the
+    // median of total tok/s over the 20 cells.
     let (code, slower) = compare(&run(&dir_a), &run(&dir_c));
     assert_eq!(code, 1);
+    let mut totals = Vec::new();
     for row in slower["rows"].as_array().unwrap() {
         assert_eq!(row["regression"], true, "{row}");
         let metric = |key: &str| {
@@ -175,11 +177,14 @@ fn compare_tells_noise_from_a_real_change() {
         };
         let rates = [metric("total_tok_s"), metric("per_request_tok_s")];
         assert!(
-            rates
-                .iter()
-                .any(|m| m["verdict"] == "regression" && m["p_value"].as_f64().unwrap() < 0.05),
+            rates.iter().any(|m| m["verdict"] == "regression"
+                && m["p_value"].as_f64().unwrap() < 0.05
+                && m["change_pct"].as_f64().unwrap() < -5.0),
             "{row}"
         );
-        assert!(rates[0]["change_pct"].as_f64().unwrap() < -5.0, "{row}");
+        totals.push(rates[0]["change_pct"].as_f64().unwrap());
     }
+    totals.sort_by(f64::total_cmp);
+    let median = totals[totals.len() / 2];
+    assert!((-13.0..-6.0).contains(&median), "{totals:?}");
 }

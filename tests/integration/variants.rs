@@ -156,8 +156,10 @@ fn the_shipped_variants_spec_plans_both_variants() {
     );
 }
 
-/// Two variants of the in-process simulator, one slower by a known factor.
-const SIM: &str = "version: 1\nname: sim variants\nengine:\n  kind: sim\n  sim: {profile: tiny}\n  variants:\n    - name: a\n    - name: b\n      sim: {profile: tiny, time_scale: 1.5}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [256, 512], concurrency: [1, 2]}\nphases: {decode: {duration: 300ms}}\n";
+/// Two variants of the in-process simulator, one slower by a known factor. Both are made
+/// slower than `tiny` itself (a 256-token prefill of 4 ms once read 7 ms on a loaded CI
+/// machine and came out slower than the 1.5 times slower variant's).
+const SIM: &str = "version: 1\nname: sim variants\nengine:\n  kind: sim\n  sim: {profile: tiny, time_scale: 4}\n  variants:\n    - name: a\n    - name: b\n      sim: {profile: tiny, time_scale: 6}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [256, 512], concurrency: [1, 2]}\nphases: {decode: {duration: 300ms}}\n";
 
 #[test]
 fn shards_and_resume_work_across_variants() {
