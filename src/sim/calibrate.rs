@@ -100,8 +100,11 @@ pub fn seed_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Ro
     rows
 }
 
-/// Decode TTFT p50 of every seed cell (`decode/8K/c4`), seed and simulated, milliseconds:
-/// the simulated one over every request of the cell with a first token, as `run` counts it.
+/// Decode TTFT p50 of every seed cell (`decode/8K/c4`), seed and simulated, milliseconds.
+/// The simulated one is counted as the seed page counts it, which is not how `run` does:
+/// over the requests sent inside the window where there are any, else over all. (Its cells
+/// whose requests complete inside the window report a few hundred ms where the first
+/// round's C prompts, sent together, must queue for seconds, as its other cells show.)
 pub fn ttft_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     for ((ctx, _), seed_row) in SEED_DECODE.iter().zip(SEED_TTFT_MS) {
@@ -110,7 +113,7 @@ pub fn ttft_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Ro
             rows.push(Row {
                 cell: crate::plan::decode_id(*ctx, *c),
                 seed,
-                sim: t.ttft_p50_s * 1e3,
+                sim: t.ttft_seed_p50_s * 1e3,
             });
         }
     }
@@ -158,6 +161,9 @@ pub struct DecodeTruth {
     pub ttft_p50_s: f64,
     /// Mean time to first token, seconds.
     pub ttft_mean_s: f64,
+    /// Median TTFT as the seed page counts it: of the requests sent inside the window where
+    /// any were, else of all, seconds.
+    pub ttft_seed_p50_s: f64,
 }
 
 /// Replay a decode cell: C closed-loop streams on a warm cache, the window opening when all
@@ -185,14 +191,14 @@ pub fn decode_cell(
     // A request sent at `t` reaches the engine after the API server's one tokenizer has
     // taken it (in arrival order) and the rest of its delay: (ready, slot, sent).
     let mut tokenizer_free = 0.0f64;
-    let mut send = |t: f64, s: usize| {
+    let mut send = |t: f64, s: usize, running: usize| {
         tokenizer_free = tokenizer_free.max(t) + profile.tokenizer_s(ctx);
-        (tokenizer_free + delay, s, t)
+        (tokenizer_free + delay + profile.api_load_s(running), s, t)
     };
-    let mut arrivals: Vec<(f64, usize, f64)> = (0..c).map(|s| send(e.now, s)).collect();
+    let mut arrivals: Vec<(f64, usize, f64)> = (0..c).map(|s| send(e.now, s, 0)).collect();
     let mut slot_of: HashMap<ReqId, usize> = HashMap::new();
     let mut sent_at: HashMap<ReqId, f64> = HashMap::new();
-    let mut ttfts: Vec<f64> = Vec::new();
+    let mut ttfts: Vec<(f64, f64)> = Vec::new();
     let mut started = vec![false; c];
     let (mut open, mut tokens) = (None::<f64>, 0u64);
     loop {
@@ -217,7 +223,7 @@ pub fn decode_cell(
         let out = e.step();
         for id in &out.emitted {
             if let Some(sent) = sent_at.remove(id) {
-                ttfts.push(e.now - sent);
+                ttfts.push((sent, e.now - sent));
             }
         }
         if let Some(t0) = open {
@@ -237,17 +243,26 @@ pub fn decode_cell(
         }
         for id in &out.finished {
             if let Some(s) = slot_of.remove(id) {
-                arrivals.push(send(e.now, s));
+                arrivals.push(send(e.now, s, e.running()));
             }
         }
     }
-    ttfts.sort_by(f64::total_cmp);
-    let ttft_p50_s = ttfts.get(ttfts.len() / 2).copied().unwrap_or(0.0);
-    let ttft_mean_s = ttfts.iter().sum::<f64>() / ttfts.len().max(1) as f64;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    let all: Vec<f64> = ttfts.iter().map(|t| t.1).collect();
+    let inside: Vec<f64> = ttfts
+        .iter()
+        .filter(|t| open.is_some_and(|o| t.0 >= o))
+        .map(|t| t.1)
+        .collect();
+    let ttft_mean_s = all.iter().sum::<f64>() / all.len().max(1) as f64;
     DecodeTruth {
         total_tok_s: tokens as f64 / window_s,
-        ttft_p50_s,
+        ttft_p50_s: median(all.clone()),
         ttft_mean_s,
+        ttft_seed_p50_s: median(if inside.is_empty() { all } else { inside }),
     }
 }
 
@@ -277,5 +292,29 @@ mod tests {
             })
             .collect();
         assert!(off.is_empty(), "{off:#?}");
+    }
+
+    /// Issue 13's targets: tok/s within 6% in all 46 cells, and decode TTFT within 25% in
+    /// all but two of the 40. The two: `16K/c8`, whose seed value (207 ms) sits between
+    /// 118 ms at c4 and 205 ms at c16; `32K/c32`, where the seed completed a round of
+    /// 4,096-token requests inside a 30 s window at its own 127 tok/s per request (32 s),
+    /// which this replay cannot do.
+    #[test]
+    fn h200_profile_reproduces_seed_ttft_within_25_percent_and_tok_s_within_6() {
+        let p = profile(crate::spec::DEFAULT_SIM_PROFILE).unwrap_or_else(|| unreachable!());
+        let far = |rows: Vec<Row>, tol: f64| -> Vec<String> {
+            rows.into_iter()
+                .filter(|r| (r.ratio() - 1.0).abs() > tol)
+                .map(|r| format!("{} seed {} sim {:.1}", r.cell, r.seed, r.sim))
+                .collect()
+        };
+        let tok_s = far(seed_table(&p, 30.0, 4096), 0.06);
+        assert!(tok_s.is_empty(), "{tok_s:#?}");
+        let ttft = far(ttft_table(&p, 30.0, 4096), 0.25);
+        assert!(
+            ttft.iter()
+                .all(|c| c.starts_with("decode/16K/c8 ") || c.starts_with("decode/32K/c32 ")),
+            "{ttft:#?}"
+        );
     }
 }

@@ -142,7 +142,8 @@ where
 }
 
 /// The API server's time on a prompt of `tokens`: its one tokenizer takes requests in
-/// arrival order; the rest of its time runs in parallel.
+/// arrival order; the rest of its time runs in parallel, and grows with the requests the
+/// engine is already running (the same process streams their output).
 async fn api_server(s: &Shared, tokens: usize) {
     let profile = &s.opts.profile;
     let tokenized = match s.tokenizer.lock() {
@@ -153,6 +154,7 @@ async fn api_server(s: &Shared, tokens: usize) {
         }
         Err(_) => tokio::time::Instant::now(),
     };
-    let api = Duration::from_secs_f64(profile.api_delay_s(tokens));
-    tokio::time::sleep_until(tokenized + api).await;
+    let running = s.metrics.lock().map_or(0, |m| m.running);
+    let api = profile.api_delay_s(tokens) + profile.api_load_s(running);
+    tokio::time::sleep_until(tokenized + Duration::from_secs_f64(api)).await;
 }

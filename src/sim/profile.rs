@@ -41,9 +41,18 @@ pub struct Profile {
     pub api_s: f64,
     /// API-server time per prompt token, seconds (requests in parallel).
     pub api_token_s: f64,
+    /// API-server time per squared prompt token, seconds (requests in parallel): long prompts
+    /// cost more per token (fitted to the seed's TTFT at one stream, 71 ms at 8K to 473 ms
+    /// at 123K).
+    pub api_quadratic_s: f64,
     /// API-server time per prompt token on its one tokenizer, seconds: requests that arrive
     /// together queue for it (vLLM's API server is one process).
     pub api_serial_token_s: f64,
+    /// API-server time a request waits for the streams it already serves, seconds per
+    /// ((n + 1)^¼ − 1) for n running requests: the one process that tokenizes also streams
+    /// every running request's output. Fitted to the seed page's decode TTFT, which grows
+    /// about so with concurrency (71 → 310 ms at 8K from 1 to 64 streams); not a derived law.
+    pub api_stream_s: f64,
 }
 
 impl Profile {
@@ -59,7 +68,9 @@ impl Profile {
             &mut self.cached_request_s,
             &mut self.api_s,
             &mut self.api_token_s,
+            &mut self.api_quadratic_s,
             &mut self.api_serial_token_s,
+            &mut self.api_stream_s,
         ] {
             *cost *= factor;
         }
@@ -79,7 +90,13 @@ impl Profile {
 
     /// API-server time for a prompt of `tokens`, apart from the queue for the tokenizer.
     pub fn api_delay_s(&self, tokens: usize) -> f64 {
-        self.api_s + self.api_token_s * tokens as f64
+        let n = tokens as f64;
+        self.api_s + self.api_token_s * n + self.api_quadratic_s * n * n
+    }
+
+    /// API-server time a request waits for the `running` requests it already streams.
+    pub fn api_load_s(&self, running: usize) -> f64 {
+        self.api_stream_s * ((running as f64 + 1.0).powf(0.25) - 1.0)
     }
 
     /// Time on the API server's one tokenizer for a prompt of `tokens`.
@@ -103,13 +120,15 @@ pub fn profiles() -> [Profile; 3] {
             step_s: 3.75e-3,
             per_seq_s: 0.018e-3,
             per_kv_token_s: 3.3e-9,
-            prefill_token_s: 7.25e-6,
-            prefill_quadratic_s: 4.1875e-10,
+            prefill_token_s: 8.35e-6,
+            prefill_quadratic_s: 3.97e-10,
             cached_token_s: 0.08e-6,
             cached_request_s: 3.0e-3,
-            api_s: 0.035,
-            api_token_s: 1.5e-6,
-            api_serial_token_s: 1.9e-6,
+            api_s: 0.0274,
+            api_token_s: 1.38e-6,
+            api_quadratic_s: 1.22e-12,
+            api_serial_token_s: 1.7e-6,
+            api_stream_s: 0.12,
         },
         Profile {
             name: "tiny",
@@ -129,7 +148,9 @@ pub fn profiles() -> [Profile; 3] {
             cached_request_s: 0.0,
             api_s: 0.001,
             api_token_s: 0.05e-6,
+            api_quadratic_s: 0.0,
             api_serial_token_s: 0.0,
+            api_stream_s: 0.0,
         },
         Profile {
             name: "instant",
@@ -149,7 +170,9 @@ pub fn profiles() -> [Profile; 3] {
             cached_request_s: 0.0,
             api_s: 0.0,
             api_token_s: 0.0,
+            api_quadratic_s: 0.0,
             api_serial_token_s: 0.0,
+            api_stream_s: 0.0,
         },
     ]
 }
