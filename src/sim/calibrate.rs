@@ -175,94 +175,155 @@ pub fn decode_cell(
     window_s: f64,
     max_tokens: usize,
 ) -> DecodeTruth {
-    let mut e = Engine::new(profile.clone());
-    let prompts: Vec<Vec<u32>> = (0..c).map(|s| slot_prompt(ctx, s)).collect();
-    // Warm-up: each slot's prompt once, max_tokens 1.
-    for p in &prompts {
-        e.add(NewRequest {
-            tokens: p.clone(),
-            target: 1,
-        });
+    let mut r = Replay::warm(profile, ctx, c, max_tokens);
+    while r.advance(window_s) {}
+    r.truth(window_s)
+}
+
+/// One decode cell being replayed.
+struct Replay<'a> {
+    profile: &'a Profile,
+    e: Engine,
+    ctx: usize,
+    max_tokens: usize,
+    /// Each slot's prompt.
+    prompts: Vec<Vec<u32>>,
+    /// When the API server's one tokenizer is next free.
+    tokenizer_free: f64,
+    /// Requests on their way through the API server: (reaches the engine, slot, sent).
+    arrivals: Vec<(f64, usize, f64)>,
+    slot_of: HashMap<ReqId, usize>,
+    sent_at: HashMap<ReqId, f64>,
+    /// (sent, TTFT) of every request with a first token.
+    ttfts: Vec<(f64, f64)>,
+    /// Which slots have produced a token.
+    started: Vec<bool>,
+    /// When the window opened.
+    open: Option<f64>,
+    /// Output tokens inside the window.
+    tokens: u64,
+}
+
+impl<'a> Replay<'a> {
+    /// An engine whose cache holds each slot's prompt (the warm-up: each once, max_tokens
+    /// 1), and the C requests sent together.
+    fn warm(profile: &'a Profile, ctx: usize, c: usize, max_tokens: usize) -> Replay<'a> {
+        let mut e = Engine::new(profile.clone());
+        let prompts: Vec<Vec<u32>> = (0..c).map(|s| slot_prompt(ctx, s)).collect();
+        for p in &prompts {
+            e.add(NewRequest {
+                tokens: p.clone(),
+                target: 1,
+            });
+        }
+        while e.has_work() {
+            e.step();
+        }
+        let mut r = Replay {
+            profile,
+            e,
+            ctx,
+            max_tokens,
+            prompts,
+            tokenizer_free: 0.0,
+            arrivals: Vec::new(),
+            slot_of: HashMap::new(),
+            sent_at: HashMap::new(),
+            ttfts: Vec::new(),
+            started: vec![false; c],
+            open: None,
+            tokens: 0,
+        };
+        (0..c).for_each(|s| r.send(s));
+        r
     }
-    while e.has_work() {
-        e.step();
+
+    /// Send slot `s`'s request now: it reaches the engine after the API server's one
+    /// tokenizer has taken it (in arrival order) and the rest of its delay.
+    fn send(&mut self, s: usize) {
+        let (p, now) = (self.profile, self.e.now);
+        self.tokenizer_free = self.tokenizer_free.max(now) + p.tokenizer_s(self.ctx);
+        let ready = self.tokenizer_free + p.api_delay_s(self.ctx) + p.api_load_s(self.e.running());
+        self.arrivals.push((ready, s, now));
     }
-    let delay = profile.api_delay_s(ctx);
-    // A request sent at `t` reaches the engine after the API server's one tokenizer has
-    // taken it (in arrival order) and the rest of its delay: (ready, slot, sent).
-    let mut tokenizer_free = 0.0f64;
-    let mut send = |t: f64, s: usize, running: usize| {
-        tokenizer_free = tokenizer_free.max(t) + profile.tokenizer_s(ctx);
-        (tokenizer_free + delay + profile.api_load_s(running), s, t)
-    };
-    let mut arrivals: Vec<(f64, usize, f64)> = (0..c).map(|s| send(e.now, s, 0)).collect();
-    let mut slot_of: HashMap<ReqId, usize> = HashMap::new();
-    let mut sent_at: HashMap<ReqId, f64> = HashMap::new();
-    let mut ttfts: Vec<(f64, f64)> = Vec::new();
-    let mut started = vec![false; c];
-    let (mut open, mut tokens) = (None::<f64>, 0u64);
-    loop {
-        arrivals.sort_by(|a, b| b.0.total_cmp(&a.0));
-        while arrivals.last().is_some_and(|a| a.0 <= e.now) {
-            if let Some((_, s, sent)) = arrivals.pop() {
-                let id = e.add(NewRequest {
-                    tokens: prompts[s].clone(),
-                    target: max_tokens,
-                });
-                slot_of.insert(id, s);
-                sent_at.insert(id, sent);
-            }
-        }
-        if !e.has_work() {
-            match arrivals.last() {
-                Some(a) => e.now = a.0,
-                None => break,
-            }
-            continue;
-        }
-        let out = e.step();
-        for id in &out.emitted {
-            if let Some(sent) = sent_at.remove(id) {
-                ttfts.push((sent, e.now - sent));
-            }
-        }
-        if let Some(t0) = open {
-            if e.now > t0 + window_s {
+
+    /// Hand the engine the requests that have reached it.
+    fn admit_due(&mut self) {
+        self.arrivals.sort_by(|a, b| b.0.total_cmp(&a.0));
+        while let Some(&(ready, s, sent)) = self.arrivals.last() {
+            if ready > self.e.now {
                 break;
             }
-            tokens += out.emitted.len() as u64;
+            self.arrivals.pop();
+            let id = self.e.add(NewRequest {
+                tokens: self.prompts[s].clone(),
+                target: self.max_tokens,
+            });
+            self.slot_of.insert(id, s);
+            self.sent_at.insert(id, sent);
+        }
+    }
+
+    /// One engine step, or a jump to the next arrival; false when the window has closed.
+    fn advance(&mut self, window_s: f64) -> bool {
+        self.admit_due();
+        if !self.e.has_work() {
+            return match self.arrivals.last() {
+                Some(a) => {
+                    self.e.now = a.0;
+                    true
+                }
+                None => false,
+            };
+        }
+        let out = self.e.step();
+        for id in &out.emitted {
+            if let Some(sent) = self.sent_at.remove(id) {
+                self.ttfts.push((sent, self.e.now - sent));
+            }
+        }
+        if let Some(t0) = self.open {
+            if self.e.now > t0 + window_s {
+                return false;
+            }
+            self.tokens += out.emitted.len() as u64;
         } else {
             for id in &out.emitted {
-                if let Some(&s) = slot_of.get(id) {
-                    started[s] = true;
+                if let Some(&s) = self.slot_of.get(id) {
+                    self.started[s] = true;
                 }
             }
-            if started.iter().all(|s| *s) {
-                open = Some(e.now);
+            if self.started.iter().all(|s| *s) {
+                self.open = Some(self.e.now);
             }
         }
         for id in &out.finished {
-            if let Some(s) = slot_of.remove(id) {
-                arrivals.push(send(e.now, s, e.running()));
+            if let Some(s) = self.slot_of.remove(id) {
+                self.send(s);
             }
         }
+        true
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
-    };
-    let all: Vec<f64> = ttfts.iter().map(|t| t.1).collect();
-    let inside: Vec<f64> = ttfts
-        .iter()
-        .filter(|t| open.is_some_and(|o| t.0 >= o))
-        .map(|t| t.1)
-        .collect();
-    let ttft_mean_s = all.iter().sum::<f64>() / all.len().max(1) as f64;
-    DecodeTruth {
-        total_tok_s: tokens as f64 / window_s,
-        ttft_p50_s: median(all.clone()),
-        ttft_mean_s,
-        ttft_seed_p50_s: median(if inside.is_empty() { all } else { inside }),
+
+    /// What the cell measured.
+    fn truth(self, window_s: f64) -> DecodeTruth {
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let all: Vec<f64> = self.ttfts.iter().map(|t| t.1).collect();
+        let inside: Vec<f64> = self
+            .ttfts
+            .iter()
+            .filter(|t| self.open.is_some_and(|o| t.0 >= o))
+            .map(|t| t.1)
+            .collect();
+        DecodeTruth {
+            total_tok_s: self.tokens as f64 / window_s,
+            ttft_p50_s: median(all.clone()),
+            ttft_mean_s: all.iter().sum::<f64>() / all.len().max(1) as f64,
+            ttft_seed_p50_s: median(if inside.is_empty() { all } else { inside }),
+        }
     }
 }
 
