@@ -1,9 +1,11 @@
 //! A run of engine variants (contract §8): the plan of every variant is written first, then
 //! each variant in turn is launched (or attached to), checked, measured over its cells and
-//! stopped. A variant whose engine does not start fails its cells with the reason, and the
-//! run goes on with the next; `--only`, `--shard` and `--resume` work on the whole plan.
+//! stopped. A variant whose engine does not start, or is lost during a cell (and not
+//! relaunched), fails its cells left with the reason, and the run goes on with the next;
+//! `--only`, `--shard` and `--resume` work on the whole plan.
 
 use super::engine::EngineSide;
+use super::error::EngineError;
 use super::session::Session;
 use super::{Event, RunError, Start, Summary, dir, observe};
 use crate::plan::{self, Cell, Plan};
@@ -122,7 +124,12 @@ impl One<'_, '_> {
         }
         let result = self.measure(&mut engine, &server, summary).await;
         engine.down().await;
-        result
+        match result {
+            Err(
+                e @ (RunError::Engine(EngineError::Exited { .. }) | RunError::EngineLost { .. }),
+            ) if !up.interrupt.is_requested() => self.lost(&e, summary),
+            other => other,
+        }
     }
 
     /// Measure the variant's cells as its own engine's limits expand them.
@@ -162,17 +169,46 @@ impl One<'_, '_> {
         let mut facts = dir::variant_facts(&v.name, &v.spec, &dir::ServerInfo::default());
         facts.failed = Some(why.to_string());
         self.remember(facts)?;
-        for c in &self.mine.cells {
+        self.fail(self.mine.cells.iter(), &reason, summary)
+    }
+
+    /// The variant's engine was lost during a cell (that cell is recorded already): the
+    /// cells it had left are recorded failed, and the run goes on with the next variant.
+    fn lost(&mut self, e: &RunError, summary: &mut Summary) -> Result<(), RunError> {
+        let (up, v) = (self.up, self.v);
+        let text = e.to_string();
+        (up.on)(Event::Note(format!("variant `{}`: {text}", v.name)));
+        let first = text.lines().next().unwrap_or_default();
+        let why = first.split("; the last lines").next().unwrap_or(first);
+        let reason = format!("variant `{}` was not measured further: {why}", v.name);
+        let done: HashSet<String> = up.dir.records()?.into_iter().map(|r| r.cell).collect();
+        if let Some(f) = self.manifest.variants.iter_mut().find(|f| f.name == v.name) {
+            f.failed = Some(why.to_string());
+        }
+        up.dir.write_manifest(self.manifest)?;
+        let left = self.mine.cells.iter().filter(|c| !done.contains(&c.id));
+        self.fail(left, &reason, summary)
+    }
+
+    /// Record `cells` failed with `reason` (those the plan skips, skipped with theirs).
+    fn fail<'c>(
+        &self,
+        cells: impl Iterator<Item = &'c Cell>,
+        reason: &str,
+        summary: &mut Summary,
+    ) -> Result<(), RunError> {
+        let v = self.v;
+        for c in cells {
             let rec = Record {
                 status: if c.runs() {
                     Status::Failed
                 } else {
                     Status::Skipped
                 },
-                reasons: vec![c.skip.clone().unwrap_or_else(|| reason.clone())],
+                reasons: vec![c.skip.clone().unwrap_or_else(|| reason.to_string())],
                 ..Record::new(c, utc_now(), &v.spec.labels)
             };
-            up.dir.append(&rec)?;
+            self.up.dir.append(&rec)?;
             summary.count(rec.status);
         }
         Ok(())

@@ -139,6 +139,74 @@ fn each_variant_is_launched_measured_and_the_faster_marked() {
 }
 
 #[test]
+fn a_variant_whose_engine_dies_mid_run_fails_its_cells_left_and_the_next_runs() {
+    let _cpu = super::cpu();
+    let dir = Dir::new();
+    let out = dir.path().join("run");
+    let port = free_port();
+    // `dies` lives 2.5 s from its launch: it dies before its last cell (three 1 s windows
+    // come before that one).
+    let text = launched(port)
+        .replace(
+            "    - name: fast\n    - name: slow\n      args: {--time-scale: 2}\n      labels: {speed: half}\n    - name: broken\n      command: [/nonexistent/engine, serve]\n",
+            "    - name: dies\n      args: {--die-after: 2500ms}\n    - name: lives\n",
+        )
+        .replace("concurrency: [1, 4]", "concurrency: [1, 2, 4, 8]");
+    assert!(text.contains("name: dies"), "{text}");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &text)
+        .run();
+    assert_eq!(done.code, 1, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("variant `dies`: the engine exited (exit status: 3) during dies/"),
+        "{}",
+        done.stderr
+    );
+    let recs = records(&out);
+    let (dies, lives): (Vec<&Record>, Vec<&Record>) = recs
+        .iter()
+        .partition(|r| r.variant.as_deref() == Some("dies"));
+    assert_eq!((dies.len(), lives.len()), (5, 5), "{recs:#?}");
+    // The cell it died in says so; the cells after it say why they were not measured.
+    let hit = dies
+        .iter()
+        .position(|r| r.status == Status::Failed)
+        .unwrap_or_else(|| panic!("{dies:#?}"));
+    assert!(hit < 4, "{dies:#?}");
+    assert!(
+        dies[hit]
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("the engine exited (exit status: 3) during the cell")),
+        "{:#?}",
+        dies[hit]
+    );
+    for r in &dies[hit + 1..] {
+        assert_eq!(r.status, Status::Failed, "{r:#?}");
+        assert_eq!(
+            r.reasons,
+            [format!(
+                "variant `dies` was not measured further: the engine exited (exit status: 3) during {}",
+                dies[hit].cell
+            )]
+        );
+    }
+    for r in &lives {
+        assert_eq!(r.status, Status::Valid, "{}: {:?}", r.cell, r.reasons);
+    }
+    let m = benchspec::rundir::RunDir::open(&out)
+        .unwrap()
+        .manifest()
+        .unwrap();
+    let failed: Vec<Option<&str>> = m.variants.iter().map(|v| v.failed.as_deref()).collect();
+    assert!(
+        failed[0].is_some_and(|f| f.starts_with("the engine exited")) && failed[1].is_none(),
+        "{failed:?}"
+    );
+}
+
+#[test]
 fn the_shipped_variants_spec_plans_both_variants() {
     let done = Bench::new(&["plan", "specs/vllm-max-num-seqs.yaml"]).run();
     assert_eq!(done.code, 0, "{}", done.stderr);
