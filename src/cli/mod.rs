@@ -226,7 +226,7 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
     let shard = run::shard_of(shard, "plan", out)?;
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
-    let mut plan = plan::expand(&loaded.spec, &crate::sim::rates_for(&loaded.spec));
+    let mut plan = plan::expand(&loaded.spec, &crate::sim::rates_for);
     if let Some(s) = shard {
         plan = plan.shard(s);
     }

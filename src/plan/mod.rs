@@ -152,8 +152,12 @@ impl Workload {
     }
 }
 
-/// Expand `spec` into its plan.
-pub fn expand(spec: &Spec, rates: &Rates) -> Plan {
+/// How fast an engine described by a spec is assumed to be, for the estimates: the caller
+/// knows (the simulator's profiles do), the plan does not.
+pub type RatesOf<'a> = &'a dyn Fn(&Spec) -> Rates;
+
+/// Expand `spec` into its plan, each engine (variant) estimated at `rates` of its spec.
+pub fn expand(spec: &Spec, rates: RatesOf) -> Plan {
     expand_for(spec, rates, Limits::default())
 }
 
@@ -169,16 +173,16 @@ pub struct Limits {
 /// Expand `spec` for a server that reports `server`'s limits, which count where the spec
 /// states none. A spec with engine variants gets every cell once per variant, variant by
 /// variant, ids prefixed `<variant>/`.
-pub fn expand_for(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
+pub fn expand_for(spec: &Spec, rates: RatesOf, server: Limits) -> Plan {
     let variants = spec.variants();
     let Some(first) = variants.first() else {
-        return expand_one(spec, rates, server);
+        return expand_one(spec, &rates(spec), server);
     };
-    let mut plan = expand_one(&first.spec, rates, server);
+    let mut plan = expand_one(&first.spec, &rates(&first.spec), server);
     plan.cells.clear();
     for v in &variants {
-        plan.cells
-            .extend(variant_cells(expand_one(&v.spec, rates, server), &v.name));
+        let cells = expand_one(&v.spec, &rates(&v.spec), server);
+        plan.cells.extend(variant_cells(cells, &v.name));
     }
     plan.estimate_s = plan.cells.iter().map(|c| c.estimate_s).sum();
     plan

@@ -41,7 +41,7 @@ impl Session<'_> {
         let spec = &loaded.spec;
         // The plan before the server is asked sizes the connection pool; the cells that will
         // run after `--only`/`--shard` are what count.
-        let pool = select(plan::expand(spec, &Rates::default()), opts).max_concurrency();
+        let pool = select(plan::expand(spec, &|_| Rates::default()), opts).max_concurrency();
         let mut engine = EngineSide::up(
             spec,
             opts,
@@ -52,7 +52,7 @@ impl Session<'_> {
         )
         .await?;
         let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name).await?;
-        let plan = plan::expand_for(spec, &crate::sim::rates_for(spec), server.limits());
+        let plan = plan::expand_for(spec, &crate::sim::rates_for, server.limits());
         let mut summary = Summary {
             out: dir.path().to_path_buf(),
             ..Summary::default()

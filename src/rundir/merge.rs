@@ -107,7 +107,7 @@ fn cells_of_missing_shards(first: &Part, missing: &[u32], n: u32) -> Vec<crate::
     ) else {
         return Vec::new();
     };
-    let plan = crate::plan::expand(&loaded.spec, &crate::sim::rates_for(&loaded.spec));
+    let plan = crate::plan::expand(&loaded.spec, &crate::sim::rates_for);
     let shard = plan.shard_of_cells(n);
     plan.cells
         .into_iter()

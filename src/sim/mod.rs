@@ -118,6 +118,8 @@ pub fn rates_for(spec: &crate::spec::Spec) -> crate::plan::Rates {
     let Some(p) = profile::profile(name) else {
         return Rates::default();
     };
+    let scale = spec.engine.sim.as_ref().map_or(1.0, |s| s.time_scale);
+    let p = if scale == 1.0 { p } else { p.scaled(scale) };
     let ctx = spec
         .matrix
         .contexts
@@ -131,8 +133,15 @@ pub fn rates_for(spec: &crate::spec::Spec) -> crate::plan::Rates {
         prefill_tok_s: prefill,
         decode_tok_s: decode,
         source: format!(
-            "from the `{}` simulator profile: prefill {:.0} tok/s, decode {:.0} tok/s per request",
-            p.name, prefill, decode
+            "from the `{}` simulator profile{}: prefill {:.0} tok/s, decode {:.0} tok/s per request",
+            p.name,
+            if scale == 1.0 {
+                String::new()
+            } else {
+                format!(" at time scale {scale}")
+            },
+            prefill,
+            decode
         ),
     }
 }

@@ -9,7 +9,7 @@ fn seed(ext: &str) -> Plan {
     let text = std::fs::read_to_string(&path).unwrap();
     let loaded = spec::parse(&path, &text, Stage::Validate, &set)
         .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
-    plan::expand(&loaded.spec, &Rates::default())
+    plan::expand(&loaded.spec, &|_| Rates::default())
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn matrix_defaults_and_skips() {
     let text = "version: 1\nname: t\nengine: {kind: vllm}\nmodel: {served_name: m, max_model_len: 16K}\nmatrix:\n  contexts: [8K, 16K]\n  concurrency: [1, 2]\nphases:\n  decode:\n    concurrency: [2]\n";
     let loaded = spec::parse("t.yaml", text, Stage::Validate, &|_| None)
         .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
-    let p = plan::expand(&loaded.spec, &Rates::default());
+    let p = plan::expand(&loaded.spec, &|_| Rates::default());
     let table: Vec<(String, Option<String>)> = p
         .cells
         .iter()

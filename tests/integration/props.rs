@@ -31,7 +31,7 @@ fn check_text(name: &str, text: &str) {
         let _ = d.caret_form(false);
     }
     if let Ok(loaded) = result {
-        let p = plan::expand(&loaded.spec, &Rates::default());
+        let p = plan::expand(&loaded.spec, &|_| Rates::default());
         let _ = plan::render_table(&p, name);
         let _ = p.shard(Shard { k: 1, n: 3 });
     }

@@ -246,6 +246,20 @@ fn shards_and_resume_work_across_variants() {
         .collect();
     assert_eq!(ids.len(), 12, "{ids:?}");
     assert!(ids[..6].iter().all(|i| i.starts_with("a/")), "{ids:?}");
+    // Each variant is estimated at its own speed: b, slower, takes longer in every cell.
+    let estimate = |id: &str| {
+        all["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .and_then(|c| c["estimate_s"].as_f64())
+            .unwrap()
+    };
+    for c in ["decode/256/c1", "decode/512/c2"] {
+        let (a, b) = (estimate(&format!("a/{c}")), estimate(&format!("b/{c}")));
+        assert!(b > a, "{c}: a {a} s, b {b} s");
+    }
     let shard2 = dir.path().join("shard2");
     let done = Bench::new(&["run", "--shard", "2/2", "--out", shard2.to_str().unwrap()])
         .arg(&spec)
