@@ -143,60 +143,76 @@ pub fn sse(
         over: false,
     };
     futures_util::stream::unfold(state, |mut st| async move {
-        if st.over {
+        let item = st.next_piece().await?;
+        Some((item, st))
+    })
+}
+
+impl State {
+    /// The next piece of the body, `None` once it has ended.
+    async fn next_piece(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        if self.over {
             return None;
         }
         let mut out = String::new();
-        if !st.started {
-            st.started = true;
-            if st.plan.head.kind == Kind::Chat {
-                out.push_str(&event(&st.plan.head.role_chunk()));
+        if !self.started {
+            self.started = true;
+            if self.plan.head.kind == Kind::Chat {
+                out.push_str(&event(&self.plan.head.role_chunk()));
             }
         }
         loop {
-            match st.rx.recv().await {
+            match self.rx.recv().await {
                 Some(Ev::Token) => {
-                    st.generated += 1;
-                    if st.plan.stall_at == Some(st.generated) {
-                        // A stalled stream: the connection stays open, nothing more comes.
-                        std::future::pending::<()>().await;
-                    }
-                    if st.plan.cut_at == Some(st.generated) {
-                        st.over = true;
-                        return Some((
-                            Err(std::io::Error::other(
-                                "simulated disconnect (fault option `disconnect_rate`)",
-                            )),
-                            st,
-                        ));
-                    }
-                    let pending = st.generated - st.sent;
-                    let boundary = st.generated == st.plan.reasoning;
-                    if pending >= st.plan.per_chunk || boundary || st.generated == st.plan.target {
-                        out.push_str(&flush(&mut st));
-                        return Some((Ok(Bytes::from(out)), st));
+                    if let Some(piece) = self.token(&mut out).await {
+                        return Some(piece);
                     }
                 }
                 Some(Ev::Done) => {
-                    out.push_str(&flush(&mut st));
-                    if st.plan.include_usage {
-                        out.push_str(&event(
-                            &st.plan
-                                .head
-                                .usage_chunk(api::usage(st.plan.prompt_len, st.generated)),
-                        ));
-                    }
-                    out.push_str("data: [DONE]\n\n");
-                    st.over = true;
-                    return Some((Ok(Bytes::from(out)), st));
+                    self.over = true;
+                    return Some(Ok(self.done(out)));
                 }
                 None => {
-                    st.over = true;
-                    return Some((Err(std::io::Error::other("the engine stopped")), st));
+                    self.over = true;
+                    return Some(Err(std::io::Error::other("the engine stopped")));
                 }
             }
         }
-    })
+    }
+
+    /// One more token: the piece to send when a chunk is due (or the fault that ends the
+    /// stream); a stalled stream never returns.
+    async fn token(&mut self, out: &mut String) -> Option<Result<Bytes, std::io::Error>> {
+        self.generated += 1;
+        if self.plan.stall_at == Some(self.generated) {
+            // A stalled stream: the connection stays open, nothing more comes.
+            std::future::pending::<()>().await;
+        }
+        if self.plan.cut_at == Some(self.generated) {
+            self.over = true;
+            return Some(Err(std::io::Error::other(
+                "simulated disconnect (fault option `disconnect_rate`)",
+            )));
+        }
+        let pending = self.generated - self.sent;
+        let boundary = self.generated == self.plan.reasoning;
+        if pending >= self.plan.per_chunk || boundary || self.generated == self.plan.target {
+            out.push_str(&flush(self));
+            return Some(Ok(Bytes::from(std::mem::take(out))));
+        }
+        None
+    }
+
+    /// The last piece: tokens not sent yet, the usage chunk if asked for, `[DONE]`.
+    fn done(&mut self, mut out: String) -> Bytes {
+        out.push_str(&flush(self));
+        if self.plan.include_usage {
+            let usage = api::usage(self.plan.prompt_len, self.generated);
+            out.push_str(&event(&self.plan.head.usage_chunk(usage)));
+        }
+        out.push_str("data: [DONE]\n\n");
+        Bytes::from(out)
+    }
 }
 
 /// The chunk(s) for the tokens generated since the last one.

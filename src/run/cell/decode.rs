@@ -110,22 +110,9 @@ pub async fn decode(
     )
     .await;
     let _ = stop_tx.send(true);
-    let at = Instant::now();
-    shared.clock.end_at(at);
-    cx.marks
-        .close(shared.clock.close().unwrap_or(at).into_std());
-    while let Ok(Some(joined)) = tokio::time::timeout(Duration::from_secs(5), set.join_next()).await
-    {
-        tallies.extend(joined.ok());
-    }
-    let tallies = tallies.into_iter().map(|t| t.close(at)).collect();
-    let mut totals = Totals::merge(
-        &shared.clock,
-        &shared.sink,
-        tallies,
-        &warm_prompt_counts,
-        cell.prompt_tokens,
-    );
+    let tallies = collect(&cx, &shared, set, tallies).await;
+    let (prompts, expected) = (&warm_prompt_counts, cell.prompt_tokens);
+    let mut totals = Totals::merge(&shared.clock, &shared.sink, tallies, prompts, expected);
     if let Err(why) = watched {
         rec.errors = totals.errors;
         rec.error_kinds = totals.error_kinds.clone();
@@ -134,6 +121,25 @@ pub async fn decode(
     keep_requests(&cx, cell, &mut totals);
     rec.client = cpu.usage(&cx.probe, totals.length_s);
     fill(rec, &mut totals, cell, window, &cx.workload)
+}
+
+/// End the cell now (the window closes, if it has not), and gather the slots' tallies,
+/// closed then (a slot still running after 5 s is left out).
+async fn collect(
+    cx: &Ctx,
+    shared: &Shared,
+    mut set: JoinSet<Tally>,
+    mut tallies: Vec<Tally>,
+) -> Vec<Tally> {
+    let at = Instant::now();
+    shared.clock.end_at(at);
+    cx.marks
+        .close(shared.clock.close().unwrap_or(at).into_std());
+    while let Ok(Some(joined)) = tokio::time::timeout(Duration::from_secs(5), set.join_next()).await
+    {
+        tallies.extend(joined.ok());
+    }
+    tallies.into_iter().map(|t| t.close(at)).collect()
 }
 
 /// One task per slot, each with its tally, sending until `stop` (or its tickets run out).
