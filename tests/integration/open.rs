@@ -203,7 +203,13 @@ slo:
         .filter(|&c| calibrate::decode_cell(&p, 1024, c, 2.0, 64).ttft_p50_s * 1e3 <= 30.0)
         .max()
         .unwrap() as f64;
-    assert!((got - truth).abs() <= 4.0, "capacity {got}, model {truth}");
+    // Within one precision step above the model, two below: a loaded machine only adds
+    // latency, and near the cliff (the model's TTFT p50 is 9 ms at 48 and 90 ms at 52) it
+    // once cut a full suite's search at 40.
+    assert!(
+        got <= truth + 4.0 && got >= truth - 8.0,
+        "capacity {got}, model {truth}"
+    );
     let probes: Vec<&Record> = records
         .iter()
         .filter(|r| r.cell.starts_with("capacity/1K/c"))
