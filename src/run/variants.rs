@@ -124,11 +124,21 @@ impl One<'_, '_> {
         }
         let result = self.measure(&mut engine, &server, summary).await;
         engine.down().await;
-        match result {
-            Err(
-                e @ (RunError::Engine(EngineError::Exited { .. }) | RunError::EngineLost { .. }),
-            ) if !up.interrupt.is_requested() => self.lost(&e, summary),
-            other => other,
+        let lost = match &result {
+            // The note keeps the engine's last log lines.
+            Err(e @ RunError::Engine(EngineError::Exited { status, cell, .. })) => Some((
+                format!("the engine exited ({status}) during {cell}"),
+                e.to_string(),
+            )),
+            Err(RunError::EngineLost { why, cell, .. }) => {
+                let why = format!("{why} ({cell})");
+                Some((why.clone(), why))
+            }
+            _ => None,
+        };
+        match lost {
+            Some((why, note)) if !up.interrupt.is_requested() => self.lost(&why, &note, summary),
+            _ => result,
         }
     }
 
@@ -172,14 +182,12 @@ impl One<'_, '_> {
         self.fail(self.mine.cells.iter(), &reason, summary)
     }
 
-    /// The variant's engine was lost during a cell (that cell is recorded already): the
-    /// cells it had left are recorded failed, and the run goes on with the next variant.
-    fn lost(&mut self, e: &RunError, summary: &mut Summary) -> Result<(), RunError> {
+    /// The variant's engine was lost during a cell (that cell is recorded already) for
+    /// `why`: the cells it had left are recorded failed, and the run goes on with the next
+    /// variant.
+    fn lost(&mut self, why: &str, note: &str, summary: &mut Summary) -> Result<(), RunError> {
         let (up, v) = (self.up, self.v);
-        let text = e.to_string();
-        (up.on)(Event::Note(format!("variant `{}`: {text}", v.name)));
-        let first = text.lines().next().unwrap_or_default();
-        let why = first.split("; the last lines").next().unwrap_or(first);
+        (up.on)(Event::Note(format!("variant `{}`: {note}", v.name)));
         let reason = format!("variant `{}` was not measured further: {why}", v.name);
         let done: HashSet<String> = up.dir.records()?.into_iter().map(|r| r.cell).collect();
         if let Some(f) = self.manifest.variants.iter_mut().find(|f| f.name == v.name) {
