@@ -69,6 +69,11 @@ fn rows(out: &mut String, run: &[&Cell], w: usize) {
         } else {
             c.prompt_tokens.to_string()
         };
+        // An open-loop cell without `max_concurrency` has no bound on requests in flight.
+        let conc = match c.concurrency {
+            0 => "-".to_string(),
+            n => n.to_string(),
+        };
         let est = if c.estimate_s > 0.0 {
             human_duration(c.estimate_s)
         } else {
@@ -80,7 +85,7 @@ fn rows(out: &mut String, run: &[&Cell], w: usize) {
             i + 1,
             c.id,
             prompt,
-            c.concurrency,
+            conc,
             how(c),
             est
         );

@@ -264,6 +264,21 @@ fn plan_of_the_seed_spec() {
 }
 
 #[test]
+fn plan_of_open_loop_cells_says_their_arrivals_and_no_concurrency() {
+    let done = Bench::new(&["plan", "specs/open-loop.yaml"]).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let row = done
+        .stdout
+        .lines()
+        .find(|l| l.contains("load/8K/r2 "))
+        .unwrap_or_else(|| panic!("{}", done.stdout));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // #, cell, prompt, conc, then how.
+    assert_eq!(cols[..4], ["1", "load/8K/r2", "8192", "-"], "{row}");
+    assert!(row.contains("poisson 2 req/s, 8 s"), "{row}");
+}
+
+#[test]
 fn plan_of_an_invalid_spec_exits_2_and_says_why() {
     let done = Bench::new(&["plan"]).spec("broken.yaml", BROKEN).run();
     assert_eq!(done.code, 2);
