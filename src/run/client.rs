@@ -75,6 +75,14 @@ pub struct Client {
     local: Option<Arc<super::local_tokenizer::LocalTokenizer>>,
 }
 
+/// A reqwest client builder for any endpoint this tool reads. reqwest is built without a
+/// TLS provider of its own, and building a client without one panics, so rustls's ring
+/// provider is installed first (once per process) for https endpoints.
+pub fn http_builder() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
+
 impl Client {
     /// A client of the engine at `base` for `spec`'s model and workload, with a pool of
     /// `pool` connections.
@@ -84,9 +92,7 @@ impl Client {
         key: Option<String>,
         pool: usize,
     ) -> Result<Client, ApiError> {
-        // https endpoints use rustls with the ring provider (installed once per process).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        let http = http_builder()
             .http1_only()
             .no_proxy()
             .pool_max_idle_per_host(pool.max(1))
@@ -140,7 +146,7 @@ impl Client {
     /// Whether the server answers GET `path` at all (any HTTP status) on a new connection:
     /// a pooled connection may outlive the server's listening socket.
     pub async fn answers_afresh(&self, path: &str) -> bool {
-        let Ok(http) = reqwest::Client::builder()
+        let Ok(http) = http_builder()
             .http1_only()
             .no_proxy()
             .pool_max_idle_per_host(0)

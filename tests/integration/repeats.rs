@@ -104,21 +104,30 @@ fn compare(base: &std::path::Path, new: &std::path::Path) -> (i32, Value) {
     (done.code, json)
 }
 
-/// The cells with any metric judged `verdict`.
+/// The cells with any metric judged `verdict`, each with those metrics, their change and
+/// p-value: `decode/256/c6 ttft_ms_p50 +6.1% p 0.01`.
 fn judged(c: &Value, verdict: &str) -> Vec<String> {
-    c["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| {
-            r["metrics"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|m| m["verdict"] == verdict)
-        })
-        .map(|r| r["cell"].as_str().unwrap().to_string())
-        .collect()
+    let mut out = Vec::new();
+    for r in c["rows"].as_array().unwrap() {
+        let moved: Vec<String> = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["verdict"] == verdict)
+            .map(|m| {
+                let change = m["change_pct"].as_f64().unwrap_or(f64::NAN);
+                format!("{} {change:+.1}% p {}", m["key"], m["p_value"])
+            })
+            .collect();
+        if !moved.is_empty() {
+            out.push(format!(
+                "{} {}",
+                r["cell"].as_str().unwrap(),
+                moved.join(", ")
+            ));
+        }
+    }
+    out
 }
 
 #[test]

@@ -13,7 +13,10 @@ async fn start(f: impl FnOnce(&mut Options)) -> Sim {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().unwrap()
+    benchspec::run::client::http_builder()
+        .no_proxy()
+        .build()
+        .unwrap()
 }
 
 /// The `data:` payloads of an SSE body, `[DONE]` included.
@@ -291,6 +294,62 @@ async fn metrics_use_vllm_names_and_count_prefix_hits() {
         metric(&text, "vllm:prefix_cache_hits_total"),
         192.0,
         "the second prompt hits all its full blocks but the last"
+    );
+    assert_eq!(metric(&text, "vllm:num_preemptions_total"), 0.0);
+    // The cache's size as vLLM states it: blocks × block size is the profile's KV tokens.
+    let info = text
+        .lines()
+        .find(|l| l.starts_with("vllm:cache_config_info{"))
+        .unwrap_or_else(|| panic!("no cache_config_info:\n{text}"));
+    let label = |k: &str| -> u64 {
+        let v = info.split(&format!("{k}=\"")).nth(1).unwrap();
+        v[..v.find('"').unwrap()].parse().unwrap()
+    };
+    let kv = profile::profile("tiny").unwrap().kv_tokens;
+    assert_eq!(label("num_gpu_blocks") * label("block_size"), kv, "{info}");
+    sim.stop().await;
+}
+
+/// The TTFT and inter-token-latency histograms count every request and every gap between
+/// its tokens, and their sums are the engine's own times: above its modelled step time and
+/// below what the client waited in all.
+#[tokio::test]
+async fn latency_histograms_count_what_the_engine_did() {
+    let sim = start(|_| {}).await;
+    let started = Instant::now();
+    for n in [1, 5, 9] {
+        let body =
+            json!({"model": "tiny", "prompt": "time me", "max_tokens": n, "ignore_eos": true});
+        let (status, _) = post(&sim, "/v1/completions", body).await;
+        assert_eq!(status, 200);
+    }
+    let waited = started.elapsed().as_secs_f64();
+    let text = client()
+        .get(format!("{}/metrics", sim.base_url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let ttft = "vllm:time_to_first_token_seconds";
+    let itl = "vllm:inter_token_latency_seconds";
+    assert_eq!(metric(&text, &format!("{ttft}_count")), 3.0, "{text}");
+    assert_eq!(
+        metric(&text, &format!("{itl}_count")),
+        12.0,
+        "0 + 4 + 8 gaps: {text}"
+    );
+    let step = profile::profile("tiny").unwrap().step_s;
+    let itl_sum = metric(&text, &format!("{itl}_sum"));
+    assert!(
+        itl_sum >= 12.0 * step && itl_sum < waited,
+        "{itl_sum} s: {text}"
+    );
+    let ttft_sum = metric(&text, &format!("{ttft}_sum"));
+    assert!(
+        ttft_sum >= 3.0 * step && ttft_sum < waited,
+        "{ttft_sum} s: {text}"
     );
     sim.stop().await;
 }

@@ -119,6 +119,36 @@ fn a_stated_kv_capacity_skips_the_cells_it_cannot_hold() {
     );
 }
 
+/// With no capacity in the spec, `run` reads it from the engine (the simulator's
+/// `vllm:cache_config_info`: 256 blocks × 16 tokens) and, by default, skips the cell that
+/// cannot hold its requests; the cell that fits is measured.
+#[test]
+fn the_engines_own_kv_capacity_skips_a_cell_at_run_time() {
+    let _cpu = super::cpu();
+    let spec = KV
+        .edit(", kv_overflow: run", "")
+        .edit("duration: 2s", "duration: 1s");
+    let dir = Dir::new();
+    let (done, records) = run_in(&dir, &spec, "/usr/bin:/bin");
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!(cell(&records, "decode/1K/c2").status, Status::Valid);
+    let big = cell(&records, "decode/1K/c8");
+    assert_eq!(big.status, Status::Skipped, "{big:#?}");
+    assert_eq!(
+        big.reasons,
+        [
+            "8 × (1024 + 64) = 8704 tokens > the KV cache's 4096 tokens (`workload.kv_overflow: skip`)"
+        ],
+        "{big:#?}"
+    );
+    assert!(
+        big.server.is_none() && big.total_tok_s.is_none(),
+        "{big:#?}"
+    );
+    let manifest = std::fs::read_to_string(dir.path().join("run/manifest.json")).unwrap();
+    assert!(manifest.contains("\"kv_tokens\": 4096"), "{manifest}");
+}
+
 /// A fake `nvidia-smi`: two GPUs at a flat 200 W and 100 W, one line each every 250 ms.
 const SMI: &str = "#!/bin/sh
 while true; do

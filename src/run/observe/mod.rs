@@ -115,7 +115,7 @@ fn on_path(program: &str) -> Option<std::path::PathBuf> {
 /// Poll a DCGM exporter every period into `samples`.
 fn poll_dcgm(url: String, samples: gpu::Samples) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let Ok(http) = reqwest::Client::builder()
+        let Ok(http) = crate::run::client::http_builder()
             .no_proxy()
             .timeout(Duration::from_secs(2))
             .build()
