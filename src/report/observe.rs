@@ -115,7 +115,7 @@ pub fn observed(cells: &[CellView]) -> ObservedView {
         }
     }
     if v.gpu.is_empty() {
-        v.gpu_note = Some("No GPU telemetry: no `nvidia-smi` on PATH and no DCGM exporter (`telemetry.gpu`), so no power or tokens per joule.".into());
+        v.gpu_note = Some("No GPU telemetry: `telemetry.gpu` is off, or it found no `nvidia-smi` on PATH and no DCGM exporter, so no power or tokens per joule.".into());
     }
     v
 }

@@ -187,9 +187,8 @@ fn check_energy(r: &Record, watts: &[f64]) {
     assert!((tpj - want).abs() <= want * 1e-3, "{tpj} vs {want}");
 }
 
-#[test]
-fn a_fake_nvidia_smi_gives_the_exact_energy() {
-    let dir = Dir::new();
+/// A PATH with the fake `nvidia-smi` first.
+fn smi_path(dir: &Dir) -> String {
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     let smi = bin.join("nvidia-smi");
@@ -199,7 +198,13 @@ fn a_fake_nvidia_smi_gives_the_exact_energy() {
         .arg(&smi)
         .status()
         .unwrap();
-    let path = format!("{}:/usr/bin:/bin", bin.display());
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
+#[test]
+fn a_fake_nvidia_smi_gives_the_exact_energy() {
+    let dir = Dir::new();
+    let path = smi_path(&dir);
     let (done, records) = run_in(&dir, GPU_SPEC, &path);
     assert_eq!(done.code, 0, "{}", done.stderr);
     let decode = cell(&records, "decode/256/c1");
@@ -288,4 +293,26 @@ fn a_fake_dcgm_exporter_gives_the_exact_energy() {
         !manifest.contains("GPU telemetry sees"),
         "one H200 NVL, as stated: {manifest}"
     );
+}
+
+/// `telemetry: {server: false, gpu: off}` watches nothing: no `server` or `gpu` fields even
+/// with an engine that has `/metrics` and an `nvidia-smi` on PATH, and the cell is measured
+/// as before.
+#[test]
+fn telemetry_turned_off_watches_nothing() {
+    let spec = GPU_SPEC.edit("phases:", "telemetry: {server: false, gpu: off}\nphases:");
+    let dir = Dir::new();
+    let path = smi_path(&dir);
+    let (done, records) = run_in(&dir, &spec, &path);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let decode = cell(&records, "decode/256/c1");
+    assert_eq!(decode.status, Status::Valid, "{decode:#?}");
+    assert!(decode.total_tok_s.is_some_and(|t| t > 0.0), "{decode:#?}");
+    assert!(
+        decode.server.is_none() && decode.gpu.is_none() && decode.tokens_per_joule.is_none(),
+        "{decode:#?}"
+    );
+    let report = std::fs::read_to_string(dir.path().join("run/report.md")).unwrap();
+    assert!(!report.contains("Server-side view"), "{report}");
+    assert!(report.contains("No GPU telemetry"), "{report}");
 }
