@@ -252,6 +252,12 @@ async fn errors_have_vllm_shapes() {
     sim.stop().await;
 }
 
+/// The simulator's `/metrics` text.
+async fn metrics(c: &reqwest::Client, sim: &Sim) -> String {
+    let r = c.get(format!("{}/metrics", sim.base_url())).send().await;
+    r.unwrap().text().await.unwrap()
+}
+
 fn metric(text: &str, name: &str) -> f64 {
     text.lines()
         .find(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
@@ -272,14 +278,7 @@ async fn metrics_use_vllm_names_and_count_prefix_hits() {
         )
         .await;
     }
-    let text = client()
-        .get(format!("{}/metrics", sim.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(&client(), &sim).await;
     for name in [
         "vllm:num_requests_running",
         "vllm:num_requests_waiting",
@@ -324,14 +323,7 @@ async fn latency_histograms_count_what_the_engine_did() {
         assert_eq!(status, 200);
     }
     let waited = started.elapsed().as_secs_f64();
-    let text = client()
-        .get(format!("{}/metrics", sim.base_url()))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(&client(), &sim).await;
     let ttft = "vllm:time_to_first_token_seconds";
     let itl = "vllm:inter_token_latency_seconds";
     assert_eq!(metric(&text, &format!("{ttft}_count")), 3.0, "{text}");
@@ -370,14 +362,7 @@ async fn a_dropped_stream_is_cancelled_in_the_engine() {
     let mut running = f64::NAN;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let text = c
-            .get(format!("{}/metrics", sim.base_url()))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = metrics(&c, &sim).await;
         running = metric(&text, "vllm:num_requests_running");
         if running == 0.0 {
             break;
