@@ -5,7 +5,8 @@
 use bytes::Bytes;
 
 /// A generation request serialized once, shared by every send of it: the JSON body is
-/// `prefix`, the JSON-escaped `prompt`, `rest` and `last` (`max_tokens` and the closing brace).
+/// `prefix`, the JSON-escaped `prompt`, `rest` and `last` (the output limit and the closing
+/// brace).
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub(super) path: &'static str,
@@ -14,13 +15,16 @@ pub struct Prepared {
     pub(super) rest: Bytes,
     pub(super) last: Bytes,
     pub(super) max_tokens: u64,
+    /// The name of the output limit: `max_tokens`, or `max_completion_tokens` for a hosted
+    /// API's chat endpoint.
+    pub(super) limit: &'static str,
 }
 
 impl Prepared {
     /// The same request asking for `max_tokens`, sharing the prompt's bytes.
     pub fn with_max_tokens(&self, max_tokens: u64) -> Prepared {
         Prepared {
-            last: last_part(max_tokens),
+            last: last_part(self.limit, max_tokens),
             max_tokens,
             ..self.clone()
         }
@@ -55,6 +59,7 @@ pub(super) fn escaped(text: &str) -> Bytes {
     Bytes::from(out)
 }
 
-pub(super) fn last_part(max_tokens: u64) -> Bytes {
-    Bytes::from(format!(",\"max_tokens\":{max_tokens}}}"))
+/// The body's last part: the output limit named `limit`, and the closing brace.
+pub(super) fn last_part(limit: &str, max_tokens: u64) -> Bytes {
+    Bytes::from(format!(",\"{limit}\":{max_tokens}}}"))
 }

@@ -2,6 +2,7 @@
 //! informational endpoints exist, the request fields a hosted API refuses, SGLang's server
 //! info, and a hosted API's rate limit (HTTP 429 with `retry-after`).
 
+use super::api::Kind;
 use super::http::{Shared, error, json_response};
 use super::options::Dialect;
 use axum::extract::State;
@@ -39,12 +40,21 @@ pub(super) async fn server_info(State(s): State<Arc<Shared>>) -> Response {
 }
 
 /// A hosted API refuses fields it does not know, as OpenAI's does:
-/// "Unrecognized request argument supplied: ignore_eos".
-pub(super) fn refused_field(d: Dialect, body: &[u8]) -> Option<Response> {
+/// "Unrecognized request argument supplied: ignore_eos"; and its chat endpoint refuses
+/// `max_tokens` (its newer models take only `max_completion_tokens`).
+pub(super) fn refused_field(d: Dialect, kind: Kind, body: &[u8]) -> Option<Response> {
     if d != Dialect::Openai {
         return None;
     }
     let v: Value = serde_json::from_slice(body).ok()?;
+    if kind == Kind::Chat && v.get("max_tokens").is_some() {
+        return Some(error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+            Some("max_tokens"),
+        ));
+    }
     let field = if v.get("ignore_eos").is_some() {
         "ignore_eos"
     } else if v

@@ -25,7 +25,7 @@ struct Admitted {
 
 /// Serve one generation request.
 pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Response {
-    if let Some(refused) = super::dialect::refused_field(s.opts.dialect, &body) {
+    if let Some(refused) = super::dialect::refused_field(s.opts.dialect, kind, &body) {
         return refused;
     }
     let Admitted { req, ids, limit } = match admit(&s, &body) {

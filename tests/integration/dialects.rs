@@ -2,7 +2,8 @@
 //! SGLang (usage only at the end, `/tokenize` without messages, KV capacity in
 //! `/get_server_info`, `sglang:` metrics), TensorRT-LLM's `trtllm-serve` (no `/tokenize`: a
 //! local tokenizer sizes the prompts) and a hosted OpenAI-compatible API (no `/tokenize`,
-//! `ignore_eos` refused, output lengths that vary, HTTP 429 with `retry-after`).
+//! `ignore_eos` refused, `max_completion_tokens` on chat, output lengths that vary, HTTP 429
+//! with `retry-after`).
 
 use super::cli::{Bench, tempdir::Dir};
 use benchspec::results::{Record, Status, TokenSource};
@@ -110,17 +111,24 @@ const OPENAI: &str = "version: 1\nname: hosted\nengine: {kind: openai, base_url:
 
 #[test]
 fn a_hosted_api_gets_no_ignore_eos_and_its_lengths_vary() {
-    // The simulator refuses `ignore_eos` and `continuous_usage_stats` with HTTP 400 here.
+    // The simulator refuses `ignore_eos` and `continuous_usage_stats` with HTTP 400 here,
+    // and `max_tokens` on chat (OpenAI's newer models take only `max_completion_tokens`).
     let (rt, sim) = sim(Dialect::Openai, |_| {});
-    let (records, _, stderr, code) = run(OPENAI, &sim.base_url());
-    assert_eq!(code, 0, "{stderr}");
-    let r = records.iter().find(|r| r.cell == "decode/256/c2").unwrap();
-    assert_eq!(r.status, Status::Valid, "{r:#?}");
-    assert!(r.error_kinds.is_empty(), "{r:#?}");
-    assert!(r.completed >= 4, "{r:#?}");
-    // The model stopped by itself, before the 200 asked for: recorded, not a failure.
-    let per_request = r.output_tokens.unwrap() as f64 / r.completed as f64;
-    assert!(per_request < 200.0, "{r:#?}");
+    for api in ["completions", "chat"] {
+        let spec = OPENAI.replace(
+            "max_output_tokens: 200",
+            &format!("max_output_tokens: 200, api: {api}"),
+        );
+        let (records, _, stderr, code) = run(&spec, &sim.base_url());
+        assert_eq!(code, 0, "{api}: {stderr}");
+        let r = records.iter().find(|r| r.cell == "decode/256/c2").unwrap();
+        assert_eq!(r.status, Status::Valid, "{api}: {r:#?}");
+        assert!(r.error_kinds.is_empty(), "{api}: {r:#?}");
+        assert!(r.completed >= 4, "{api}: {r:#?}");
+        // The model stopped by itself, before the 200 asked for: recorded, not a failure.
+        let per_request = r.output_tokens.unwrap() as f64 / r.completed as f64;
+        assert!(per_request < 200.0, "{api}: {r:#?}");
+    }
     rt.block_on(sim.stop());
 }
 

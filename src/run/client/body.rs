@@ -1,6 +1,7 @@
 //! The bodies of the streamed generation requests, serialized once per prompt: the model,
 //! the prompt or messages, `stream_options` (usage in every chunk where the engine streams
-//! it; a hosted API gets `include_usage` only) and `ignore_eos` where the engine honours it.
+//! it; a hosted API gets `include_usage` only), `ignore_eos` where the engine honours it, and
+//! the output limit by the name the endpoint takes.
 
 use super::{Client, Prepared, escaped, last_part};
 use crate::spec::{Api, EngineKind};
@@ -39,13 +40,26 @@ impl Client {
         let rest = format!(
             "{close},\"stream\":true,\"stream_options\":{{\"include_usage\":true{continuous}}},\"temperature\":0{eos}"
         );
+        let limit = self.limit_name(self.api == Api::Chat);
         Prepared {
             path,
             prefix: Bytes::from(prefix),
             prompt: escaped(prompt),
             rest: Bytes::from(rest),
-            last: last_part(max_tokens),
+            last: last_part(limit, max_tokens),
             max_tokens,
+            limit,
+        }
+    }
+
+    /// The name of the output limit: OpenAI's chat endpoint takes `max_completion_tokens`
+    /// (and refuses `max_tokens` for its newer models); self-hosted engines and every
+    /// completions endpoint take `max_tokens`.
+    fn limit_name(&self, chat: bool) -> &'static str {
+        if chat && self.kind == EngineKind::Openai {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
         }
     }
 
@@ -53,6 +67,8 @@ impl Client {
     pub fn prepare_messages(&self, messages: &Value, max_tokens: u64) -> Prepared {
         let mut p = self.prepare("", max_tokens);
         p.path = "/v1/chat/completions";
+        p.limit = self.limit_name(true);
+        p.last = last_part(p.limit, max_tokens);
         p.prefix = Bytes::from(format!(
             "{{\"model\":{},\"messages\":",
             Value::String(self.model.clone())
