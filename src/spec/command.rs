@@ -45,47 +45,14 @@ pub fn split(line: &str) -> Result<Vec<String>, CommandError> {
                     words.push(std::mem::take(&mut word));
                     in_word = false;
                 }
+                continue;
             }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(ch) => word.push(ch),
-                        None => return Err(CommandError::Unterminated('\'')),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(ch @ ('"' | '\\' | '$' | '`')) => word.push(ch),
-                            Some(ch) => {
-                                word.push('\\');
-                                word.push(ch);
-                            }
-                            None => return Err(CommandError::Unterminated('"')),
-                        },
-                        Some(ch) => word.push(ch),
-                        None => return Err(CommandError::Unterminated('"')),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(ch) => word.push(ch),
-                    None => return Err(CommandError::LoneBackslash),
-                }
-            }
-            ch => {
-                in_word = true;
-                word.push(ch);
-            }
+            '\'' => single_quoted(&mut chars, &mut word)?,
+            '"' => double_quoted(&mut chars, &mut word)?,
+            '\\' => word.push(chars.next().ok_or(CommandError::LoneBackslash)?),
+            ch => word.push(ch),
         }
+        in_word = true;
     }
     if in_word {
         words.push(word);
@@ -94,6 +61,37 @@ pub fn split(line: &str) -> Result<Vec<String>, CommandError> {
         return Err(CommandError::Empty);
     }
     Ok(words)
+}
+
+/// The rest of a `'…'` word onto `word`: everything literal up to the closing quote.
+fn single_quoted(chars: &mut std::str::Chars, word: &mut String) -> Result<(), CommandError> {
+    loop {
+        match chars.next() {
+            Some('\'') => return Ok(()),
+            Some(ch) => word.push(ch),
+            None => return Err(CommandError::Unterminated('\'')),
+        }
+    }
+}
+
+/// The rest of a `"…"` word onto `word`: a backslash escapes only `"`, `\`, `$` and a
+/// backtick, and is kept before anything else.
+fn double_quoted(chars: &mut std::str::Chars, word: &mut String) -> Result<(), CommandError> {
+    loop {
+        match chars.next() {
+            Some('"') => return Ok(()),
+            Some('\\') => match chars.next() {
+                Some(ch @ ('"' | '\\' | '$' | '`')) => word.push(ch),
+                Some(ch) => {
+                    word.push('\\');
+                    word.push(ch);
+                }
+                None => return Err(CommandError::Unterminated('"')),
+            },
+            Some(ch) => word.push(ch),
+            None => return Err(CommandError::Unterminated('"')),
+        }
+    }
 }
 
 /// The names of the `${VAR}` references in `text`, in order.
