@@ -79,16 +79,8 @@ fn play_with(
             }
             Done(ms, s, n) | Fail(ms, s, n) => {
                 let k = counted.get(&(s, n)).copied().unwrap_or(0);
-                let out = Outcome {
-                    sent: sent.get(&(s, n)).copied().unwrap_or(t0),
-                    chunks: k,
-                    counted: k,
-                    usage_completion: usage.map(|f| (k as f64 * f) as u64),
-                    usage_prompt: Some(100),
-                    all_usage: usage.is_none(),
-                    failure: matches!(step, Fail(..)).then_some(Failure::Disconnect),
-                    retry_after: None,
-                };
+                let sent = sent.get(&(s, n)).copied().unwrap_or(t0);
+                let out = outcome(sent, k, usage, matches!(step, Fail(..)));
                 tallies[s].end(&out, at(ms));
             }
         }
@@ -101,6 +93,21 @@ fn play_with(
     Played {
         open: clock.open(),
         t: Totals::merge(&clock, &sink, tallies, &[], 100),
+    }
+}
+
+/// How a request sent at `sent` ended after `k` chunks of one token: its usage `usage`
+/// times theirs (or none), cut off when `failed`.
+fn outcome(sent: Instant, k: u64, usage: Option<f64>, failed: bool) -> Outcome {
+    Outcome {
+        sent,
+        chunks: k,
+        counted: k,
+        usage_completion: usage.map(|f| (k as f64 * f) as u64),
+        usage_prompt: Some(100),
+        all_usage: usage.is_none(),
+        failure: failed.then_some(Failure::Disconnect),
+        retry_after: None,
     }
 }
 
