@@ -81,7 +81,7 @@ pub struct Record {
     pub ttft_ms: Option<Summary>,
     /// Time between tokens.
     pub tbt_ms: Option<Summary>,
-    /// Prompt tokens / TTFT of a cold request (prefill cells).
+    /// Prompt tokens / TTFT of a cold request (prefill cells); of several, their median.
     pub prefill_tok_s: Option<f64>,
     /// The spec's labels.
     pub labels: BTreeMap<String, String>,
@@ -104,7 +104,8 @@ pub struct Record {
     pub repeats: Option<u32>,
     /// Half-widths of the 95% confidence intervals (Student t) of the means, keyed like the
     /// metrics: `total_tok_s`, `per_request_tok_s`, `ttft_ms_p50`, `tbt_ms_p50`,
-    /// `prefill_tok_s`; with repeats, those fields hold the means.
+    /// `prefill_tok_s`; with repeats, those fields hold the means (but `prefill_tok_s` the
+    /// median of a prefill cell's cold requests).
     #[serde(default)]
     pub ci95: Option<BTreeMap<String, f64>>,
     /// Each repeat's value, keyed like `ci95`.
