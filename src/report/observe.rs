@@ -46,7 +46,7 @@ pub struct ServerRow {
     pub client_tbt_ms: Option<f64>,
     /// The engine's inter-token latency p50, ms.
     pub server_itl_ms: Option<f64>,
-    /// Whose metric names: `vllm`, `sglang`, `llamacpp`.
+    /// Whose metric names: `vllm`, `sglang`, `llamacpp` or `trtllm`.
     pub source: String,
 }
 

@@ -24,7 +24,7 @@ pub struct ServerUse {
     pub ttft_ms_p50: Option<f64>,
     /// The engine's inter-token latency p50 over the window, from its histogram.
     pub itl_ms_p50: Option<f64>,
-    /// Whose metric names were read: `vllm`, `sglang` or `llamacpp`.
+    /// Whose metric names were read: `vllm`, `sglang`, `llamacpp` or `trtllm`.
     pub source: String,
 }
 

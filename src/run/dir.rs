@@ -98,16 +98,22 @@ impl ServerInfo {
 }
 
 /// The KV cache's capacity in tokens, as the engine states it: vLLM's `cache_config_info`
-/// (blocks × block size), SGLang's `max_total_num_tokens`, or llama.cpp's slots × context
-/// per slot.
+/// (blocks × block size), TensorRT-LLM's iteration statistics (blocks × tokens per block),
+/// SGLang's `max_total_num_tokens`, or llama.cpp's slots × context per slot.
 async fn kv_tokens(client: &Client) -> Option<u64> {
     if let Ok(r) = client.get("/metrics").send().await
         && r.status().is_success()
         && let Ok(text) = r.text().await
     {
-        let scrape = super::observe::prom::Scrape::new(std::time::Instant::now(), &text);
-        if let Some(kv) = super::observe::server::vllm_kv_tokens(&scrape) {
-            return Some(kv);
+        if super::observe::trtllm::is_iteration_stats(&text) {
+            if let Some(kv) = super::observe::trtllm::kv_tokens(&text) {
+                return Some(kv);
+            }
+        } else {
+            let scrape = super::observe::prom::Scrape::new(std::time::Instant::now(), &text);
+            if let Some(kv) = super::observe::server::vllm_kv_tokens(&scrape) {
+                return Some(kv);
+            }
         }
     }
     if let Ok(v) = client.get_json("/get_server_info").await

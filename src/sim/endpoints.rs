@@ -103,7 +103,10 @@ pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
     match s.opts.dialect {
         Dialect::Openai => return super::dialect::not_found("/metrics"),
         // trtllm-serve's /metrics is JSON iteration statistics, not Prometheus text.
-        Dialect::Trtllm => return json_response(StatusCode::OK, &json!([])),
+        Dialect::Trtllm => {
+            let stats = s.metrics.lock().map(|m| m.trtllm_iterations());
+            return json_response(StatusCode::OK, &stats.unwrap_or_else(|_| json!([])));
+        }
         _ => {}
     }
     let sglang = s.opts.dialect == Dialect::Sglang;

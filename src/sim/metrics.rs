@@ -167,6 +167,30 @@ impl Snapshot {
         (gauges, counters)
     }
 
+    /// This state as `trtllm-serve` answers `/metrics`: JSON iteration statistics, here the
+    /// latest iteration alone, with the fields benchspec reads (the real one lists every
+    /// iteration since the last call, with more fields).
+    pub fn trtllm_iterations(&self) -> serde_json::Value {
+        let blocks = self.kv_blocks;
+        let used = (self.kv_usage * blocks as f64).round() as u64;
+        let hit_rate = if self.prefix_queries > 0 {
+            self.prefix_hits as f64 / self.prefix_queries as f64
+        } else {
+            0.0
+        };
+        serde_json::json!([{
+            "numActiveRequests": self.running,
+            "numQueuedRequests": self.waiting,
+            "kvCacheStats": {
+                "maxNumBlocks": blocks,
+                "usedNumBlocks": used,
+                "freeNumBlocks": blocks.saturating_sub(used),
+                "tokensPerBlock": super::kv::BLOCK_TOKENS,
+                "cacheHitRate": hit_rate,
+            },
+        }])
+    }
+
     /// The Prometheus text of this state with SGLang's names (no KV capacity: SGLang states
     /// it in `/get_server_info`).
     pub fn render_sglang(&self, model_name: &str) -> String {

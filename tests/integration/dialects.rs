@@ -1,9 +1,9 @@
 //! Engine dialects (README "Tokenizers and dialects"), each against the simulator speaking it:
 //! SGLang (usage only at the end, `/tokenize` without messages, KV capacity in
 //! `/get_server_info`, `sglang:` metrics), TensorRT-LLM's `trtllm-serve` (no `/tokenize`: a
-//! local tokenizer sizes the prompts) and a hosted OpenAI-compatible API (no `/tokenize`,
-//! `ignore_eos` refused, `max_completion_tokens` on chat, output lengths that vary, HTTP 429
-//! with `retry-after`).
+//! local tokenizer sizes the prompts; JSON iteration statistics on `/metrics`) and a hosted
+//! OpenAI-compatible API (no `/tokenize`, `ignore_eos` refused, `max_completion_tokens` on
+//! chat, output lengths that vary, HTTP 429 with `retry-after`).
 
 use super::cli::{Bench, tempdir::Dir};
 use benchspec::results::{Record, Status, TokenSource};
@@ -76,15 +76,18 @@ fn sglang_streams_usage_at_the_end_and_states_its_kv_capacity() {
 #[test]
 fn trtllm_has_no_tokenize_and_a_local_tokenizer_sizes_prompts() {
     let (rt, sim) = sim(Dialect::Trtllm, |_| {});
-    let spec = "version: 1\nname: trtllm\nengine: {kind: trtllm, base_url: '{url}'}\nmodel: {served_name: tiny, max_model_len: 4096}\nworkload: {max_output_tokens: 32, tokenizer: '{tokenizer}'}\nmatrix: {contexts: [512], concurrency: [2]}\nphases: {decode: {duration: 1s}}\n";
+    let spec = "version: 1\nname: trtllm\nengine: {kind: trtllm, base_url: '{url}'}\nmodel: {served_name: tiny, max_model_len: 4096}\nworkload: {max_output_tokens: 32, tokenizer: '{tokenizer}'}\nmatrix: {contexts: [512], concurrency: [2]}\nphases: {decode: {duration: 1s}}\ntelemetry: {interval: 100ms}\n";
     for api in ["completions", "chat"] {
         let spec = spec.replace(
             "max_output_tokens: 32",
             &format!("max_output_tokens: 32, api: {api}"),
         );
-        let (records, _, stderr, code) = run(&spec, &sim.base_url());
+        let (records, manifest, stderr, code) = run(&spec, &sim.base_url());
         // A call of /tokenize would have failed the run: the simulator answers 404.
         assert_eq!(code, 0, "{api}: {stderr}");
+        // The KV capacity from the iteration statistics: blocks × tokens per block.
+        let kv = profile::profile("tiny").unwrap().kv_tokens;
+        assert_eq!(manifest["engine"]["kv_tokens"], kv, "{api}: {manifest}");
         for r in &records {
             assert_eq!(r.status, Status::Valid, "{api}: {r:#?}");
             assert_eq!(
@@ -93,8 +96,18 @@ fn trtllm_has_no_tokenize_and_a_local_tokenizer_sizes_prompts() {
                 "{api}: {r:#?}"
             );
         }
-        // trtllm-serve's /metrics is JSON, not Prometheus text: a note, never a failure.
-        assert!(records.iter().all(|r| r.server.is_none()), "{api}");
+        // trtllm-serve's /metrics is JSON iteration statistics, read as the engine's view:
+        // the 2 requests sent at once were running (none waiting), in a KV cache far from full.
+        let decode = records.iter().find(|r| r.cell == "decode/512/c2").unwrap();
+        let s = decode.server.as_ref().unwrap();
+        assert_eq!(s.source, "trtllm", "{api}: {s:#?}");
+        assert_eq!(s.running_max, Some(2.0), "{api}: {s:#?}");
+        assert!(s.running_mean.is_some_and(|m| m > 1.5), "{api}: {s:#?}");
+        assert_eq!(s.waiting_max, Some(0.0), "{api}: {s:#?}");
+        assert!(
+            s.kv_usage_max.is_some_and(|k| k > 0.0 && k < 0.1),
+            "{api}: {s:#?}"
+        );
     }
     // Without a local tokenizer the spec is refused before anything runs.
     let server = spec.replace(", tokenizer: '{tokenizer}'", "");

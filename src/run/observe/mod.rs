@@ -1,12 +1,14 @@
 //! Watching the engine and the GPUs while cells are measured (contract §8 `telemetry`): the
 //! engine's `/metrics` scraped around and during each cell (`server.rs`, in the engine's own
-//! names, parsed by `prom.rs`), GPU samples for the whole run (`gpu.rs`), and the window
-//! marks a decode cell sets so that both are read over the measured window. What is seen
-//! becomes record fields and validity reasons; a missing endpoint is a note, never a failure.
+//! names, parsed by `prom.rs`, or `trtllm-serve`'s JSON statistics read by `trtllm.rs`), GPU
+//! samples for the whole run (`gpu.rs`), and the window marks a decode cell sets so that both
+//! are read over the measured window. What is seen becomes record fields and validity
+//! reasons; a missing endpoint is a note, never a failure.
 
 pub mod gpu;
 pub mod prom;
 pub mod server;
+pub mod trtllm;
 
 use super::Event;
 use super::client::Client;
@@ -99,9 +101,19 @@ pub async fn scrape(client: &Client) -> Option<Scrape> {
     }
     let text = r.text().await.ok()?;
     let at = Instant::now();
-    tokio::task::spawn_blocking(move || Scrape::only(at, &text, &server::wanted))
+    tokio::task::spawn_blocking(move || read(at, &text))
         .await
         .ok()
+}
+
+/// A `/metrics` body read at `at`: Prometheus text, keeping the samples a cell reads, or
+/// `trtllm-serve`'s JSON iteration statistics as `trtllm:` gauges.
+pub fn read(at: Instant, text: &str) -> Scrape {
+    if trtllm::is_iteration_stats(text) {
+        Scrape::new(at, &trtllm::exposition(text))
+    } else {
+        Scrape::only(at, text, &server::wanted)
+    }
 }
 
 /// `program` on PATH.
@@ -316,7 +328,7 @@ impl Observer {
                         server_verdict(&mut rec, &seen, min_active_fraction);
                         rec.server = Some(seen.server);
                     }
-                    None => self.note_once(on, "the engine's `/metrics` has none of the names benchspec knows (vllm:, sglang:, llamacpp:): no server-side fields"),
+                    None => self.note_once(on, "the engine's `/metrics` has none of the names benchspec knows (vllm:, sglang:, llamacpp:, or trtllm-serve's iteration statistics with `enable_iter_perf_stats`): no server-side fields"),
                 }
             }
             (Some(_), None) => self.note_once(on, "the engine does not serve `/metrics`: no server-side fields (`telemetry.server: false` stops asking)"),

@@ -28,7 +28,7 @@ pub struct Names {
 }
 
 /// The engines whose names are known.
-pub const FAMILIES: [Names; 3] = [
+pub const FAMILIES: [Names; 4] = [
     Names {
         source: "vllm",
         prefix: "vllm:",
@@ -79,6 +79,21 @@ pub const FAMILIES: [Names; 3] = [
         preemptions: &[],
         ttft: &[],
         itl: &[],
+    },
+    // trtllm-serve's JSON iteration statistics as `trtllm.rs` reads them, and the histograms
+    // of its Prometheus metrics where they are served under `trtllm:` names (by Dynamo).
+    Names {
+        source: "trtllm",
+        prefix: "trtllm:",
+        running: &["trtllm:num_active_requests"],
+        waiting: &["trtllm:num_queued_requests"],
+        kv_usage: &["trtllm:kv_cache_usage"],
+        prefix_queries: &[],
+        prefix_hits: &[],
+        hit_rate: &["trtllm:kv_cache_hit_rate"],
+        preemptions: &[],
+        ttft: &["trtllm:time_to_first_token_seconds"],
+        itl: &["trtllm:time_per_output_token_seconds"],
     },
 ];
 
