@@ -1,6 +1,11 @@
 //! A streaming server-sent-events parser: bytes in, `data` payloads out, one line buffered at a
 //! time and never more than a cap, so a gigabyte-long line or an endless stream without
 //! newlines costs bounded memory and ends in an error rather than an allocation failure.
+//!
+//! One rule for the cap, whatever way the network cuts the bytes: a line's length is every
+//! byte before its `\n` (field name and a trailing `\r` included), and a line longer than the
+//! cap is refused. The fast path for a whole event in one read measures the same length, so a
+//! stream is refused or accepted alike whether a line arrives in one read or in many.
 
 /// Why a stream could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -143,6 +148,10 @@ impl SseParser {
 fn whole_event(bytes: &[u8], max_line: usize) -> Option<(&str, usize)> {
     let body = bytes.strip_prefix(b"data:")?;
     let nl = body.iter().position(|&b| b == b'\n')?;
+    if 5 + nl > max_line {
+        // Over the cap as the buffered way counts it (all bytes before `\n`): that way refuses it.
+        return None;
+    }
     let mut line = &body[..nl];
     let mut used = 5 + nl + 1;
     if let Some(l) = line.strip_suffix(b"\r") {
@@ -157,9 +166,6 @@ fn whole_event(bytes: &[u8], max_line: usize) -> Option<(&str, usize)> {
         return None;
     };
     let line = line.strip_prefix(b" ").unwrap_or(line);
-    if line.len() > max_line {
-        return None;
-    }
     std::str::from_utf8(line).ok().map(|s| (s, used))
 }
 
@@ -202,6 +208,42 @@ mod tests {
             let (got, r) = parse(chunks);
             assert_eq!(r, Ok(()));
             assert_eq!(got, *want, "{chunks:?}");
+        }
+    }
+
+    /// The minimal case a property run found: a line of cap + 6 bytes (`data:`, 161 bytes,
+    /// `\r`) was accepted whole and refused when cut in two.
+    #[test]
+    fn a_line_over_the_cap_is_refused_however_it_is_cut() {
+        let mut bytes = b"data:".to_vec();
+        bytes.extend(std::iter::repeat_n(b'a', 161));
+        bytes.extend_from_slice(b"\r\n\n");
+        for cut in [None, Some(2), Some(100), Some(166), Some(167)] {
+            let mut p = SseParser::new(161);
+            let mut events = 0;
+            let r = match cut {
+                None => p.feed(&bytes, |_| events += 1),
+                Some(c) => p
+                    .feed(&bytes[..c], |_| events += 1)
+                    .and_then(|()| p.feed(&bytes[c..], |_| events += 1)),
+            };
+            assert_eq!(r, Err(SseError::LineTooLong(161)), "cut {cut:?}");
+            assert_eq!(events, 0, "cut {cut:?}");
+        }
+        // At the cap exactly (`data:` + 155 bytes + `\r` = 161), one event either way.
+        let mut ok = b"data:".to_vec();
+        ok.extend(std::iter::repeat_n(b'a', 155));
+        ok.extend_from_slice(b"\r\n\n");
+        for cut in [None, Some(3), Some(161)] {
+            let mut p = SseParser::new(161);
+            let mut got = Vec::new();
+            let r = match cut {
+                None => p.feed(&ok, |d| got.push(d.len())),
+                Some(c) => p
+                    .feed(&ok[..c], |d| got.push(d.len()))
+                    .and_then(|()| p.feed(&ok[c..], |d| got.push(d.len()))),
+            };
+            assert_eq!((r, got), (Ok(()), vec![155]), "cut {cut:?}");
         }
     }
 
