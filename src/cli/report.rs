@@ -88,21 +88,6 @@ pub enum CompareFormat {
     Json,
 }
 
-/// The user templates of the spec's `report.templates`, relative to the spec file, and a
-/// `report.md.j2` or `report.html.j2` beside the spec, which replaces the built-in one.
-pub fn spec_templates(spec_path: &Path, templates: &[String]) -> Vec<PathBuf> {
-    let base = spec_path.parent().unwrap_or(Path::new(""));
-    let mut all: Vec<PathBuf> = templates.iter().map(|t| base.join(t)).collect();
-    for name in ["report.md.j2", "report.html.j2"] {
-        let beside = base.join(name);
-        let listed = all.iter().any(|t| t.file_name() == beside.file_name());
-        if beside.is_file() && !listed {
-            all.push(beside);
-        }
-    }
-    all
-}
-
 /// Run `benchspec report`.
 pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
     let run = report::load(&args.run_dir)?;
@@ -113,9 +98,10 @@ pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
     };
     let mut user = args.template.clone();
     if args.template.is_empty() {
-        // The spec's templates, beside the spec the run was made from.
-        let spec_path = PathBuf::from(&run.manifest.spec);
-        for t in spec_templates(&spec_path, &run.spec.report.templates) {
+        // The spec's templates: the copies the run kept, else beside the spec it was made from.
+        let files = crate::spec::files::Files::Kept(args.run_dir.clone());
+        let listed = &run.spec.report.templates;
+        for t in crate::spec::files::templates(&files, &run.manifest.spec, listed) {
             if t.is_file() {
                 user.push(t);
             } else {
@@ -210,7 +196,13 @@ pub fn merge(dirs: &[PathBuf], dir: &Path, allow_missing: bool, out: &Out) -> Re
         ));
     }
     let run = report::load(dir)?;
-    for w in report::render(&run, &run.spec.report.formats, &[], dir)? {
+    let files = crate::spec::files::Files::Kept(dir.to_path_buf());
+    let templates: Vec<PathBuf> =
+        crate::spec::files::templates(&files, &run.manifest.spec, &run.spec.report.templates)
+            .into_iter()
+            .filter(|t| t.is_file())
+            .collect();
+    for w in report::render(&run, &run.spec.report.formats, &templates, dir)? {
         out.info(&format!("wrote {}", w.display()));
     }
     Ok(0)

@@ -58,13 +58,16 @@ pub fn shard_of(text: Option<&str>, command: &str, out: &Out) -> Result<Option<S
 /// Run `benchspec run`.
 pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     let shard = shard_of(args.shard.as_deref(), "run", out)?;
-    let loaded = spec::load(&args.spec, Stage::Run)?;
+    // A resumed run reads the files its spec names from the copies the run directory kept,
+    // so that it goes on after the run directory moved or the sources are gone.
+    let files = match (&args.out, args.resume) {
+        (Some(dir), true) => spec::files::Files::Kept(dir.clone()),
+        _ => spec::files::Files::BesideSpec,
+    };
+    let loaded = spec::load_in(&args.spec, Stage::Run, files)?;
     out.diagnostics(&loaded.warnings, super::DiagFormat::Auto);
     // The report templates are checked before anything is measured.
-    let templates = super::report::spec_templates(
-        std::path::Path::new(&loaded.path),
-        &loaded.spec.report.templates,
-    );
+    let templates = templates_of(&loaded);
     for t in &templates {
         crate::report::templates::check_file(t)?;
     }
@@ -78,16 +81,24 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         client_threads: args.client_threads,
     };
     let bar = (out.is_terminal() && !out.quiet()).then(progress_bar);
-    let on = |ev: Event| match &bar {
-        Some(bar) => draw(bar, &ev),
-        None => {
-            if !matches!(ev, Event::Tick { .. }) {
-                out.info(&line(&ev));
+    // The run directory once this run has written to it: a run refused before (a changed
+    // spec under `--resume`, a non-empty `--out`) leaves the folder untouched, reports too.
+    let started = std::sync::OnceLock::new();
+    let on = |ev: Event| {
+        if let Event::Started { out, .. } = &ev {
+            let _ = started.set(out.clone());
+        }
+        match &bar {
+            Some(bar) => draw(bar, &ev),
+            None => {
+                if !matches!(ev, Event::Tick { .. }) {
+                    out.info(&line(&ev));
+                }
             }
         }
     };
     let interrupt = run::Interrupt::new();
-    listen_for_ctrl_c(&interrupt);
+    listen_for_signals(&interrupt);
     let result = run::run(&loaded, &opts, &interrupt, &on);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
@@ -96,7 +107,10 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         Ok(s) => s,
         Err(e) => {
             // What was measured before the run stopped is reported too.
-            let dir = e.run_dir().map(PathBuf::from).or_else(|| args.out.clone());
+            let dir = e
+                .run_dir()
+                .map(PathBuf::from)
+                .or_else(|| started.get().cloned());
             if let Some(dir) = dir.filter(|d| crate::rundir::RunDir::open(d).is_ok()) {
                 render_reports(&dir, &loaded, out);
             }
@@ -115,6 +129,11 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     Ok(summary.exit_code())
 }
 
+/// The spec's report templates, where its files are.
+fn templates_of(loaded: &spec::Loaded) -> Vec<PathBuf> {
+    spec::files::templates(&loaded.files, &loaded.path, &loaded.spec.report.templates)
+}
+
 /// The progress bar of a run on a terminal.
 fn progress_bar() -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(0);
@@ -126,11 +145,14 @@ fn progress_bar() -> indicatif::ProgressBar {
     bar
 }
 
-/// Ctrl-C asks the run to stop: the cell in flight is cancelled, finished cells stay on disk,
-/// the engine is stopped. A second Ctrl-C leaves at once, after killing a launched engine's
-/// process group, which the terminal's signal does not reach. Records on disk are whole lines
-/// (each appended in one write), so leaving then corrupts nothing.
-fn listen_for_ctrl_c(interrupt: &run::Interrupt) {
+/// Ctrl-C, SIGTERM (Slurm's time limit and `scancel`, Kubernetes deleting the pod, a CI
+/// job cancelled, `timeout`) and SIGHUP (the terminal closed) ask the run to stop: the cell
+/// in flight is cancelled, finished cells stay on disk, the engine's process group is
+/// stopped, the reports of what was measured are rendered and the `--resume` command is
+/// printed (exit 1). A second signal leaves at once (exit 130), after killing a launched
+/// engine's process group, which no signal sent to benchspec reaches. Records on disk are
+/// whole lines (each appended in one write), so leaving then corrupts nothing.
+fn listen_for_signals(interrupt: &run::Interrupt) {
     let interrupt = interrupt.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -138,29 +160,54 @@ fn listen_for_ctrl_c(interrupt: &run::Interrupt) {
     let Ok(rt) = rt else {
         return;
     };
+    // Registered here, before the run starts, so that a signal that comes early is not lost.
+    let signals = rt.block_on(async { stop_signals() });
+    let Ok(mut signals) = signals else {
+        return;
+    };
     std::thread::spawn(move || {
         rt.block_on(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupt.request();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    if let Some(pgid) = interrupt.engine_group() {
-                        let pid = nix::unistd::Pid::from_raw(pgid);
-                        let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
-                    }
-                    std::process::exit(130);
-                }
+            signals.next().await;
+            interrupt.request();
+            signals.next().await;
+            if let Some(pgid) = interrupt.engine_group() {
+                let pid = nix::unistd::Pid::from_raw(pgid);
+                let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
             }
+            std::process::exit(130);
         });
     });
+}
+
+/// SIGINT, SIGTERM and SIGHUP as one stream.
+struct StopSignals(Vec<tokio::signal::unix::Signal>);
+
+fn stop_signals() -> std::io::Result<StopSignals> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let kinds = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ];
+    kinds
+        .into_iter()
+        .map(signal)
+        .collect::<std::io::Result<Vec<_>>>()
+        .map(StopSignals)
+}
+
+impl StopSignals {
+    /// The next of the signals to arrive.
+    async fn next(&mut self) {
+        let waits = self.0.iter_mut().map(|s| Box::pin(s.recv()));
+        let _ = futures_util::future::select_all(waits).await;
+    }
 }
 
 /// Render the spec's report formats and templates into the run directory. A report that
 /// cannot be rendered is said, and the measured results stay as they are.
 fn render_reports(dir: &std::path::Path, loaded: &spec::Loaded, out: &Out) {
-    let templates = super::report::spec_templates(
-        std::path::Path::new(&loaded.path),
-        &loaded.spec.report.templates,
-    );
+    let templates = templates_of(loaded);
     let rendered = crate::report::load(dir)
         .and_then(|run| crate::report::render(&run, &loaded.spec.report.formats, &templates, dir));
     match rendered {

@@ -53,8 +53,16 @@ impl EngineSide {
         let client = client::Client::new(&base_url, spec, key, pool + 2)
             .map_err(EngineError::Api)?
             .with_tokenizer(tokenizer.cloned());
-        let launch = match spec.engine.kind {
-            EngineKind::Sim => None,
+        let launch = match (spec.engine.kind, &opts.base_url) {
+            (EngineKind::Sim, _) => None,
+            (_, Some(url)) => {
+                if spec.engine.launch.is_some() {
+                    on(Event::Note(format!(
+                        "--base-url: attaching to the server at {url}; `engine.launch` is not used"
+                    )));
+                }
+                None
+            }
             _ => spec.engine.launch.clone(),
         };
         let mut side = EngineSide {
@@ -74,15 +82,30 @@ impl EngineSide {
         let Some(l) = &self.launch else {
             return Ok(());
         };
+        // Another server on the engine's port would answer in its place, and be measured.
+        launch::port_free(&self.client.base).await?;
         on(Event::Note(format!(
             "launching the engine (output in {})",
             self.out.join(crate::rundir::ENGINE_LOG).display()
         )));
         let mut engine = launch::Engine::start(l, &self.out)?;
         self.interrupt.set_engine_group(engine.group().unwrap_or(0));
-        engine
-            .wait_ready(&self.client, &self.served_name, l.ready_timeout.0)
-            .await?;
+        let ready = engine.wait_ready(&self.client, &self.served_name, l.ready_timeout.0);
+        // A stop asked for while the engine starts (its start can take minutes) stops it.
+        let stopped = tokio::select! {
+            r = ready => {
+                r?;
+                false
+            }
+            () = self.interrupt.requested() => true,
+        };
+        if stopped {
+            engine.stop().await;
+            self.interrupt.set_engine_group(0);
+            return Err(RunError::InterruptedEarly {
+                during: "the engine was starting".into(),
+            });
+        }
         on(Event::Note("the engine is ready".into()));
         self.launched = Some(engine);
         Ok(())

@@ -28,6 +28,12 @@ pub enum RunError {
         /// Records written.
         kept: usize,
     },
+    /// The caller asked the run to stop before its first cell.
+    #[error("interrupted while {during}; nothing was measured")]
+    InterruptedEarly {
+        /// What the run was doing.
+        during: String,
+    },
     /// The engine stopped answering during a cell, and the run cannot go on.
     #[error(
         "{why} ({cell}); the finished cells are kept in {}; {resume}",
@@ -63,7 +69,7 @@ impl RunError {
         match self {
             RunError::Engine(_) | RunError::EngineLost { .. } | RunError::Sim(_) => 3,
             RunError::RunDir(_) | RunError::Dataset(_) | RunError::Tokenizer(_) => 2,
-            RunError::Interrupted { .. } => 1,
+            RunError::Interrupted { .. } | RunError::InterruptedEarly { .. } => 1,
         }
     }
 
@@ -101,6 +107,16 @@ pub enum EngineError {
         program: String,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// Another process listens on the port the launched engine is to serve on.
+    #[error(
+        "port {port} is already in use by another process (something answers at {url}); stop it or change the port in `engine.launch.command` and `engine.base_url`"
+    )]
+    PortInUse {
+        /// The port.
+        port: u16,
+        /// The engine's URL.
+        url: String,
     },
     /// The engine exited before it answered.
     #[error("the engine exited ({status}) before it was ready; the last lines of {}:\n{tail}", log.display())]

@@ -43,6 +43,48 @@ pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
     Ok(out)
 }
 
+/// Refuse to launch an engine whose address (`base`, the server the run will measure)
+/// another process already listens on: the launched engine would fail to bind, and the other
+/// server would answer — and be measured — in its place.
+pub async fn port_free(base: &str) -> Result<(), EngineError> {
+    let Some((host, port)) = host_port(base) else {
+        return Ok(());
+    };
+    let Ok(addrs) = tokio::net::lookup_host((host.as_str(), port)).await else {
+        return Ok(());
+    };
+    for addr in addrs {
+        let connect = tokio::net::TcpStream::connect(addr);
+        if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), connect).await {
+            return Err(EngineError::PortInUse {
+                port,
+                url: base.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The host and port of `url` (`http://host:port/...`; the scheme's port when none is given).
+fn host_port(url: &str) -> Option<(String, u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    let authority = authority.rsplit('@').next()?;
+    let default = if scheme == "https" { 443 } else { 80 };
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, rest) = v6.split_once(']')?;
+            (host, rest.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port = port.map_or(Some(default), |p| p.parse().ok())?;
+    Some((host.to_string(), port))
+}
+
 /// The last `n` lines of the engine's log, for error messages.
 pub fn log_tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -128,7 +170,11 @@ impl Engine {
             }
             if client.get_ok("/health").await {
                 match client.get_json("/v1/models").await {
-                    Ok(models) if lists(&models, served) => return Ok(()),
+                    // Ready only while its process runs: an engine that exited after its
+                    // check above is not the server that answered.
+                    Ok(models) if lists(&models, served) && self.exited().is_none() => {
+                        return Ok(());
+                    }
                     _ => {}
                 }
             }
@@ -234,7 +280,24 @@ fn lists(models: &serde_json::Value, served: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::expand;
+    use super::{expand, host_port};
+
+    #[test]
+    fn host_and_port_of_a_url() {
+        let cases = [
+            ("http://127.0.0.1:8091", Some(("127.0.0.1", 8091))),
+            ("http://localhost:8000/v1", Some(("localhost", 8000))),
+            ("http://[::1]:9000", Some(("::1", 9000))),
+            ("http://[::1]", Some(("::1", 80))),
+            ("http://example", Some(("example", 80))),
+            ("https://user@host", Some(("host", 443))),
+            ("no-scheme:80", None),
+        ];
+        for (url, want) in cases {
+            let got = host_port(url);
+            assert_eq!(got.as_ref().map(|(h, p)| (h.as_str(), *p)), want, "{url}");
+        }
+    }
 
     #[test]
     fn expansion() {

@@ -149,7 +149,8 @@ pub fn run(
     rt.block_on(run_async(loaded, opts, probe, interrupt, on))
 }
 
-/// The spec's local tokenizer (`workload.tokenizer`, relative to the spec), loaded once;
+/// The spec's local tokenizer (`workload.tokenizer`, beside the spec or kept in the run
+/// directory), loaded once;
 /// `None` for `server`.
 fn local_tokenizer(
     loaded: &Loaded,
@@ -158,7 +159,7 @@ fn local_tokenizer(
     if name == "server" {
         return Ok(None);
     }
-    let path = crate::spec::dataset::resolve(&loaded.path, name);
+    let path = loaded.resolve(crate::spec::files::FileRef::Tokenizer, name);
     let t = local_tokenizer::LocalTokenizer::load(&path)?;
     if loaded.spec.workload.api == crate::spec::Api::Chat && !t.has_chat_template() {
         return Err(local_tokenizer::TokenizerError::NoTemplate {
@@ -176,6 +177,15 @@ fn open_dir(
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<(RunDir, Option<Resumed>), RunError> {
     match (&opts.out, opts.resume) {
+        (Some(out), true)
+            if !out.join(crate::rundir::MANIFEST).is_file() && RunDir::is_leftover(out) =>
+        {
+            on(Event::Note(format!(
+                "nothing was measured in {} yet; the run starts there afresh",
+                out.display()
+            )));
+            Ok((RunDir::create(Some(out.clone()), &loaded.path)?, None))
+        }
         (Some(out), true) => {
             let dir = RunDir::open(out)?;
             let resumed = dir.resume(&loaded.source)?;
@@ -242,6 +252,9 @@ impl Start<'_> {
         for w in &manifest.warnings {
             (self.on)(Event::Note(w.clone()));
         }
+        // Copies of the files the spec names, so that the run directory stands alone (kept
+        // copies are never replaced; a run made before copies were kept gets them now).
+        self.dir.keep_files(self.loaded)?;
         let (manifest, done) = match earlier {
             Some(e) => {
                 for r in &e.records {
@@ -291,7 +304,7 @@ fn dataset(
     let path = if kept {
         copy
     } else {
-        crate::spec::dataset::resolve(&loaded.path, name)
+        loaded.resolve(crate::spec::files::FileRef::Dataset, name)
     };
     let entries =
         crate::spec::dataset::read(&path, name, spec.workload.api).map_err(RunError::Dataset)?;

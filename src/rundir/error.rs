@@ -82,6 +82,12 @@ pub enum RunDirError {
         /// The other.
         b: PathBuf,
     },
+    /// Merge's `--out` exists and holds files.
+    #[error(
+        "`{}` exists and is not empty; give `merge` a new or empty `--out`",
+        .0.display()
+    )]
+    MergeOutNotEmpty(PathBuf),
     /// Merge was given nothing.
     #[error("merge needs at least one run directory")]
     NothingToMerge,

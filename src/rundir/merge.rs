@@ -99,11 +99,13 @@ fn cells_of_missing_shards(first: &Part, missing: &[u32], n: u32) -> Vec<crate::
         return Vec::new();
     }
     let path = first.spec.path.display().to_string();
-    let Ok(loaded) = crate::spec::parse(
+    let files = crate::spec::files::Files::Kept(first.dir.path().to_path_buf());
+    let Ok(loaded) = crate::spec::parse_in(
         &path,
         &first.spec.text,
         crate::spec::Stage::Validate,
         &|_| None,
+        files,
     ) else {
         return Vec::new();
     };
@@ -172,13 +174,44 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged
             cells: missing_cells,
         });
     }
-    let dir = RunDir::create(Some(out.to_path_buf()), "")?;
+    RunDir::create(Some(out.to_path_buf()), "").map_err(|e| match e {
+        RunDirError::NotEmpty(path) => RunDirError::MergeOutNotEmpty(path),
+        e => e,
+    })?;
+    // Written beside `out` and renamed into place whole: a merge stopped half-way (SIGTERM)
+    // leaves `out` empty, in nobody's way.
+    let staging = out.with_file_name(format!(
+        ".{}.merging-{}",
+        out.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&staging);
+    let dir = RunDir::create(Some(staging.clone()), "")?;
+    let records = write_parts(&dir, &parts, &plan)?;
+    let place = |source| RunDirError::Write {
+        path: out.to_path_buf(),
+        source,
+    };
+    std::fs::remove_dir(out).map_err(place)?;
+    std::fs::rename(&staging, out).map_err(place)?;
+    Ok(Merged {
+        parts: parts.len(),
+        records,
+        missing_shards,
+        missing_cells,
+    })
+}
+
+/// Write the merged run directory of `parts` into `dir`; the records written.
+fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan) -> Result<usize> {
+    let first = &parts[0];
     let spec_ext = first.spec.path.extension().and_then(|e| e.to_str());
     dir.write_spec_copy(
         &format!("spec.{}", spec_ext.unwrap_or("yaml")),
         &first.spec.text,
     )?;
-    dir.write_plan(&plan)?;
+    dir.write_plan(plan)?;
     let mut kept = HashSet::new();
     let records: Vec<&Record> = parts
         .iter()
@@ -186,14 +219,12 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged
         .filter(|r| kept.insert(r.cell.clone()))
         .collect();
     super::jsonl::append(&dir.file(super::RESULTS), &records)?;
-    write_texts(&dir, &parts)?;
-    dir.write_manifest(&joined_manifest(&parts))?;
-    Ok(Merged {
-        parts: parts.len(),
-        records: records.len(),
-        missing_shards,
-        missing_cells,
-    })
+    write_texts(dir, parts)?;
+    for p in parts {
+        p.dir.copy_kept_to(dir)?;
+    }
+    dir.write_manifest(&joined_manifest(parts))?;
+    Ok(records.len())
 }
 
 /// The cells of `plan` that no part recorded.

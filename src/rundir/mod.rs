@@ -7,6 +7,8 @@
 
 mod error;
 mod jsonl;
+mod kept;
+mod leftovers;
 mod manifest;
 mod merge;
 pub use error::RunDirError;
@@ -34,7 +36,7 @@ pub const REQUESTS: &str = "requests.jsonl";
 pub const REPEATS: &str = "repeats.jsonl";
 /// A copy of the load phase's dataset, so that the run directory holds every prompt source
 /// and `--resume` sends the same prompts.
-pub const DATASET: &str = "dataset.jsonl";
+pub const DATASET: &str = crate::spec::files::KEPT_DATASET;
 /// A launched engine's output.
 pub const ENGINE_LOG: &str = "engine.log";
 /// The names the spec copy may have, by the spec's own extension.
@@ -108,10 +110,23 @@ impl RunDir {
             source,
         };
         if path.exists() && std::fs::read_dir(&path).map_err(err)?.next().is_some() {
-            return Err(RunDirError::NotEmpty(path));
+            if !leftovers::measured_nothing(&path) {
+                return Err(RunDirError::NotEmpty(path));
+            }
+            // What a run that measured nothing left (a failed launch): out of the way of this
+            // one, but for the engine's log, which the new engine's output follows.
+            leftovers::clear(&path).map_err(err)?;
         }
         std::fs::create_dir_all(&path).map_err(err)?;
         Ok(RunDir { path })
+    }
+
+    /// Whether `path` is a folder left by a run that measured nothing (a failed launch): a
+    /// new run, or `--resume`, may start there afresh. An empty or missing folder is not one
+    /// (`--resume` there is a mistyped path, said as such).
+    pub fn is_leftover(path: &Path) -> bool {
+        let holds_files = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some());
+        holds_files && leftovers::measured_nothing(path)
     }
 
     /// An existing run directory (it has a manifest).
@@ -185,7 +200,8 @@ impl RunDir {
     pub fn spec(&self) -> Result<Spec> {
         let copy = self.spec_copy()?;
         let name = copy.path.display().to_string();
-        crate::spec::parse(&name, &copy.text, Stage::Validate, &|_| None)
+        let files = crate::spec::files::Files::Kept(self.path.clone());
+        crate::spec::parse_in(&name, &copy.text, Stage::Validate, &|_| None, files)
             .map(|l| l.spec)
             .map_err(|e| {
                 let first = e

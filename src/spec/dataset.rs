@@ -6,7 +6,7 @@
 use super::diag::Problem;
 use super::workload::Api;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Datasets larger than this are refused: they are read whole before a cell starts.
 pub const MAX_DATASET_BYTES: u64 = 256 << 20;
@@ -57,12 +57,6 @@ pub struct Entry {
     pub messages: Option<Value>,
     /// Tokens to generate (default: `workload.max_output_tokens`).
     pub output_tokens: Option<u64>,
-}
-
-/// Where `dataset` (as the spec writes it) is, relative to the spec at `spec_path`.
-pub fn resolve(spec_path: &str, dataset: &str) -> PathBuf {
-    let base = Path::new(spec_path).parent().unwrap_or(Path::new(""));
-    base.join(dataset)
 }
 
 /// The entries of the dataset at `path`, or what is wrong with it (the file and line).
@@ -164,7 +158,7 @@ fn is_messages(m: &Value) -> bool {
 
 /// The problems of the spec's dataset, if it names one: the file, its lines, and the one
 /// context it stands for.
-pub fn check(json: &Value, spec_path: &str) -> Vec<Problem> {
+pub fn check(json: &Value, resolve: &super::files::Resolve) -> Vec<Problem> {
     let ptr = "/phases/load/dataset";
     let Some(name) = json.pointer(ptr).and_then(Value::as_str) else {
         return Vec::new();
@@ -174,7 +168,7 @@ pub fn check(json: &Value, spec_path: &str) -> Vec<Problem> {
         .and_then(|a| serde_json::from_value(a.clone()).ok())
         .unwrap_or_default();
     let mut out = Vec::new();
-    if let Err(why) = read(&resolve(spec_path, name), name, api) {
+    if let Err(why) = read(&resolve(super::files::FileRef::Dataset, name), name, api) {
         out.push(Problem::error(ptr, why.to_string()));
     }
     let count = |p: &str| json.pointer(p).and_then(Value::as_array).map(Vec::len);

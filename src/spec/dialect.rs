@@ -9,8 +9,8 @@ use super::workload::Api;
 use serde_json::Value;
 
 /// The problems of `workload.tokenizer` and `ignore_eos` for the spec's engine kinds (the
-/// base kind and every variant's); the tokenizer's path is relative to `spec_path`.
-pub fn check(json: &Value, spec_path: &str) -> Vec<Problem> {
+/// base kind and every variant's); `resolve` finds the tokenizer's files.
+pub fn check(json: &Value, resolve: &super::files::Resolve) -> Vec<Problem> {
     let at = |p: &str| json.pointer(p);
     let api: Api = parse(at("/workload/api")).unwrap_or_default();
     let tokenizer = at("/workload/tokenizer")
@@ -31,7 +31,7 @@ pub fn check(json: &Value, spec_path: &str) -> Vec<Problem> {
             }
         }
     } else {
-        out.extend(local(tokenizer, api, spec_path));
+        out.extend(local(tokenizer, api, resolve));
     }
     if kinds.contains(&EngineKind::Openai) && at("/workload/ignore_eos") == Some(&Value::Bool(true))
     {
@@ -60,9 +60,9 @@ pub fn cannot_count(kind: EngineKind, api: Api) -> Option<&'static str> {
 }
 
 /// A local tokenizer must exist (and, for chat prompts, its config beside it).
-fn local(name: &str, api: Api, spec_path: &str) -> Vec<Problem> {
+fn local(name: &str, api: Api, resolve: &super::files::Resolve) -> Vec<Problem> {
     let ptr = "/workload/tokenizer";
-    let path = super::dataset::resolve(spec_path, name);
+    let path = resolve(super::files::FileRef::Tokenizer, name);
     let file = if path.is_dir() {
         path.join("tokenizer.json")
     } else {
@@ -102,10 +102,13 @@ mod tests {
     use super::*;
 
     fn problems(json: Value) -> Vec<String> {
-        check(&json, "/nonexistent/spec.yaml")
-            .into_iter()
-            .map(|p| format!("{} {}", p.pointer, p.message))
-            .collect()
+        let files = crate::spec::files::Files::BesideSpec;
+        check(&json, &|what, name: &str| {
+            files.resolve("/nonexistent/spec.yaml", what, name)
+        })
+        .into_iter()
+        .map(|p| format!("{} {}", p.pointer, p.message))
+        .collect()
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod dataset;
 mod diag;
 pub mod dialect;
 mod doc;
+pub mod files;
 mod model;
 mod open;
 pub mod schema;
@@ -100,10 +101,25 @@ pub struct Loaded {
     pub spec: Spec,
     /// Warnings that do not stop a run.
     pub warnings: Vec<Diagnostic>,
+    /// Where the files the spec names are found.
+    pub files: files::Files,
+}
+
+impl Loaded {
+    /// The path of the file `name` (as the spec writes it) of kind `what`.
+    pub fn resolve(&self, what: files::FileRef, name: &str) -> std::path::PathBuf {
+        self.files.resolve(&self.path, what, name)
+    }
 }
 
 /// Read and check the spec at `path` against the process environment.
 pub fn load(path: &str, stage: Stage) -> Result<Loaded, SpecError> {
+    load_in(path, stage, files::Files::BesideSpec)
+}
+
+/// [`load`], with the files the spec names looked for as `files` says (the copies a run
+/// directory kept, for `run --resume`).
+pub fn load_in(path: &str, stage: Stage, files: files::Files) -> Result<Loaded, SpecError> {
     let read_err = |source| SpecError::Read {
         path: path.to_string(),
         source,
@@ -156,7 +172,7 @@ pub fn load(path: &str, stage: Stage) -> Result<Loaded, SpecError> {
         }
     };
     let env = |name: &str| std::env::var(name).ok();
-    parse(path, &text, stage, &env)
+    parse_in(path, &text, stage, &env, files)
 }
 
 /// Check spec text named `path` (its extension picks the syntax); pure apart from `env`.
@@ -166,6 +182,17 @@ pub fn parse(
     stage: Stage,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Loaded, SpecError> {
+    parse_in(path, text, stage, env, files::Files::BesideSpec)
+}
+
+/// [`parse`], with the files the spec names looked for as `files` says.
+pub fn parse_in(
+    path: &str,
+    text: &str,
+    stage: Stage,
+    env: &dyn Fn(&str) -> Option<String>,
+    files: files::Files,
+) -> Result<Loaded, SpecError> {
     let invalid = |diagnostics: Vec<Diagnostic>| SpecError::Invalid {
         path: path.to_string(),
         diagnostics,
@@ -174,8 +201,9 @@ pub fn parse(
     let json = root.to_json();
     let mut problems = schema::check(&root, &json);
     problems.extend(checks::check(&json, stage, env));
-    problems.extend(dataset::check(&json, path));
-    problems.extend(dialect::check(&json, path));
+    let resolve = |what, name: &str| files.resolve(path, what, name);
+    problems.extend(dataset::check(&json, &resolve));
+    problems.extend(dialect::check(&json, &resolve));
     let clean = problems.iter().all(|p| p.severity == Severity::Warning);
     let spec = match serde_json::from_value::<Spec>(json) {
         Ok(spec) => Some(spec),
@@ -200,6 +228,7 @@ pub fn parse(
             source: text.to_string(),
             spec,
             warnings: diagnostics,
+            files,
         }),
         _ => Err(invalid(diagnostics)),
     }

@@ -34,6 +34,20 @@ fn sized_locally(text: &str) -> String {
     )
 }
 
+/// Every file under `dir`, its folders' too (the kept tokenizer and templates).
+fn every_file(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(every_file(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 /// Processes whose command line contains `needle`.
 fn processes_with(needle: &str) -> usize {
     std::fs::read_dir("/proc")
@@ -330,8 +344,7 @@ fn the_api_key_never_reaches_a_file_or_the_terminal() {
             "{case}: the key on the terminal"
         );
         let mut files = 0;
-        for entry in std::fs::read_dir(&out).unwrap() {
-            let path = entry.unwrap().path();
+        for path in every_file(&out) {
             let bytes = std::fs::read(&path).unwrap();
             assert!(
                 !String::from_utf8_lossy(&bytes).contains(secret),

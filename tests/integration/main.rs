@@ -7,6 +7,7 @@
 mod checks;
 mod cli;
 mod dialects;
+mod edges;
 mod faults;
 mod launch;
 mod llamacpp;

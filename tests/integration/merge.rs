@@ -188,8 +188,14 @@ fn shards_merge_into_the_whole_plan() {
     .run();
     assert_eq!(full.code, 2);
     assert!(
-        full.stderr.contains("exists and is not empty"),
+        full.stderr
+            .contains("exists and is not empty; give `merge` a new or empty `--out`"),
         "{}",
+        full.stderr
+    );
+    assert!(
+        !full.stderr.contains("--resume"),
+        "merge has no --resume: {}",
         full.stderr
     );
 }
