@@ -59,8 +59,11 @@ pub enum Command {
         #[arg(long, conflicts_with = "context")]
         result: bool,
         /// The schema of the report template context (and of `results.json`).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "repeats")]
         context: bool,
+        /// The schema of a `repeats.jsonl` line (one repeat of a repeated cell).
+        #[arg(long, conflicts_with = "result")]
+        repeats: bool,
     },
     /// Expand a spec into cells: run order, skip reasons, estimated wall time.
     Plan {
@@ -137,7 +140,8 @@ pub fn main() -> i32 {
             out: file,
             result,
             context,
-        } => schema(file.as_deref(), result, context, &out),
+            repeats,
+        } => schema(file.as_deref(), (result, context, repeats), &out),
         Command::Plan {
             spec,
             format,
@@ -204,9 +208,15 @@ fn validate(specs: &[String], format: DiagFormat, out: &Out) -> i32 {
     if invalid > 0 { 2 } else { 0 }
 }
 
-fn schema(file: Option<&str>, result: bool, context: bool, out: &Out) -> Result<i32, Error> {
+fn schema(
+    file: Option<&str>,
+    (result, context, repeats): (bool, bool, bool),
+    out: &Out,
+) -> Result<i32, Error> {
     let text = if result {
         crate::results::record::record_schema_text()
+    } else if repeats {
+        crate::rundir::repeat_line_schema_text()
     } else if context {
         crate::report::context::context_schema_text()
     } else {

@@ -104,9 +104,18 @@ impl Cells<'_> {
         (index, total): (&mut usize, usize),
     ) -> Result<(), RunError> {
         let n = group[0].repeats;
+        // Repeats an earlier attempt wrote whole (`--resume`) are kept, not measured again.
+        let mut kept = group
+            .iter()
+            .map(|c| self.dir.kept_repeats(&c.id))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut reps: Vec<Vec<Record>> = vec![Vec::new(); group.len()];
         for round in 1..=n {
             for (k, c) in group.iter().enumerate() {
+                if let Some(rec) = kept[k].remove(&round) {
+                    reps[k].push(rec);
+                    continue;
+                }
                 (self.on)(Event::Cell {
                     index: *index + k + 1,
                     total,
@@ -115,7 +124,8 @@ impl Cells<'_> {
                 let rec = self
                     .measure_or_stop(c, self.fresh(plan, c), summary)
                     .await?;
-                self.dir.append_repeat(&rec)?;
+                self.write_requests(round)?;
+                self.dir.append_repeat(&rec, round, self.attempt())?;
                 reps[k].push(rec);
             }
         }
@@ -196,16 +206,34 @@ impl Cells<'_> {
         )
     }
 
+    /// This run's attempt: 1, then one more for each `--resume`.
+    fn attempt(&self) -> u32 {
+        u32::try_from(self.manifest.resumed_at.len()).map_or(u32::MAX, |n| n.saturating_add(1))
+    }
+
+    /// Append the requests measured since the last call (`--save-requests`) to
+    /// `requests.jsonl`, each line naming its cell (already), `repeat` and `attempt`.
+    fn write_requests(&self, repeat: u32) -> Result<(), RunError> {
+        let Some(lines) = &self.cx.requests else {
+            return Ok(());
+        };
+        let mut lines: Vec<serde_json::Value> = lines
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
+        for l in &mut lines {
+            l["repeat"] = repeat.into();
+            l["attempt"] = self.attempt().into();
+        }
+        Ok(self.dir.append_requests(&lines)?)
+    }
+
     /// Write a cell's requests and record; a launched engine that died during the cell fails
     /// it, whatever was measured.
     fn finish(&self, mut rec: Record, engine: &mut EngineSide) -> Result<Record, RunError> {
-        if let Some(lines) = &self.cx.requests {
-            let lines: Vec<serde_json::Value> = lines
-                .lock()
-                .map(|mut l| std::mem::take(&mut *l))
-                .unwrap_or_default();
-            self.dir.append_requests(&lines)?;
-        }
+        // A repeated cell's requests went out with each repeat; a cell measured once is its
+        // repeat 1.
+        self.write_requests(1)?;
         if let Some(status) = engine.exit_status() {
             rec.status = Status::Failed;
             rec.reasons

@@ -266,6 +266,7 @@ impl Start<'_> {
                     done.len(),
                     plan.runnable().filter(|c| !done.contains(&c.id)).count()
                 )));
+                self.sort_out_repeats(&plan, &done)?;
                 (dir::resumed(manifest, &e.manifest), done)
             }
             None => {
@@ -285,6 +286,26 @@ impl Start<'_> {
             ..plan
         };
         Ok((manifest, todo))
+    }
+}
+
+impl Start<'_> {
+    /// At `--resume`: the repeats of the cells still to run that an earlier attempt wrote
+    /// whole are kept (or superseded, with `resume_repeats: fresh`), and said.
+    fn sort_out_repeats(&self, plan: &Plan, done: &HashSet<String>) -> Result<(), RunError> {
+        let todo: std::collections::HashMap<String, u32> = plan
+            .runnable()
+            .filter(|c| c.repeats > 1 && !done.contains(&c.id))
+            .map(|c| (c.id.clone(), c.repeats))
+            .collect();
+        let mode = self.loaded.spec.resume_repeats;
+        let (kept, superseded) = self.dir.sort_out_repeats(&todo, mode)?;
+        if kept + superseded > 0 {
+            (self.on)(Event::Note(format!(
+                "resuming: {kept} repeat(s) of unfinished cells kept, not measured again; {superseded} line(s) of repeats.jsonl marked superseded"
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -33,6 +33,19 @@ pub(super) fn append<T: Serialize>(path: &Path, items: &[T]) -> Result<()> {
     f.sync_data().map_err(err)
 }
 
+/// Replace `path` with `items`, one line each, whole: written beside it, synced, then renamed
+/// over it, so that a run killed meanwhile leaves the old file or the new one.
+pub(super) fn rewrite<T: Serialize>(path: &Path, items: &[T]) -> Result<()> {
+    let err = |source| RunDirError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let staging = path.with_extension("jsonl.rewrite");
+    std::fs::write(&staging, b"").map_err(err)?;
+    append(&staging, items)?;
+    std::fs::rename(&staging, path).map_err(err)
+}
+
 /// Cut a last line that has no newline off `path`; returns the bytes removed.
 pub(super) fn repair(path: &Path) -> Result<u64> {
     let err = |source| RunDirError::Write {
@@ -61,6 +74,12 @@ pub(super) fn repair(path: &Path) -> Result<u64> {
 /// newline is a record being written when the run was killed: it is left out. Any other
 /// line that is not a record is an error naming the file and the line.
 pub fn read_records(path: &Path) -> Result<Vec<Record>> {
+    read_lines(path)
+}
+
+/// The lines of a JSON-lines file of `T` (none when it does not exist), as
+/// [`read_records`] reads records.
+pub(super) fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -74,7 +93,7 @@ pub fn read_records(path: &Path) -> Result<Vec<Record>> {
     parse(path, &text)
 }
 
-fn parse(path: &Path, text: &str) -> Result<Vec<Record>> {
+fn parse<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<Vec<T>> {
     let torn = !text.is_empty() && !text.ends_with('\n');
     let lines: Vec<&str> = text.lines().collect();
     let mut records = Vec::with_capacity(lines.len());
@@ -82,7 +101,7 @@ fn parse(path: &Path, text: &str) -> Result<Vec<Record>> {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Record>(line) {
+        match serde_json::from_str::<T>(line) {
             Ok(r) => records.push(r),
             Err(_) if torn && i + 1 == lines.len() => {}
             Err(e) => {
@@ -117,10 +136,12 @@ mod tests {
             (format!("{LINE}\n{}\n", &LINE[..40]), Err(Some(2))),
         ];
         for (text, want) in cases {
-            let got = parse(p, &text).map(|r| r.len()).map_err(|e| match e {
-                super::RunDirError::Damaged { line, .. } => line,
-                _ => None,
-            });
+            let got = parse::<crate::results::Record>(p, &text)
+                .map(|r| r.len())
+                .map_err(|e| match e {
+                    super::RunDirError::Damaged { line, .. } => line,
+                    _ => None,
+                });
             assert_eq!(got, want, "{text:?}");
         }
     }

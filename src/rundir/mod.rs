@@ -9,6 +9,8 @@ mod error;
 mod jsonl;
 mod kept;
 mod leftovers;
+mod repeats;
+pub use repeats::{RepeatLine, repeat_line_schema_text};
 mod manifest;
 mod merge;
 pub use error::RunDirError;
@@ -225,12 +227,6 @@ impl RunDir {
     /// Keep a copy of the dataset's `bytes` as `dataset.jsonl`.
     pub fn write_dataset(&self, bytes: &[u8]) -> Result<()> {
         self.write(DATASET, bytes)
-    }
-
-    /// Append one repeat's record to `repeats.jsonl`.
-    pub fn append_repeat(&self, record: &Record) -> Result<()> {
-        let line = serde_json::to_value(record).unwrap_or_default();
-        jsonl::append(&self.file(REPEATS), std::slice::from_ref(&line))
     }
 
     /// Append per-request detail to `requests.jsonl`.

@@ -21,7 +21,7 @@ pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use model::{
     Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Hardware, HardwareType, Launch, Model,
-    SimDialect, SimEngine, SimFaults, Spec,
+    ResumeRepeats, SimDialect, SimEngine, SimFaults, Spec,
 };
 pub use open::{
     Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,

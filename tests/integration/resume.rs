@@ -391,3 +391,112 @@ fn the_client_checks_itself_and_a_saturated_client_makes_the_cell_invalid() {
         assert_eq!(manifest["client_threads"], 1);
     }
 }
+
+/// The unsuperseded lines of `repeats.jsonl` of `cell`, by repeat index.
+fn live_repeats(out: &Path, cell: &str) -> Vec<(u32, u32, f64)> {
+    let text = std::fs::read_to_string(out.join("repeats.jsonl")).unwrap();
+    let mut v: Vec<(u32, u32, f64)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["cell"] == cell && l.get("superseded").is_none())
+        .map(|l| {
+            let n = |k: &str| l[k].as_u64().unwrap() as u32;
+            (
+                n("repeat"),
+                n("attempt"),
+                l["total_tok_s"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    v.sort_by_key(|x| x.0);
+    v
+}
+
+#[test]
+fn a_run_killed_after_its_third_repeat_keeps_its_repeats_on_resume() {
+    let dir = Dir::new();
+    let text = SPEC
+        .edit("matrix: {contexts: [256, 1K]", "matrix: {contexts: [256]")
+        .edit("concurrency: [1, 2, 4]", "concurrency: [1, 2]")
+        .edit(
+            "phases: {decode",
+            "repeats: 3\nphases: {prefill: {enabled: false}, decode",
+        );
+    let spec = dir.path().join("s.yaml");
+    std::fs::write(&spec, &text).unwrap();
+    let out = dir.path().join("run");
+    let args = [
+        "run",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--save-requests",
+    ];
+    let mut child = std::process::Command::new(bin())
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = || {
+        std::fs::read_to_string(out.join("repeats.jsonl"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let start = std::time::Instant::now();
+    while lines() < 3 && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(lines(), 3, "killed right after the third repeat line");
+    let resumed = Bench::new(&args).arg("--resume").run();
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed
+            .stderr
+            .contains("resuming: 3 repeat(s) of unfinished cells kept, not measured again"),
+        "{}",
+        resumed.stderr
+    );
+    // A fresh run measures 2 cells × 3 repeats; the resumed one only the 3 missing.
+    assert_eq!(
+        resumed.stderr.matches("(repeat ").count(),
+        3,
+        "{}",
+        resumed.stderr
+    );
+    let recs: Vec<Record> = records(&out)
+        .into_iter()
+        .filter(|r| r.status != Status::Skipped)
+        .collect();
+    assert_eq!(recs.len(), 2, "{recs:#?}");
+    let mut triples = std::collections::BTreeSet::new();
+    for r in &recs {
+        assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+        let live = live_repeats(&out, &r.cell);
+        assert_eq!(live.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2, 3]);
+        let per = &r.per_repeat.as_ref().unwrap()["total_tok_s"];
+        assert_eq!(
+            &live.iter().map(|x| x.2).collect::<Vec<_>>(),
+            per,
+            "{}",
+            r.cell
+        );
+        assert!(live.iter().any(|x| x.1 == 1) && live.iter().any(|x| x.1 == 2));
+        triples.extend(live.iter().map(|x| (r.cell.clone(), x.0, x.1)));
+    }
+    // Every saved request belongs to a repeat that counts, and every such repeat has some.
+    let text = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let key = (
+            v["cell"].as_str().unwrap().to_string(),
+            v["repeat"].as_u64().unwrap() as u32,
+            v["attempt"].as_u64().unwrap() as u32,
+        );
+        assert!(triples.contains(&key), "{key:?} counts for no record");
+        seen.insert(key);
+    }
+    assert_eq!(seen, triples);
+}

@@ -61,3 +61,13 @@ fn committed_result_schema_is_up_to_date() {
         "schemas/result-v1.schema.json is stale: run `cargo run -- schema --result --out schemas/result-v1.schema.json`"
     );
 }
+
+#[test]
+fn committed_repeat_line_schema_is_up_to_date() {
+    let committed = std::fs::read_to_string(super::repo_path("schemas/repeat-line-v1.schema.json"))
+        .unwrap_or_default();
+    assert!(
+        committed == benchspec::rundir::repeat_line_schema_text(),
+        "schemas/repeat-line-v1.schema.json is stale: run `cargo run -- schema --repeats --out schemas/repeat-line-v1.schema.json`"
+    );
+}
