@@ -232,3 +232,75 @@ fn a_local_tokenizer_sizes_prompts_exactly_without_tokenize() {
         }
     }
 }
+
+/// The real engine stopped by a scheduler: SIGTERM to `run` while llama.cpp is measured stops
+/// the engine (no process of it left), keeps the finished cells, writes the reports, and
+/// `--resume` completes the plan on a new launch.
+#[test]
+fn sigterm_stops_llama_cpp_and_resume_completes() {
+    use std::io::{BufRead, BufReader};
+    let _cpu = super::cpu();
+    let root = super::root();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = std::fs::read_to_string(root.join("specs/llamacpp-smollm2.yaml"))
+        .unwrap()
+        .edit("8080", &port.to_string())
+        .edit("contexts: [256, 1K, 2K]", "contexts: [256]")
+        .edit("concurrency: [1, 2, 4]", "concurrency: [1, 2]")
+        .edit("duration: 3s", "duration: 2s");
+    let dir = super::cli::tempdir::Dir::new();
+    let spec = dir.path().join("llamacpp.yaml");
+    std::fs::write(&spec, &text).unwrap();
+    let out = dir.path().join("run");
+    let args = [
+        "run",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let exe = assert_cmd::cargo::cargo_bin("benchspec");
+    let mut child = std::process::Command::new(&exe)
+        .args(args)
+        .current_dir(&root)
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("decode/256/c1 ...") {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(1), "{seen}{rest}");
+    assert!(
+        rest.contains("error: interrupted during decode/256/c1"),
+        "{rest}"
+    );
+    assert!(out.join("report.md").is_file(), "{rest}");
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .any(|c| String::from_utf8_lossy(&c).contains(&format!("--port\0{port}")));
+    assert!(!left, "no llama.cpp process is left behind");
+    let resumed = Bench::new(&args).arg("--resume").run();
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let cells: Vec<String> = benchspec::rundir::read_records(&out.join("results.jsonl"))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.cell)
+        .collect();
+    assert_eq!(cells, ["prefill/256", "decode/256/c1", "decode/256/c2"]);
+}
