@@ -38,7 +38,7 @@ pub const DATASET: &str = "dataset.jsonl";
 /// A launched engine's output.
 pub const ENGINE_LOG: &str = "engine.log";
 /// The names the spec copy may have, by the spec's own extension.
-const SPEC_COPIES: [&str; 3] = ["spec.yaml", "spec.yml", "spec.toml"];
+const SPEC_COPIES: [&str; 4] = ["spec.yaml", "spec.yml", "spec.toml", "spec.json"];
 
 type Result<T> = std::result::Result<T, RunDirError>;
 
