@@ -35,6 +35,13 @@ fn quiet_prints_nothing_but_errors() {
         "only the error: {}",
         done.stderr
     );
+    assert!(
+        done.stderr.contains("cannot be reached: connection refused (is the server running")
+            && !done.stderr.contains("tcp connect error")
+            && !done.stderr.contains("os error"),
+        "in words: {}",
+        done.stderr
+    );
 }
 
 #[test]
