@@ -36,7 +36,8 @@ fn quiet_prints_nothing_but_errors() {
         done.stderr
     );
     assert!(
-        done.stderr.contains("cannot be reached: connection refused (is the server running")
+        done.stderr
+            .contains("cannot be reached: connection refused (is the server running")
             && !done.stderr.contains("tcp connect error")
             && !done.stderr.contains("os error"),
         "in words: {}",
@@ -105,6 +106,23 @@ fn failure_kinds_are_said_in_words() {
     );
     assert!(
         !done.stderr.contains("[\"") && !reasons.contains("[\""),
+        "{}",
+        done.stderr
+    );
+}
+
+#[test]
+fn a_run_on_the_instant_profile_renders_its_reports() {
+    // Its prefill rate was infinite: plan.json held `null` and the reports failed to load it.
+    let spec = TINY.replace("profile: tiny", "profile: instant");
+    let dir = Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("instant.yaml", &spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        out.join("report.md").exists() && !done.stderr.contains("error"),
         "{}",
         done.stderr
     );
