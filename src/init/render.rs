@@ -87,9 +87,10 @@ pub fn render(s: &Served, c: &Choices) -> String {
 fn header(t: &mut String, s: &Served) {
     let _ = writeln!(
         t,
-        "# A first spec for the engine at {}, written by `benchspec init --from` from what\n\
-         # it reported. Check it with `benchspec validate`, see its cells with `benchspec plan`,\n\
-         # measure with `benchspec run`; then widen the matrix and lengthen the windows.\n\
+        "# A first spec, written by `benchspec init --from {}`\n\
+         # from what the server reported. Check it with `benchspec validate`, see its cells with\n\
+         # `benchspec plan`, measure with `benchspec run`; then widen the matrix and lengthen the\n\
+         # windows.\n\
          version: 1\nname: {}",
         s.base_url,
         quote(&format!(
@@ -220,7 +221,7 @@ fn pad(used: usize) -> String {
 
 /// A token count as a spec writes it (`4K`, `512`).
 fn tokens(n: u64) -> String {
-    if n >= 1024 && n % 1024 == 0 {
+    if n >= 1024 && n.is_multiple_of(1024) {
         format!("{}K", n / 1024)
     } else {
         n.to_string()
