@@ -2,10 +2,11 @@
 //!
 //! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks
 //! a spec; [`plan`] expands it into cells; [`run`] measures them and [`results`] keeps the
-//! records; [`report`] renders them; [`sim`] is the embedded simulated engine. Each stage has its own error type; [`Error`] joins
+//! records; [`report`] renders them; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each stage has its own error type; [`Error`] joins
 //! them and maps each to the exit code of contract §1.
 
 pub mod cli;
+pub mod init;
 pub mod plan;
 pub mod report;
 pub mod results;
@@ -36,6 +37,9 @@ pub enum Error {
     /// A report could not be rendered.
     #[error(transparent)]
     Report(#[from] report::ReportError),
+    /// `init` wrote no spec.
+    #[error(transparent)]
+    Init(#[from] init::InitError),
     /// Writing output failed.
     #[error("cannot write `{path}`: {source}")]
     Write {
@@ -55,6 +59,7 @@ impl Error {
             Error::Run(e) => e.exit_code(),
             Error::Report(e) => e.exit_code(),
             Error::RunDir(e) => e.exit_code(),
+            Error::Init(e) => e.exit_code(),
             Error::Write { .. } => 1,
         }
     }

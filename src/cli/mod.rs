@@ -1,6 +1,8 @@
 //! The command line (contract §1): argument parsing with clap, and the thin commands that
 //! call the pipeline's stages and print what they return. Only this module prints.
 
+mod help;
+mod init;
 mod output;
 mod report;
 mod run;
@@ -9,7 +11,7 @@ mod sim;
 use crate::Error;
 use crate::plan;
 use crate::spec::{self, Stage};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{FromArgMatches, Parser, Subcommand, ValueEnum};
 use output::Out;
 
 /// Benchmark LLM serving engines from a checked-in spec.
@@ -43,7 +45,7 @@ pub enum ColorChoice {
 pub enum Command {
     /// Check specs: every problem of every file, each as FILE:LINE:COL: message (at /pointer).
     Validate {
-        /// The spec files (.yaml, .yml or .toml).
+        /// The spec files (.yaml, .yml, .toml or .json).
         #[arg(required = true, value_name = "SPEC")]
         specs: Vec<String>,
         /// How problems are printed: `auto` adds the source line and a caret on a terminal.
@@ -100,6 +102,8 @@ pub enum Command {
     },
     /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
     Sim(sim::SimArgs),
+    /// Write a first spec: the quickstart, or one for the server at --from URL.
+    Init(init::InitArgs),
 }
 
 /// How diagnostics are printed.
@@ -126,7 +130,10 @@ pub enum PlanFormat {
 
 /// Run the command line; returns the process exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let parsed = help::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -148,6 +155,7 @@ pub fn main() -> i32 {
             shard,
         } => plan_cmd(&spec, format, shard.as_deref(), &out),
         Command::Sim(args) => sim::run(&args, &out),
+        Command::Init(args) => init::run(&args, &out),
         Command::Run(args) => run::run(&args, &out),
         Command::Report(args) => report::report(&args, &out),
         Command::Compare(args) => report::compare_cmd(&args, &out),

@@ -340,14 +340,25 @@ async fn json_of(path: &str, r: reqwest::Response) -> Result<Value, ApiError> {
     })
 }
 
-/// A reqwest error with its chain of causes.
+/// A reqwest error in words: a refused or failed connection and a timeout as such (the
+/// HTTP library's layers are not the user's business), anything else with its causes.
 pub fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
+    let mut innermost = text.clone();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
+        innermost = s.to_string();
         text.push_str(": ");
-        text.push_str(&s.to_string());
+        text.push_str(&innermost);
         source = s.source();
     }
-    text
+    if e.is_connect() && innermost.contains("refused") {
+        "connection refused (is the server running, on this port?)".into()
+    } else if e.is_connect() {
+        format!("cannot connect: {innermost}")
+    } else if e.is_timeout() {
+        "no answer in time".into()
+    } else {
+        text
+    }
 }

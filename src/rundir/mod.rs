@@ -42,7 +42,7 @@ pub const DATASET: &str = crate::spec::files::KEPT_DATASET;
 /// A launched engine's output.
 pub const ENGINE_LOG: &str = "engine.log";
 /// The names the spec copy may have, by the spec's own extension.
-const SPEC_COPIES: [&str; 3] = ["spec.yaml", "spec.yml", "spec.toml"];
+const SPEC_COPIES: [&str; 4] = ["spec.yaml", "spec.yml", "spec.toml", "spec.json"];
 
 type Result<T> = std::result::Result<T, RunDirError>;
 

@@ -126,7 +126,8 @@ pub fn rates_for(spec: &crate::spec::Spec) -> crate::plan::Rates {
         .first()
         .map_or(8192, |c| c.0 as usize)
         .min(p.max_model_len as usize - 1);
-    let prefill = calibrate::prefill_tok_s(&p, ctx).max(1.0);
+    // Finite, as plan.json holds it (JSON has no infinity): the `instant` profile's is.
+    let prefill = calibrate::prefill_tok_s(&p, ctx).clamp(1.0, 1e9);
     let step = p.step_s + p.decode_s(1, ctx as u64);
     let decode = if step > 0.0 { 1.0 / step } else { 1e9 };
     Rates {

@@ -158,6 +158,9 @@ fn yaml_error(e: &serde_saphyr::Error) -> SyntaxError {
             col: to_usize(l.column()),
         })
         .unwrap_or_default();
+    if let Some(message) = duplicate_key(e) {
+        return SyntaxError { pos, message };
+    }
     let rendered = e.without_snippet().to_string();
     let message = rendered
         .lines()
@@ -168,6 +171,20 @@ fn yaml_error(e: &serde_saphyr::Error) -> SyntaxError {
     SyntaxError {
         pos,
         message: strip_location_suffix(&message),
+    }
+}
+
+/// serde-saphyr's duplicate key error in our words (its own tells the programmer which
+/// option of the library would accept the document).
+fn duplicate_key(mut e: &serde_saphyr::Error) -> Option<String> {
+    use serde_saphyr::Error as E;
+    while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = e {
+        e = error;
+    }
+    match e {
+        E::DuplicateMappingKey { key: Some(k), .. } => Some(format!("duplicate key `{k}`")),
+        E::DuplicateMappingKey { key: None, .. } => Some("duplicate key".into()),
+        _ => None,
     }
 }
 

@@ -1,4 +1,4 @@
-//! The spec stage: read a YAML or TOML spec into a located tree, check it against the JSON
+//! The spec stage: read a YAML, TOML or JSON spec into a located tree, check it against the JSON
 //! Schema and the meaning rules of contract §2, and hand back the typed [`Spec`] — or every
 //! problem, each located at `FILE:LINE:COL`. Nothing here touches the network or an engine.
 
@@ -9,6 +9,7 @@ mod diag;
 pub mod dialect;
 mod doc;
 pub mod files;
+mod json;
 mod model;
 mod open;
 pub mod schema;
@@ -76,6 +77,8 @@ pub enum Syntax {
     Yaml,
     /// `.toml`.
     Toml,
+    /// `.json`.
+    Json,
 }
 
 impl Syntax {
@@ -85,6 +88,7 @@ impl Syntax {
         match ext.as_str() {
             "yaml" | "yml" => Some(Syntax::Yaml),
             "toml" => Some(Syntax::Toml),
+            "json" => Some(Syntax::Json),
             _ => None,
         }
     }
@@ -261,12 +265,13 @@ fn read_tree(path: &str, text: &str) -> Result<doc::Node, Box<Diagnostic>> {
     let Some(syntax) = Syntax::of(path) else {
         return Err(at(
             start,
-            "cannot tell the spec's syntax; name it `.yaml`, `.yml` or `.toml`".into(),
+            "cannot tell the spec's syntax; name it `.yaml`, `.yml`, `.toml` or `.json`".into(),
         ));
     };
     let (parsed, what) = match syntax {
         Syntax::Yaml => (doc::parse_yaml(text), "invalid YAML"),
         Syntax::Toml => (doc::parse_toml(text), "invalid TOML"),
+        Syntax::Json => (json::parse_json(text), "invalid JSON"),
     };
     parsed.map_err(|e| at(e.pos, format!("{what}: {}", e.message)))
 }

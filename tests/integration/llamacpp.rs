@@ -304,3 +304,45 @@ fn sigterm_stops_llama_cpp_and_resume_completes() {
         .collect();
     assert_eq!(cells, ["prefill/256", "decode/256/c1", "decode/256/c2"]);
 }
+
+#[test]
+fn init_from_llama_cpp_writes_a_spec_that_validates_and_runs() {
+    let _cpu = super::cpu();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let _engine = Engine::start(port);
+    let dir = super::cli::tempdir::Dir::new();
+    let spec = dir.path().join("llamacpp.yaml");
+    let url = format!("http://127.0.0.1:{port}");
+    let done = Bench::new(&["init", "--from", &url, "--duration", "1s", "--out"])
+        .arg(&spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let written = std::fs::read_to_string(&spec).unwrap();
+    for want in [
+        "kind: llama-cpp",
+        "quantization: \"Q4_1\"",
+        "served_name: \"smollm2\"",
+        "max_model_len: 4096", // --ctx 8192 over --parallel 2, from `/props`
+        "contexts: [512, 2K]",
+        "concurrency: [1, 2]", // its 2 slots
+    ] {
+        assert!(written.contains(want), "`{want}` missing:\n{written}");
+    }
+    let valid = Bench::new(&["validate"]).arg(&spec).run();
+    assert_eq!(valid.code, 0, "{}", valid.stderr);
+    let out = dir.path().join("run");
+    let ran = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .arg(&spec)
+        .run();
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    assert_eq!(records.len(), 6, "{records:#?}");
+    assert!(
+        records.iter().all(|r| r.status == Status::Valid),
+        "{records:#?}"
+    );
+}

@@ -163,7 +163,7 @@ pub(super) enum CellFailure {
     #[error(transparent)]
     Prompt(#[from] PromptError),
     /// Every warm-up request failed (their kinds).
-    #[error("every warm-up request failed ({kinds:?})")]
+    #[error("every warm-up request failed ({})", readable_kinds(kinds))]
     WarmUp {
         /// The failure kinds.
         kinds: Vec<String>,
@@ -174,6 +174,19 @@ pub(super) enum CellFailure {
     /// Requests kept failing before every stream produced.
     #[error("every request failed before the window opened")]
     BeforeWindow,
+}
+
+/// Failure kinds as people read them: `http_500, connection_refused` → `HTTP 500,
+/// connection refused`.
+fn readable_kinds(kinds: &[String]) -> String {
+    let words: Vec<String> = kinds
+        .iter()
+        .map(|k| match k.strip_prefix("http_") {
+            Some(code) => format!("HTTP {code}"),
+            None => k.replace('_', " "),
+        })
+        .collect();
+    words.join(", ")
 }
 
 pub(super) fn failed(mut rec: Record, why: &dyn std::fmt::Display) -> Record {

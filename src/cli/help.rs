@@ -1,0 +1,78 @@
+//! The exit codes each command's `--help` ends with: the contract's four codes, said for
+//! what that command does. Added to the parser built from the derive, so each command's
+//! definition stays where it is.
+
+use clap::CommandFactory;
+
+/// Each command's exit codes, as its `--help` lists them.
+const EXIT_CODES: [(&str, &str); 9] = [
+    (
+        "validate",
+        "0  every spec is valid (warnings allowed)\n2  some spec is invalid or cannot be read",
+    ),
+    (
+        "schema",
+        "0  printed or written\n1  the file cannot be written\n2  bad usage",
+    ),
+    (
+        "plan",
+        "0  planned\n2  bad usage, an invalid spec or a bad --shard",
+    ),
+    (
+        "run",
+        "0  every cell is valid\n1  finished, but some cell is invalid or failed; or stopped (Ctrl-C, SIGTERM)\n2  bad usage or an invalid spec: nothing was run\n3  the engine could not be launched, reached or kept alive",
+    ),
+    (
+        "report",
+        "0  rendered\n1  a report cannot be written\n2  bad usage, not a run directory, or a broken template",
+    ),
+    (
+        "compare",
+        "0  no regression\n1  a regression\n2  bad usage, or a run directory cannot be read",
+    ),
+    (
+        "merge",
+        "0  merged\n1  the merged directory cannot be written\n2  refused: bad usage, different specs, a cell twice, cells missing",
+    ),
+    (
+        "sim",
+        "0  stopped\n2  bad usage or an unknown profile\n3  the port cannot be bound",
+    ),
+    (
+        "init",
+        "0  the spec is written\n2  bad usage, or the file exists (add --force)\n3  the server cannot be reached or serves no model",
+    ),
+];
+
+/// The command line's parser, each command's `--help` ending with its exit codes.
+pub fn command() -> clap::Command {
+    let cmd = super::Cli::command().after_help(
+        "Exit codes: 0 success; 1 finished, but some cell is invalid or failed, or a regression; \
+         2 bad usage or invalid spec (nothing was run); 3 the engine could not be launched, \
+         reached or kept alive. `benchspec COMMAND --help` says which apply.",
+    );
+    cmd.mut_subcommands(
+        |sub| match EXIT_CODES.iter().find(|(name, _)| *name == sub.get_name()) {
+            Some((_, codes)) => sub.after_help(format!("Exit codes:\n{codes}")),
+            None => sub,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_lists_its_exit_codes() {
+        let cmd = command();
+        for sub in cmd.get_subcommands() {
+            let help = sub.get_after_help().map(ToString::to_string);
+            assert!(
+                help.is_some_and(|h| h.starts_with("Exit codes:\n0  ")),
+                "`{}` --help lists no exit codes",
+                sub.get_name()
+            );
+        }
+    }
+}
