@@ -2,6 +2,7 @@
 //! call the pipeline's stages and print what they return. Only this module prints.
 
 mod output;
+mod probes;
 mod report;
 mod run;
 mod sim;

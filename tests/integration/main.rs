@@ -8,6 +8,7 @@ mod checks;
 mod cli;
 mod dialects;
 mod faults;
+mod html;
 mod launch;
 mod llamacpp;
 mod merge;
