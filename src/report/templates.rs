@@ -273,3 +273,16 @@ fn template_error(e: &minijinja::Error) -> ReportError {
     }
     ReportError::Template(msg)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::inline_markdown;
+
+    #[test]
+    fn inline_markdown_is_escaped_html_with_code_and_bold() {
+        assert_eq!(
+            inline_markdown("`telemetry.gpu` is **off** <here> & `x"),
+            "<code>telemetry.gpu</code> is <b>off</b> &lt;here&gt; &amp; `x"
+        );
+    }
+}
