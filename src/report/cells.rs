@@ -70,7 +70,7 @@ pub(super) fn cells(run: &Run) -> Vec<CellView> {
 /// A skipped cell of a phase the spec turns off (`phases.prefill.enabled: false`).
 fn disabled(c: &CellView) -> bool {
     let off = format!("`phases.{}.enabled` is false", c.phase.as_str());
-    c.status == CellStatus::Skipped && c.reasons.iter().any(|r| *r == off)
+    c.status == CellStatus::Skipped && c.reasons.contains(&off)
 }
 
 /// What a cell's load is: `4` (requests at once), `2 req/s`, `unlimited` (rate `inf`).
