@@ -4,6 +4,7 @@
 mod help;
 mod init;
 mod output;
+mod probes;
 mod report;
 mod run;
 mod sim;

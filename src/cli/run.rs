@@ -84,17 +84,16 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     // The run directory once this run has written to it: a run refused before (a changed
     // spec under `--resume`, a non-empty `--out`) leaves the folder untouched, reports too.
     let started = std::sync::OnceLock::new();
+    let probes = super::probes::Probes::new(&loaded.spec.slo);
     let on = |ev: Event| {
         if let Event::Started { out, .. } = &ev {
             let _ = started.set(out.clone());
         }
+        let text = probes.line(&ev);
         match &bar {
-            Some(bar) => draw(bar, &ev),
-            None => {
-                if !matches!(ev, Event::Tick { .. }) {
-                    out.info(&line(&ev));
-                }
-            }
+            Some(bar) => draw(bar, &ev, text),
+            None if matches!(ev, Event::Tick { .. }) => {}
+            None => out.info(&text.unwrap_or_else(|| line(&ev))),
         }
     };
     let interrupt = run::Interrupt::new();
@@ -126,6 +125,9 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         summary.skipped,
         summary.out.join(crate::rundir::RESULTS).display()
     ));
+    for found in probes.found() {
+        out.info(&found);
+    }
     Ok(summary.exit_code())
 }
 
@@ -234,8 +236,12 @@ fn render_reports(dir: &std::path::Path, loaded: &spec::Loaded, out: &Out) {
     }
 }
 
-/// The progress bar's view of an event: finished cells are printed above the bar.
-fn draw(bar: &indicatif::ProgressBar, ev: &Event) {
+/// The progress bar's view of an event: finished cells are printed above the bar (`text`
+/// instead of the usual line, for a capacity search's probes, which do not move the bar).
+fn draw(bar: &indicatif::ProgressBar, ev: &Event, text: Option<String>) {
+    let probe = text.is_some()
+        && !matches!(ev, Event::Done { record, .. } if record.phase == crate::plan::Phase::Capacity);
+    let text = text.unwrap_or_else(|| line(ev));
     match ev {
         Event::Started { cells, .. } => {
             bar.set_length(*cells as u64);
@@ -255,8 +261,10 @@ fn draw(bar: &indicatif::ProgressBar, ev: &Event) {
             bar.set_message(format!("{id} {}{window}{rate}", tick.stage));
         }
         Event::Done { .. } => {
-            bar.println(line(ev));
-            bar.inc(1);
+            bar.println(text);
+            if !probe {
+                bar.inc(1);
+            }
         }
         Event::Note(_) => bar.println(line(ev)),
     }

@@ -48,23 +48,43 @@ impl From<&Record> for Planned {
 }
 
 /// Every cell: the plan's, then records of cells it does not list; prefill cells first, as
-/// the seed page lists them, each phase in run order.
+/// the seed page lists them, each phase in run order. The cells of a phase the spec turns
+/// off are not cells of the run (nor skipped ones).
 pub(super) fn cells(run: &Run) -> Vec<CellView> {
     let planned = &run.plan.cells;
+    let slo = &run.spec.slo;
     let mut cells: Vec<CellView> = planned
         .iter()
-        .map(|c| view(&c.into(), run.record(&c.id)))
+        .map(|c| view(&c.into(), run.record(&c.id), slo))
         .collect();
     for r in &run.records {
         if !planned.iter().any(|c| c.id == r.cell) {
-            cells.push(view(&r.into(), Some(r)));
+            cells.push(view(&r.into(), Some(r), slo));
         }
     }
+    cells.retain(|c| !disabled(c));
     cells.sort_by_key(|c| c.phase != Phase::Prefill);
     cells
 }
 
-fn view(p: &Planned, record: Option<&Record>) -> CellView {
+/// A skipped cell of a phase the spec turns off (`phases.prefill.enabled: false`).
+fn disabled(c: &CellView) -> bool {
+    let off = format!("`phases.{}.enabled` is false", c.phase.as_str());
+    c.status == CellStatus::Skipped && c.reasons.contains(&off)
+}
+
+/// What a cell's load is: `4` (requests at once), `2 req/s`, `unlimited` (rate `inf`).
+fn level_label(p: &Planned) -> String {
+    let last = p.id.rsplit('/').next().unwrap_or_default();
+    match (p.phase, last.strip_prefix('r')) {
+        (Phase::Load, Some("inf")) => "unlimited".into(),
+        (Phase::Load, Some(rate)) => format!("{rate} req/s"),
+        (Phase::Capacity, _) => "—".into(),
+        _ => p.concurrency.to_string(),
+    }
+}
+
+fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellView {
     let (status, status_label) = match record.map(|r| r.status) {
         Some(Status::Valid) => (CellStatus::Valid, "Valid"),
         Some(Status::Invalid) => (CellStatus::Invalid, "Invalid"),
@@ -73,17 +93,22 @@ fn view(p: &Planned, record: Option<&Record>) -> CellView {
         None if p.skip.is_some() => (CellStatus::Skipped, "Skipped"),
         None => (CellStatus::Missing, "Not run"),
     };
+    // A capacity search's probes are decode (or load) cells under `capacity/`.
+    let probe = p.phase != Phase::Capacity && p.id.split('/').any(|s| s == "capacity");
     CellView {
         id: p.id.clone(),
         variant: p.variant.clone(),
         phase: p.phase,
         phase_label: match p.phase {
+            _ if probe => "Capacity probe",
             Phase::Prefill => "Prefill",
             Phase::Decode => "Sustained decode",
             Phase::Load => "Open-loop load",
             Phase::Capacity => "Capacity search",
         }
         .into(),
+        probe,
+        level_label: level_label(p),
         context: p.context,
         context_label: ctx(p.context),
         concurrency: p.concurrency,
@@ -95,6 +120,7 @@ fn view(p: &Planned, record: Option<&Record>) -> CellView {
             None => p.skip.iter().cloned().collect(),
         },
         effective_concurrency: record.and_then(super::observe::effective_concurrency),
+        slo: super::open::slo_values(record, slo),
         record: record.cloned(),
     }
 }

@@ -7,12 +7,14 @@
 pub use super::facts::Item;
 use super::facts::{engine, engine_line, hardware, settings};
 
+pub use super::capacity::CapacityView;
+use super::capacity::capacity;
 use super::cells::cells;
 pub use super::matrix::DecodeMatrix;
 use super::matrix::{matrix, matrix_line};
 use super::observe::ObservedView;
-pub use super::open::{CapacityView, SloTerm};
-use super::open::{capacity, load_cells, slo_terms};
+pub use super::open::{SloTerm, SloValue};
+use super::open::{load_cells, slo_terms};
 pub use super::variants::{SideBySide, VariantView};
 use crate::plan::Phase;
 use crate::results::Record;
@@ -145,8 +147,12 @@ pub struct CellView {
     pub variant: Option<String>,
     /// `prefill` or `decode`.
     pub phase: Phase,
-    /// `Prefill` or `Sustained decode`.
+    /// `Prefill`, `Sustained decode`, `Open-loop load`, `Capacity probe` or `Capacity search`.
     pub phase_label: String,
+    /// A probe of a capacity search (a decode or load cell under `capacity/`).
+    pub probe: bool,
+    /// The cell's load: `4` (requests at once), `2 req/s` (offered), `unlimited`, `—`.
+    pub level_label: String,
     /// Context tokens.
     pub context: u64,
     /// `8K`.
@@ -163,6 +169,9 @@ pub struct CellView {
     pub reasons: Vec<String>,
     /// The engine's mean running requests where it differs from `concurrency` (decode).
     pub effective_concurrency: Option<f64>,
+    /// The measured value at each SLO term's own percentile (decode and load cells with an
+    /// SLO; empty otherwise).
+    pub slo: Vec<SloValue>,
     /// The record (contract §6); `null` for a missing cell.
     pub record: Option<Record>,
 }
@@ -221,7 +230,15 @@ impl Context {
             engine_reported_version: reported.clone(),
             counts,
         };
-        let (prefill, decode, variants, matrix_line) = arranged(&cells, m);
+        let (prefill, decode, variants, mut matrix_line) = arranged(&cells, m);
+        let load = load_cells(&cells);
+        let capacity = capacity(&run.records, &cells, &spec.slo);
+        for part in super::open::open_line(&load, &capacity) {
+            if !matrix_line.is_empty() {
+                matrix_line.push_str(" · ");
+            }
+            matrix_line.push_str(&part);
+        }
         let problems = cells
             .iter()
             .filter(|c| matches!(c.status, CellStatus::Invalid | CellStatus::Failed))
@@ -245,8 +262,8 @@ impl Context {
             side_by_side: super::variants::side_by_side(&variants),
             variants,
             slo: slo_terms(&spec.slo),
-            load: load_cells(&cells),
-            capacity: capacity(&run.records, &spec.slo),
+            load,
+            capacity,
             observed: super::observe::observed(&cells),
             cells,
             problems,

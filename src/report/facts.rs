@@ -2,7 +2,9 @@
 //! header lines, worded as the seed page words them. Absent values are left out.
 
 use super::format::{grouped, secs};
-use crate::spec::{DecodeMode, HardwareType, PrefillMode, PromptCache, Spec};
+use crate::spec::{
+    DEFAULT_SIM_PROFILE, DecodeMode, EngineKind, HardwareType, PrefillMode, PromptCache, Spec,
+};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -22,11 +24,31 @@ fn item(label: &str, value: Option<String>) -> Option<Item> {
     })
 }
 
-/// `vllm · 0.27.2 · BF16`.
+/// The simulator's profile and how it differs from the profile as built in
+/// (`h200-gemma-4-e2b, 1.1× slower, 3% noise`); `None` for a real engine.
+fn sim_profile(spec: &Spec) -> Option<String> {
+    if spec.engine.kind != EngineKind::Sim {
+        return None;
+    }
+    let Some(sim) = &spec.engine.sim else {
+        return Some(DEFAULT_SIM_PROFILE.to_string());
+    };
+    let mut parts = vec![sim.profile.clone()];
+    if (sim.time_scale - 1.0).abs() > f64::EPSILON {
+        parts.push(format!("time × {}", sim.time_scale));
+    }
+    if sim.noise > 0.0 {
+        parts.push(format!("{}% noise", grouped(sim.noise * 100.0, 0)));
+    }
+    Some(parts.join(", "))
+}
+
+/// `vllm · 0.27.2 · BF16`; `sim · profile h200-gemma-4-e2b` for the embedded simulator.
 pub fn engine_line(spec: &Spec) -> String {
     let e = &spec.engine;
     [
         Some(e.kind.as_str().to_string()),
+        sim_profile(spec).map(|p| format!("profile {p}")),
         e.version.clone(),
         e.quantization.clone(),
     ]
@@ -67,16 +89,26 @@ pub fn hardware(spec: &Spec) -> Vec<Item> {
     .collect()
 }
 
-/// Engine facts; the version the server reported is said when it differs.
+/// Engine facts; the version the server reported is said when it differs. The simulator is
+/// named with its profile, not with the version string of the engine it imitates.
 pub fn engine(spec: &Spec, reported: Option<String>) -> Vec<Item> {
     let e = &spec.engine;
+    let profile = sim_profile(spec);
+    let reported = reported.filter(|_| profile.is_none());
     let version = match (&e.version, reported) {
         (Some(v), Some(r)) if *v != r => Some(format!("{v} (the server reported {r})")),
         (Some(v), _) => Some(v.clone()),
         (None, r) => r,
     };
     [
-        item("Engine", Some(e.kind.as_str().to_string())),
+        item(
+            "Engine",
+            Some(match profile {
+                Some(_) => "sim (benchspec's simulated engine)".to_string(),
+                None => e.kind.as_str().to_string(),
+            }),
+        ),
+        item("Profile", profile),
         item("Version", version),
         item("Quantization", e.quantization.clone()),
         item("Backend", e.backend.clone()),
@@ -110,7 +142,7 @@ pub fn settings(spec: &Spec, tool_version: Option<&str>) -> Vec<Item> {
         PrefillMode::DecodeWarmup => "Measured during decode warm-up".to_string(),
         PrefillMode::Standalone if p.repeats.unwrap_or(spec.repeats) > 1 => {
             let n = p.repeats.unwrap_or(spec.repeats);
-            format!("Standalone, mean of {n} cold requests")
+            format!("Standalone, median of {n} cold requests")
         }
         PrefillMode::Standalone => "Standalone cold request".to_string(),
     };

@@ -91,6 +91,11 @@ pub(super) fn matrix_line(prefill: &[CellView], decode: &DecodeMatrix) -> String
         };
         parts.push(format!("{contexts} × {levels}"));
     }
+    // A prefill the plan skips did not run: the line does not claim it.
+    let prefill: Vec<&CellView> = prefill
+        .iter()
+        .filter(|p| p.status != CellStatus::Skipped)
+        .collect();
     if !prefill.is_empty() {
         let at: Vec<&str> = prefill.iter().map(|p| p.context_label.as_str()).collect();
         parts.push(format!("prefill at {}", at.join(", ")));

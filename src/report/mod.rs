@@ -4,6 +4,7 @@
 //! Markdown, HTML, CSV and JSON. `compare` sets two runs side by side. Nothing here measures;
 //! every function is pure apart from reading the run directory and writing the outputs.
 
+mod capacity;
 mod cells;
 pub(crate) mod compare;
 pub(crate) mod context;
@@ -14,12 +15,15 @@ mod matrix;
 mod observe;
 mod open;
 mod svg;
+mod svg_capacity;
 mod svg_xy;
 pub(crate) mod templates;
 mod variants;
 mod verdict;
 
+pub use capacity::summary as capacity_summary;
 pub use context::{Context, context_schema_text};
+pub use open::verdict as slo_verdict;
 pub use variants::{names_of as variant_names, only_variant};
 
 use crate::rundir::{Run, RunDir, RunDirError};

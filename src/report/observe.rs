@@ -121,9 +121,10 @@ pub fn observed(cells: &[CellView]) -> ObservedView {
 }
 
 /// The engine's mean running requests of a decode cell when it differs from the requests
-/// sent: below 90% of them, or above by more than half a request.
+/// sent: below 90% of them, or above by more than half a request. One request at a time is
+/// never flagged: its gaps between requests are not a scheduling limit.
 pub fn effective_concurrency(r: &Record) -> Option<f64> {
-    if r.phase != Phase::Decode {
+    if r.phase != Phase::Decode || r.concurrency <= 1 {
         return None;
     }
     let running = r.server.as_ref()?.running_mean?;

@@ -1,10 +1,10 @@
-//! The open-loop parts of the report context (contract §8): the SLO as readable terms, the
-//! load cells in the order of their rates, and one capacity line per searched context,
-//! written from the probe that set it ("Capacity at 16K: 24 requests at once — TTFT p90
-//! 412 ms < 500 ms").
+//! The open-loop parts of the report context (contract §8): the SLO as readable terms, each
+//! measured cell's value at every term's own percentile, the verdict of a cell against the
+//! SLO (`meets SLO`, `misses: TTFT p90 307 ms > 40 ms`), and the load cells in the order of
+//! their rates.
 
 use super::context::CellView;
-use super::format::{ctx, grouped};
+use super::format::grouped;
 use crate::plan::Phase;
 use crate::results::Record;
 use crate::results::slo::at;
@@ -23,24 +23,23 @@ pub struct SloTerm {
     pub limit_ms: f64,
     /// `TTFT p90 ≤ 500 ms`.
     pub label: String,
+    /// `TTFT p90`: the column head of the measured value.
+    pub head: String,
 }
 
-/// The capacity a search found at one context.
+/// A measured cell's value at one SLO term's own percentile.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct CapacityView {
-    /// Context tokens.
-    pub context: u64,
-    /// `16K`.
-    pub context_label: String,
-    /// `concurrency` or `rate`.
-    pub search: String,
-    /// The highest value that met the SLO; `null` when none did.
-    pub capacity: Option<f64>,
-    /// `Capacity at 16K: 24 requests at once — TTFT p90 412 ms < 500 ms`.
-    pub line: String,
+pub struct SloValue {
+    /// `TTFT p90`.
+    pub head: String,
+    /// The value, milliseconds; `null` when the record does not have the metric.
+    pub value_ms: Option<f64>,
+    /// The value is within the term's threshold.
+    pub met: bool,
 }
 
-fn name(m: Metric) -> &'static str {
+/// `TTFT`, `TPOT`, `ITL` or `E2E`.
+pub(super) fn name(m: Metric) -> &'static str {
     match m {
         Metric::Ttft => "TTFT",
         Metric::Tpot => "TPOT",
@@ -49,11 +48,21 @@ fn name(m: Metric) -> &'static str {
     }
 }
 
-fn ms(v: f64) -> String {
+/// `412 ms`, `38.5 ms`.
+pub(super) fn ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{} ms", grouped(v, 0))
     } else {
         format!("{} ms", grouped(v, 1))
+    }
+}
+
+/// A threshold: `40 ms`, `2.5 ms`, `1,000 ms`.
+pub(super) fn threshold(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{} ms", grouped(v, 0))
+    } else {
+        ms(v)
     }
 }
 
@@ -66,14 +75,15 @@ pub fn slo_terms(slo: &Slo) -> Vec<SloTerm> {
                 metric: m.as_str().into(),
                 percentile: p,
                 limit_ms,
-                label: format!("{} p{p} ≤ {}", name(m), ms(limit_ms)),
+                label: format!("{} p{p} ≤ {}", name(m), threshold(limit_ms)),
+                head: format!("{} p{p}", name(m)),
             }
         })
         .collect()
 }
 
 /// A record's value of `m` at `p`, milliseconds.
-fn value(r: &Record, m: Metric, p: u8) -> Option<f64> {
+pub(super) fn value(r: &Record, m: Metric, p: u8) -> Option<f64> {
     let s = match m {
         Metric::Ttft => r.ttft_ms,
         Metric::Tpot => r.open.tpot_ms,
@@ -83,15 +93,33 @@ fn value(r: &Record, m: Metric, p: u8) -> Option<f64> {
     s.map(|s| at(&s, p))
 }
 
+/// The values of a measured decode or load record at each SLO term's percentile; empty for
+/// other records or without an SLO.
+pub(super) fn slo_values(r: Option<&Record>, slo: &Slo) -> Vec<SloValue> {
+    let Some(r) = r.filter(|r| matches!(r.phase, Phase::Decode | Phase::Load)) else {
+        return Vec::new();
+    };
+    slo.terms()
+        .map(|(m, p, limit)| {
+            let v = value(r, m, p);
+            SloValue {
+                head: format!("{} p{p}", name(m)),
+                value_ms: v,
+                met: v.is_some_and(|v| v <= limit.as_secs_f64() * 1e3),
+            }
+        })
+        .collect()
+}
+
 /// `TTFT p90 412 ms < 500 ms, TPOT p90 38 ms < 50 ms` for a probe's record.
-fn against(r: &Record, slo: &Slo) -> String {
+pub(super) fn against(r: &Record, slo: &Slo) -> String {
     slo.terms()
         .map(|(m, p, limit)| {
             let limit = limit.as_secs_f64() * 1e3;
             match value(r, m, p) {
                 Some(v) => {
                     let cmp = if v <= limit { "<" } else { ">" };
-                    format!("{} p{p} {} {cmp} {}", name(m), ms(v), ms(limit))
+                    format!("{} p{p} {} {cmp} {}", name(m), ms(v), threshold(limit))
                 }
                 None => format!("{} p{p} not measured", name(m)),
             }
@@ -100,74 +128,33 @@ fn against(r: &Record, slo: &Slo) -> String {
         .join(", ")
 }
 
-/// The probe id of `value` in the search at `context`.
-fn probe_id(context: u64, search: &str, value: f64) -> String {
-    let tag = if search == "rate" { "r" } else { "c" };
-    format!("capacity/{}/{tag}{value}", crate::spec::Tokens(context))
-}
-
-/// The probe just above `value` in the search at `label` (the one that bounded it).
-fn next_probe<'a>(records: &'a [Record], label: &str, value: f64) -> Option<(f64, &'a Record)> {
-    let prefix = format!("capacity/{label}/");
-    records
-        .iter()
-        .filter_map(|r| {
-            let v: f64 = r.cell.strip_prefix(&prefix)?.get(1..)?.parse().ok()?;
-            (v > value).then_some((v, r))
-        })
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-}
-
-/// One line per capacity summary record.
-pub fn capacity(records: &[Record], slo: &Slo) -> Vec<CapacityView> {
-    records
-        .iter()
-        .filter(|r| r.phase == Phase::Capacity)
-        .map(|r| {
-            let search = r.open.search.clone().unwrap_or_default();
-            let label = ctx(r.context);
-            let unit = |v: f64| match search.as_str() {
-                "rate" => format!("{} requests/s", grouped(v, 2).trim_end_matches(".00")),
-                _ if v == 1.0 => "1 request at once".to_string(),
-                _ => format!("{v} requests at once"),
-            };
-            let line = match r.open.capacity {
-                Some(v) => {
-                    let probe = records
-                        .iter()
-                        .find(|p| p.cell == probe_id(r.context, &search, v));
-                    let why = probe.map(|p| against(p, slo)).unwrap_or_default();
-                    let next = next_probe(records, &label, v)
-                        .map(|(n, p)| format!("; at {n}: {}", against(p, slo)))
-                        .unwrap_or_default();
-                    format!("Capacity at {label}: {} — {why}{next}", unit(v))
-                }
-                None => {
-                    let first = records
-                        .iter()
-                        .find(|p| p.cell.starts_with(&format!("capacity/{label}/")));
-                    let why = first.map(|p| against(p, slo)).unwrap_or_default();
-                    format!(
-                        "Capacity at {label}: none — the lowest load tried misses the SLO ({why})"
-                    )
-                }
-            };
-            CapacityView {
-                context: r.context,
-                context_label: label,
-                search,
-                capacity: r.open.capacity,
-                line,
+/// Whether a measured cell met the SLO: `meets SLO`, or what it missed (`misses: TTFT p90
+/// 307 ms > 40 ms`; an invalid cell misses for being invalid).
+pub fn verdict(r: &Record, slo: &Slo) -> String {
+    let over: Vec<String> = slo
+        .terms()
+        .filter_map(|(m, p, limit)| {
+            let limit = limit.as_secs_f64() * 1e3;
+            match value(r, m, p) {
+                Some(v) if v <= limit => None,
+                Some(v) => Some(format!("{} p{p} {} > {}", name(m), ms(v), threshold(limit))),
+                None => Some(format!("{} p{p} not measured", name(m))),
             }
         })
-        .collect()
+        .collect();
+    let invalid = r.status != crate::results::Status::Valid;
+    match (over.is_empty(), invalid) {
+        (true, false) if r.open.slo_met != Some(false) => "meets SLO".into(),
+        (true, _) => format!("misses: the cell is {}", r.status.as_str()),
+        (false, _) => format!("misses: {}", over.join(", ")),
+    }
 }
 
 /// The load cells, by context and then by rate (`inf` last).
 pub fn load_cells(cells: &[CellView]) -> Vec<CellView> {
     let mut load: Vec<CellView> = cells
         .iter()
-        .filter(|c| c.phase == Phase::Load)
+        .filter(|c| c.phase == Phase::Load && !c.probe)
         .cloned()
         .collect();
     let rate = |c: &CellView| {
@@ -178,4 +165,35 @@ pub fn load_cells(cells: &[CellView]) -> Vec<CellView> {
     };
     load.sort_by(|a, b| a.context.cmp(&b.context).then(rate(a).total_cmp(&rate(b))));
     load
+}
+
+/// What the open-loop phases of a run hold, for the header line: `open loop at 8K: 2, 8,
+/// 16, 32 req/s`, `capacity search at 1K: concurrency 1–96`.
+pub(super) fn open_line(
+    load: &[CellView],
+    capacity: &[super::capacity::CapacityView],
+) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut contexts: Vec<&str> = load.iter().map(|c| c.context_label.as_str()).collect();
+    contexts.dedup();
+    for label in contexts {
+        let rates: Vec<&str> = load
+            .iter()
+            .filter(|c| c.context_label == label)
+            .map(|c| c.level_label.trim_end_matches(" req/s"))
+            .collect();
+        parts.push(format!("open loop at {label}: {} req/s", rates.join(", ")));
+    }
+    for c in capacity {
+        let (first, last) = (c.probes.first(), c.probes.last());
+        let range = match (first, last) {
+            (Some(a), Some(b)) => format!(" {}–{}", a.value, b.value),
+            _ => String::new(),
+        };
+        parts.push(format!(
+            "capacity search at {}: {}{range}",
+            c.context_label, c.search
+        ));
+    }
+    parts
 }

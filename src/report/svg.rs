@@ -92,22 +92,24 @@ pub fn prefill(cx: &Context) -> String {
     y_axis(&mut s, max, step, "prompt tok/s");
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
-    let slot = (plot_w / bars.len().max(1) as f64).min(90.0);
+    // The bars share the axis evenly, each at most 80 wide in the middle of its slot.
+    let slot = plot_w / bars.len().max(1) as f64;
+    let bar = (slot * 0.7).min(80.0);
     for (i, (label, v)) in bars.iter().enumerate() {
         let h = plot_h * v / max;
-        let x = LEFT + slot * i as f64 + slot * 0.15;
+        let x = LEFT + slot * (i as f64 + 0.5) - bar / 2.0;
         let _ = write!(
             s,
             "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\"><title>{} context: {} tok/s</title></rect><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
             TOP + plot_h - h,
-            slot * 0.7,
+            bar,
             PALETTE[0],
             esc(label),
             tok_s(*v),
-            x + slot * 0.35,
+            x + bar / 2.0,
             TOP + plot_h - h - 4.0,
             tok_s(*v),
-            x + slot * 0.35,
+            x + bar / 2.0,
             H - BOTTOM + 16.0,
             esc(label)
         );
@@ -261,7 +263,25 @@ fn polyline(
 
 /// The `k`th legend entry: a stroke of `color` (`dash` its SVG attributes) and `name`.
 pub(super) fn legend(s: &mut String, k: usize, color: &str, dash: &str, name: &str) {
-    let ly = TOP + 14.0 + 18.0 * k as f64;
+    legend_at(s, TOP + 14.0 + 18.0 * k as f64, color, dash, name);
+}
+
+/// The baselines of `n` legend rows in the right margin, from the top, skipping the rows
+/// that would touch a label already at one of the baselines `taken`.
+pub(super) fn legend_rows(n: usize, taken: &[f64]) -> Vec<f64> {
+    let mut rows = Vec::with_capacity(n);
+    let mut y = TOP + 14.0;
+    while rows.len() < n {
+        if taken.iter().all(|t| (t - y).abs() >= 16.0) {
+            rows.push(y);
+        }
+        y += 18.0;
+    }
+    rows
+}
+
+/// A legend entry whose text sits on the baseline `ly`.
+pub(super) fn legend_at(s: &mut String, ly: f64, color: &str, dash: &str, name: &str) {
     let _ = write!(
         s,
         "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",

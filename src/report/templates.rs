@@ -55,7 +55,44 @@ pub fn environment() -> Environment<'static> {
     env.add_filter("ctx", |v: Value| {
         number(&v).map_or(format::DASH.into(), |x| format::ctx(x.max(0.0) as u64))
     });
+    env.add_filter("markdown", |v: String| {
+        Value::from_safe_string(inline_markdown(&v))
+    });
     env
+}
+
+/// A line of the context's Markdown as HTML: escaped, with `code` spans and **bold**.
+pub fn inline_markdown(text: &str) -> String {
+    let escaped = text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;");
+    let parts: Vec<&str> = escaped.split('`').collect();
+    let mut out = String::with_capacity(escaped.len() + 16);
+    for (i, part) in parts.iter().enumerate() {
+        match (i % 2 == 1, i + 1 < parts.len()) {
+            (true, true) => out.push_str(&format!("<code>{part}</code>")),
+            // An unpaired backtick stays as written.
+            (true, false) => out.push_str(&format!("`{}", bold(part))),
+            _ => out.push_str(&bold(part)),
+        }
+    }
+    out
+}
+
+/// `**x**` as `<b>x</b>`, pairs only.
+fn bold(text: &str) -> String {
+    let parts: Vec<&str> = text.split("**").collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, part) in parts.iter().enumerate() {
+        match (i % 2 == 1, i + 1 < parts.len()) {
+            (true, true) => out.push_str(&format!("<b>{part}</b>")),
+            (true, false) => out.push_str(&format!("**{part}")),
+            _ => out.push_str(part),
+        }
+    }
+    out
 }
 
 /// A number, or `None` for none, undefined or anything else.
@@ -105,6 +142,16 @@ fn with_charts(env: &mut Environment<'static>, cx: &Context) {
         .map(Value::from_safe_string)
         .collect();
     map.insert("variants", Value::from(per_context));
+    let capacity: Vec<Value> = super::svg_capacity::capacity(cx)
+        .into_iter()
+        .map(|c| {
+            let mut m = std::collections::BTreeMap::new();
+            m.insert("caption", Value::from(c.caption));
+            m.insert("svg", Value::from_safe_string(c.svg));
+            Value::from(m)
+        })
+        .collect();
+    map.insert("capacity", Value::from(capacity));
     env.add_global("charts", Value::from(map));
 }
 
@@ -225,4 +272,17 @@ fn template_error(e: &minijinja::Error) -> ReportError {
         source = s.source();
     }
     ReportError::Template(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inline_markdown;
+
+    #[test]
+    fn inline_markdown_is_escaped_html_with_code_and_bold() {
+        assert_eq!(
+            inline_markdown("`telemetry.gpu` is **off** <here> & `x"),
+            "<code>telemetry.gpu</code> is <b>off</b> &lt;here&gt; &amp; `x"
+        );
+    }
 }

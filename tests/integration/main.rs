@@ -9,6 +9,7 @@ mod cli;
 mod dialects;
 mod edges;
 mod faults;
+mod html;
 mod init;
 mod launch;
 mod llamacpp;

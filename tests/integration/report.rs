@@ -2,6 +2,7 @@
 //! headless Chromium, CSV and JSON, user templates, unfinished runs, and `compare`.
 
 use super::cli::{Bench, tempdir::Dir};
+use super::html::open_in_chromium;
 use std::path::{Path, PathBuf};
 
 fn fixture() -> PathBuf {
@@ -383,86 +384,6 @@ fn compare_marks_a_planted_regression_and_cells_in_one_run() {
         "{}",
         bad.stderr
     );
-}
-
-/// Debian's Chromium, which the test command installs.
-fn chromium() -> PathBuf {
-    let path = std::env::var_os("BENCHSPEC_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    assert!(
-        path.exists(),
-        "{} is missing: scripts/test installs Debian's chromium",
-        path.display()
-    );
-    path
-}
-
-/// What a page did in headless Chromium: its console messages and the network requests it
-/// made (from Chromium's net log: requests of the page's `file://` context, other than
-/// `file:` and `data:`).
-struct Opened {
-    console: Vec<String>,
-    requests: Vec<String>,
-}
-
-fn open_in_chromium(page: &Path, shot: &Path, dark: bool) -> Opened {
-    let dir = Dir::new();
-    let netlog = dir.path().join("net.json");
-    let mut cmd = std::process::Command::new(chromium());
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        // Whatever the browser itself would fetch goes to a closed port on this machine.
-        "--proxy-server=http://127.0.0.1:1",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--window-size=1280,2400",
-    ])
-    .arg(format!(
-        "--user-data-dir={}",
-        dir.path().join("profile").display()
-    ))
-    .arg(format!("--log-net-log={}", netlog.display()))
-    .arg(format!("--screenshot={}", shot.display()));
-    if dark {
-        cmd.arg("--force-dark-mode");
-    }
-    let out = cmd
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "chromium: {stderr}");
-    let console = stderr
-        .lines()
-        .filter(|l| l.contains(":CONSOLE"))
-        .map(str::to_string)
-        .collect();
-    let log: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&netlog).unwrap()).unwrap();
-    let start = &log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"];
-    let requests = log["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| &e["type"] == start)
-        .filter(|e| {
-            e["params"]["network_isolation_key"]
-                .as_str()
-                .is_some_and(|k| k.starts_with("file://"))
-        })
-        .filter_map(|e| e["params"]["url"].as_str())
-        .filter(|u| !u.starts_with("file:") && !u.starts_with("data:"))
-        .map(str::to_string)
-        .collect();
-    Opened { console, requests }
 }
 
 #[test]

@@ -6,7 +6,11 @@
 use super::prom::{self, Scrape};
 use crate::results::ServerUse;
 use crate::run::cell::round;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long after a window opens the scrape it asked for may answer and still count as the
+/// window's start.
+const OPENING: Duration = Duration::from_millis(250);
 
 /// One engine family's metric names.
 #[derive(Debug)]
@@ -224,17 +228,19 @@ impl Scrapes {
         if inside.is_empty() {
             inside = self.during.iter().chain([&self.after]).collect();
         }
-        let from = all.iter().rev().find(|s| s.at <= open).unwrap_or(&all[0]);
+        // The scrape the window's opening asks for answers a moment after it: that is where
+        // the window's counters start (else a cell's warm-up would count as its own).
+        let start = open + OPENING;
+        let from = all.iter().rev().find(|s| s.at <= start).unwrap_or(&all[0]);
         let to = all
             .iter()
             .find(|s| s.at >= close)
             .unwrap_or(&all[all.len() - 1]);
         let running = gauge(&inside, names.running);
         let waiting = gauge(&inside, names.waiting);
-        let hit_rate = match increase(&self.before, &self.after, names.prefix_queries) {
-            Some(q) if q > 0.0 => {
-                increase(&self.before, &self.after, names.prefix_hits).map(|h| h / q)
-            }
+        // Over the window, as the histograms: a cell's cold warm-up is not its hit rate.
+        let hit_rate = match increase(from, to, names.prefix_queries) {
+            Some(q) if q > 0.0 => increase(from, to, names.prefix_hits).map(|h| h / q),
             _ => mean(&gauge(&inside, names.hit_rate)),
         };
         let server = ServerUse {
@@ -259,7 +265,6 @@ impl Scrapes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn at(base: Instant, ms: u64, text: &str) -> Scrape {
         Scrape::new(base + Duration::from_millis(ms), text)

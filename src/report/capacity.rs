@@ -1,0 +1,161 @@
+//! The capacity searches of the report context (contract §8): one line per searched context,
+//! written from the probe that set it ("Capacity at 16K: 24 requests at once — TTFT p90
+//! 412 ms < 500 ms"), and the probes themselves in the order of the searched value, each
+//! with its values at the SLO's own percentiles and whether it met the SLO.
+
+use super::context::CellView;
+use super::format::{ctx, grouped};
+use super::open::{SloTerm, against, slo_terms, verdict};
+use crate::plan::Phase;
+use crate::results::{Record, Status};
+use crate::spec::Slo;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// The capacity a search found at one context, and its probes.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CapacityView {
+    /// Context tokens.
+    pub context: u64,
+    /// `16K`.
+    pub context_label: String,
+    /// `concurrency` or `rate`.
+    pub search: String,
+    /// `Requests at once` or `Offered req/s`: what the probes' values are.
+    pub axis_label: String,
+    /// The highest value that met the SLO; `null` when none did.
+    pub capacity: Option<f64>,
+    /// `Capacity at 16K: 24 requests at once — TTFT p90 412 ms < 500 ms`.
+    pub line: String,
+    /// The probes, by the searched value.
+    pub probes: Vec<ProbeView>,
+}
+
+/// One probe of a capacity search.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ProbeView {
+    /// The searched value probed.
+    pub value: f64,
+    /// `24` or `2.5 req/s`.
+    pub value_label: String,
+    /// The probe met the SLO (measured validly, every objective held).
+    pub meets_slo: bool,
+    /// `meets SLO` or `misses: TTFT p90 307 ms > 40 ms`.
+    pub verdict: String,
+    /// The probe's cell, with its record and SLO values.
+    pub cell: CellView,
+}
+
+/// The searched value of a probe id (`capacity/1K/c24` → 24).
+pub(super) fn probe_value(id: &str) -> Option<f64> {
+    id.rsplit('/').next()?.get(1..)?.parse().ok()
+}
+
+/// `24 requests at once`, `1 request at once`, `2.5 requests/s`.
+fn unit(search: &str, v: f64) -> String {
+    match search {
+        "rate" => format!("{} requests/s", grouped(v, 2).trim_end_matches(".00")),
+        _ if v == 1.0 => "1 request at once".to_string(),
+        _ => format!("{v} requests at once"),
+    }
+}
+
+/// One view per capacity summary record, with the probes of its search.
+pub fn capacity(records: &[Record], cells: &[CellView], slo: &Slo) -> Vec<CapacityView> {
+    records
+        .iter()
+        .filter(|r| r.phase == Phase::Capacity)
+        .map(|r| {
+            let search = r.open.search.clone().unwrap_or_default();
+            let probes = probes(r, cells, slo);
+            let line = line(r, &search, &probes, slo);
+            CapacityView {
+                context: r.context,
+                context_label: ctx(r.context),
+                axis_label: match search.as_str() {
+                    "rate" => "Offered req/s",
+                    _ => "Requests at once",
+                }
+                .into(),
+                search,
+                capacity: r.open.capacity,
+                line,
+                probes,
+            }
+        })
+        .collect()
+}
+
+/// The measured probes of the search `summary` ended, by value.
+fn probes(summary: &Record, cells: &[CellView], slo: &Slo) -> Vec<ProbeView> {
+    let prefix = format!("{}/", summary.cell);
+    let mut probes: Vec<ProbeView> = cells
+        .iter()
+        .filter(|c| c.probe && c.id.starts_with(&prefix))
+        .filter_map(|c| {
+            let r = c.record.as_ref().filter(|_| c.status.measured())?;
+            let value = probe_value(&c.id)?;
+            Some(ProbeView {
+                value,
+                value_label: c.level_label.clone(),
+                meets_slo: r.status == Status::Valid && r.open.slo_met == Some(true),
+                verdict: verdict(r, slo),
+                cell: c.clone(),
+            })
+        })
+        .collect();
+    probes.sort_by(|a, b| a.value.total_cmp(&b.value));
+    probes
+}
+
+/// `Capacity at 16K: 24 requests at once — TTFT p90 412 ms < 500 ms; at 25: …`.
+fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo) -> String {
+    let label = ctx(r.context);
+    let why = |p: &ProbeView| p.cell.record.as_ref().map(|r| against(r, slo));
+    match r.open.capacity {
+        Some(v) => {
+            let at = probes.iter().find(|p| p.value == v).and_then(why);
+            let next = probes
+                .iter()
+                .find(|p| p.value > v)
+                .and_then(|p| Some(format!("; at {}: {}", p.value, why(p)?)))
+                .unwrap_or_default();
+            format!(
+                "Capacity at {label}: {} — {}{next}",
+                unit(search, v),
+                at.unwrap_or_default()
+            )
+        }
+        None => {
+            let first = probes.first().and_then(why).unwrap_or_default();
+            format!("Capacity at {label}: none — the lowest load tried misses the SLO ({first})")
+        }
+    }
+}
+
+/// The run's closing line for a capacity summary record: `capacity at 1K: 34 concurrent
+/// (SLO: TTFT p90 ≤ 40 ms)`, or `capacity at 1K: none, not even concurrency 1 meets the SLO
+/// (…)`.
+pub fn summary(r: &Record, slo: &Slo) -> String {
+    let terms: Vec<String> = slo_terms(slo)
+        .into_iter()
+        .map(|t: SloTerm| t.label)
+        .collect();
+    let search = r.open.search.as_deref().unwrap_or("concurrency");
+    let found = match (r.open.capacity, search) {
+        (Some(v), "rate") => format!("{} req/s", grouped(v, 2).trim_end_matches(".00")),
+        (Some(v), _) => format!("{v} concurrent"),
+        (None, _) => {
+            let reason = r
+                .reasons
+                .first()
+                .map_or("no probe met the SLO", String::as_str);
+            format!("none ({reason})")
+        }
+    };
+    format!(
+        "capacity at {}: {found} (SLO: {})",
+        ctx(r.context),
+        terms.join(", ")
+    )
+}
