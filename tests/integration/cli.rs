@@ -165,6 +165,24 @@ fn validate_warns_about_an_unset_key_but_passes() {
 }
 
 #[test]
+fn validate_warns_about_an_unset_bare_variable_where_it_is_written() {
+    let text = "version: 1\nname: vars\nengine:\n  kind: vllm\n  launch:\n    command: $BENCHSPEC_NOPE_BIN serve m --port 8000\n    env: {CACHE: '${HOME}/c', OTHER: 'cost $5, $$NOT_A_VAR, $BENCHSPEC_NOPE_DIR/x'}\nmodel: {served_name: m}\nmatrix: {contexts: [1K], concurrency: [1]}\n";
+    let done = Bench::new(&["validate", "--format", "short"])
+        .env("HOME", "/home/u")
+        .spec("vars.yaml", text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let got = done.stderr_in("vars.yaml");
+    for want in [
+        "vars.yaml:6:14: warning: `$BENCHSPEC_NOPE_BIN` names an environment variable that is not set",
+        "vars.yaml:7:38: warning: `$BENCHSPEC_NOPE_DIR` names an environment variable that is not set",
+    ] {
+        assert!(got.contains(want), "{want}\n{got}");
+    }
+    assert_eq!(got.matches("warning:").count(), 2, "{got}");
+}
+
+#[test]
 fn validate_reports_every_problem_located_short() {
     let done = Bench::new(&["validate", "--format", "short"])
         .spec("broken.yaml", BROKEN)
