@@ -79,7 +79,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Render a run directory's reports again, from disk alone (also an unfinished run).
     Report(report::ReportArgs),
-    /// Compare two runs cell by cell; exit 1 on a regression.
+    /// Compare two runs cell by cell; exit 1 on a regression or a base cell missing from the
+    /// new run.
     Compare(report::CompareArgs),
     /// Join the run directories of the shards of one plan into one, and render its reports.
     Merge {
