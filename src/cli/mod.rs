@@ -227,7 +227,7 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
     let shard = run::shard_of(shard, "plan", out)?;
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
-    let mut plan = plan::expand(&loaded.spec, &crate::sim::rates_for);
+    let mut plan = plan_of(&loaded.spec);
     if let Some(s) = shard {
         plan = plan.shard(s);
     }
@@ -238,4 +238,10 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
         }
     }
     Ok(0)
+}
+
+/// The plan of `spec` as known before an engine is asked: a simulator's limits are its
+/// profile's.
+fn plan_of(spec: &spec::Spec) -> plan::Plan {
+    plan::expand_with(spec, &crate::sim::rates_for, &crate::sim::limits_for)
 }

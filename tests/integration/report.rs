@@ -165,7 +165,7 @@ fn an_unfinished_run_shows_its_missing_cells() {
     );
     assert!(md.contains("| 16K | not run | not run |"), "{md}");
     assert!(
-        md.contains("| 16K | 56.8K | 286 ms | Valid |\n| 32K | — | — | Not run |"),
+        md.contains("| 16K | 56.8K | 286 ms | Valid | 16,384 |\n| 32K | — | — | Not run | — |"),
         "{md}"
     );
 }
