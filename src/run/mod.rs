@@ -38,7 +38,7 @@ use crate::results::{Record, Status};
 use crate::rundir::{Resumed, RunDir};
 use crate::spec::Loaded;
 use measure::measure;
-pub use select::glob_match;
+pub use select::{check_only, glob_match, parse_only};
 use select::select;
 use std::collections::HashSet;
 use std::path::PathBuf;
