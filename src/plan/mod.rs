@@ -35,7 +35,9 @@ pub enum PlanError {
     #[error("`--shard auto`: {0}")]
     NoScheduler(String),
     /// `--only` is not a glob that can be read.
-    #[error("`--only {0}`: {1}; a glob has `*`, `?`, `[…]` and `{{a,b}}` (for example `decode/8K/*`)")]
+    #[error(
+        "`--only {0}`: {1}; a glob has `*`, `?`, `[…]` and `{{a,b}}` (for example `decode/8K/*`)"
+    )]
     BadGlob(String, String),
     /// `--only` matches no cell that would run.
     #[error("`--only {glob}` matches no cell of the plan; its cells are {cells}")]

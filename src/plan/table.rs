@@ -112,7 +112,12 @@ fn changes(out: &mut String, plan: &Plan) {
     if plan.variants.is_empty() {
         return;
     }
-    let w = plan.variants.iter().map(|v| v.name.len()).max().unwrap_or(0);
+    let w = plan
+        .variants
+        .iter()
+        .map(|v| v.name.len())
+        .max()
+        .unwrap_or(0);
     let _ = writeln!(out, "variants:");
     for v in &plan.variants {
         let what = if v.changes.is_empty() {

@@ -290,7 +290,10 @@ mod tests {
             ("decode/[18K", "`[` is not closed"),
             ("{prefill,decode/8K", "`{` is not closed"),
             ("decode}", "closes no `{`"),
-            ("{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}", "more than"),
+            (
+                "{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}",
+                "more than",
+            ),
         ] {
             let e = Glob::parse(g).map(|_| ()).unwrap_err();
             assert!(e.contains(says), "{g}: {e}");

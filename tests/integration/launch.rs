@@ -84,9 +84,8 @@ fn a_launched_engine_is_measured_then_stopped() {
 #[test]
 fn a_command_naming_its_program_with_a_bare_variable_is_launched() {
     let port = free_port();
-    let command = format!(
-        "'\"$BENCHSPEC_TEST_ENGINE\" sim --port {port} --profile tiny --served-name a$$b'"
-    );
+    let command =
+        format!("'\"$BENCHSPEC_TEST_ENGINE\" sim --port {port} --profile tiny --served-name a$$b'");
     let text = spec(port, &command, "20s")
         .edit("served_name: m", "served_name: a$b")
         .edit("concurrency: [1, 2]", "concurrency: [1]");

@@ -172,9 +172,7 @@ fn plan_json_is_stable() {
 #[test]
 fn plan_knows_a_sim_profiles_max_model_len() {
     let text = "version: 1\nname: t\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [256, 8K], concurrency: [1]}\n";
-    let done = super::cli::Bench::new(&["plan"])
-        .spec("s.yaml", text)
-        .run();
+    let done = super::cli::Bench::new(&["plan"]).spec("s.yaml", text).run();
     assert_eq!(done.code, 0, "{}", done.stderr);
     let table = &done.stdout;
     assert!(
@@ -182,7 +180,9 @@ fn plan_knows_a_sim_profiles_max_model_len() {
         "{table}"
     );
     assert!(
-        table.lines().any(|l| l.contains(" prefill/8K ") && l.contains(" 8191* ")),
+        table
+            .lines()
+            .any(|l| l.contains(" prefill/8K ") && l.contains(" 8191* ")),
         "{table}"
     );
     assert!(
@@ -208,9 +208,12 @@ fn a_prefill_clamped_at_run_time_is_marked_in_the_reports() {
     );
     let dir = super::cli::tempdir::Dir::new();
     let out = dir.path().join("run");
-    let plan = super::cli::Bench::new(&["plan"]).spec("s.yaml", &text).run();
+    let plan = super::cli::Bench::new(&["plan"])
+        .spec("s.yaml", &text)
+        .run();
     assert!(
-        plan.stdout.contains("max_model_len read from the server at run time"),
+        plan.stdout
+            .contains("max_model_len read from the server at run time"),
         "the plan cannot know: {}",
         plan.stdout
     );
@@ -226,10 +229,7 @@ fn a_prefill_clamped_at_run_time_is_marked_in_the_reports() {
     assert!(row.ends_with("| Valid | 8,191\\* |"), "{row}");
     let row = md.lines().find(|l| l.starts_with("| 256 |")).unwrap();
     assert!(row.ends_with("| Valid | 256 |"), "{row}");
-    assert!(
-        md.contains("\\* clamped to max_model_len − 1"),
-        "{md}"
-    );
+    assert!(md.contains("\\* clamped to max_model_len − 1"), "{md}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("8K* context"), "{html}");
 }

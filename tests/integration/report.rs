@@ -435,9 +435,9 @@ fn compare_fails_on_a_base_cell_missing_from_the_new_run() {
         allowed.stdout
     );
     assert!(
-        allowed
-            .stdout
-            .contains("Missing from the new run (allowed by `--allow-missing`): `decode/8K/c4`, `prefill/16K`"),
+        allowed.stdout.contains(
+            "Missing from the new run (allowed by `--allow-missing`): `decode/8K/c4`, `prefill/16K`"
+        ),
         "{}",
         allowed.stdout
     );
@@ -446,7 +446,10 @@ fn compare_fails_on_a_base_cell_missing_from_the_new_run() {
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(v["passed"], false);
     assert_eq!(v["regressions"], 0);
-    assert_eq!(v["only_base"], serde_json::json!(["decode/8K/c4", "prefill/16K"]));
+    assert_eq!(
+        v["only_base"],
+        serde_json::json!(["decode/8K/c4", "prefill/16K"])
+    );
 }
 
 #[test]
