@@ -85,7 +85,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Render a run directory's reports again, from disk alone (also an unfinished run).
     Report(report::ReportArgs),
-    /// Compare two runs cell by cell; exit 1 on a regression.
+    /// Compare two runs cell by cell; exit 1 on a regression or a base cell missing from the
+    /// new run.
     Compare(report::CompareArgs),
     /// Join the run directories of the shards of one plan into one, and render its reports.
     Merge {
@@ -245,7 +246,7 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
     let shard = run::shard_of(shard, "plan", out)?;
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
-    let mut plan = plan::expand(&loaded.spec, &crate::sim::rates_for);
+    let mut plan = plan_of(&loaded.spec);
     if let Some(s) = shard {
         plan = plan.shard(s);
     }
@@ -256,4 +257,10 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
         }
     }
     Ok(0)
+}
+
+/// The plan of `spec` as known before an engine is asked: a simulator's limits are its
+/// profile's.
+fn plan_of(spec: &spec::Spec) -> plan::Plan {
+    plan::expand_with(spec, &crate::sim::rates_for, &crate::sim::limits_for)
 }

@@ -77,6 +77,11 @@ pub struct CompareArgs {
     /// `markdown` (a pull request comment, `$GITHUB_STEP_SUMMARY`) or `json`.
     #[arg(long, value_enum, default_value_t = CompareFormat::Markdown)]
     pub format: CompareFormat,
+    /// Pass even when cells of the base run are missing from the new run (they are listed);
+    /// without it a missing cell fails the comparison. A comparison with no cell in common
+    /// fails either way.
+    #[arg(long)]
+    pub allow_missing: bool,
 }
 
 /// How a comparison is printed.
@@ -120,7 +125,8 @@ pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
     Ok(0)
 }
 
-/// Run `benchspec compare`: exit 1 when a cell regressed.
+/// Run `benchspec compare`: exit 1 when a cell regressed, a base cell is missing from the new
+/// run (unless `--allow-missing`), or no cell is in both.
 pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
     let threshold = compare::parse_threshold(&args.threshold)?;
     let (base, new) = compared_runs(args)?;
@@ -130,7 +136,7 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
         min_delta_ms: args.min_delta_ms,
         min_delta_tok_s: args.min_delta_tok_s,
     };
-    let c = compare::compare(&base, &new, rules);
+    let c = compare::compare(&base, &new, rules, args.allow_missing);
     let text = match args.format {
         CompareFormat::Markdown => templates::render_value("compare.md.j2", &c)?,
         CompareFormat::Json => {
@@ -139,7 +145,7 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
         }
     };
     out.print(&text);
-    Ok(if c.regressions > 0 { 1 } else { 0 })
+    Ok(if c.passed { 0 } else { 1 })
 }
 
 /// The two runs `compare` judges: two run directories, or two variants of one.

@@ -21,10 +21,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Use this server instead of `engine.base_url`.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_parser = spec::command::base_url_arg)]
     pub base_url: Option<String>,
-    /// Only the cells whose id matches (`decode/8K/*`).
-    #[arg(long, value_name = "GLOB")]
+    /// Only the cells whose id matches (`decode/8K/*`, `decode/{8K,16K}/c[14]`); a glob that
+    /// matches no cell of the plan stops the run before it starts, naming the cells.
+    #[arg(long, value_name = "GLOB", value_parser = run::parse_only)]
     pub only: Option<String>,
     /// Only shard K of N of the runnable cells; `auto` reads K and N from a Slurm job array
     /// (`SLURM_ARRAY_TASK_ID`, `_MIN`, `_COUNT`) or a Kubernetes Indexed Job
@@ -66,6 +67,9 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     };
     let loaded = spec::load_in(&args.spec, Stage::Run, files)?;
     out.diagnostics(&loaded.warnings, super::DiagFormat::Auto);
+    if let Some(glob) = &args.only {
+        run::check_only(&super::plan_of(&loaded.spec), glob)?;
+    }
     // The report templates are checked before anything is measured.
     let templates = templates_of(&loaded);
     for t in &templates {

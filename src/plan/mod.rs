@@ -34,6 +34,19 @@ pub enum PlanError {
     /// `--shard auto` found no scheduler's variables, or unusable ones.
     #[error("`--shard auto`: {0}")]
     NoScheduler(String),
+    /// `--only` is not a glob that can be read.
+    #[error(
+        "`--only {0}`: {1}; a glob has `*`, `?`, `[…]` and `{{a,b}}` (for example `decode/8K/*`)"
+    )]
+    BadGlob(String, String),
+    /// `--only` matches no cell that would run.
+    #[error("`--only {glob}` matches no cell of the plan; its cells are {cells}")]
+    NoMatch {
+        /// The glob.
+        glob: String,
+        /// The runnable cells' ids, listed.
+        cells: String,
+    },
 }
 
 /// The expanded plan.
@@ -59,6 +72,19 @@ pub struct Plan {
     /// What every measured cell needs of the workload (absent from plans of older runs).
     #[serde(default)]
     pub workload: Workload,
+    /// The engine variants, in order, each with what it changes (none without variants).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantChanges>,
+}
+
+/// An engine variant as the plan shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantChanges {
+    /// Its name (the prefix of its cells' ids).
+    pub name: String,
+    /// What it changes of the spec (`--max-num-seqs 128`, `sim.time_scale 1.5`); empty for
+    /// the spec as written.
+    pub changes: Vec<String>,
 }
 
 /// The workload settings a cell is measured with, resolved from the spec.
@@ -174,16 +200,32 @@ pub struct Limits {
 /// states none. A spec with engine variants gets every cell once per variant, variant by
 /// variant, ids prefixed `<variant>/`.
 pub fn expand_for(spec: &Spec, rates: RatesOf, server: Limits) -> Plan {
+    expand_with(spec, rates, &|_| server)
+}
+
+/// What an engine described by a spec is known to hold before it is asked (the simulator's
+/// profiles say), for `plan`.
+pub type LimitsOf<'a> = &'a dyn Fn(&Spec) -> Limits;
+
+/// Expand `spec`, each engine (variant) with the limits `limits` gives for its spec.
+pub fn expand_with(spec: &Spec, rates: RatesOf, limits: LimitsOf) -> Plan {
     let variants = spec.variants();
     let Some(first) = variants.first() else {
-        return expand_one(spec, &rates(spec), server);
+        return expand_one(spec, &rates(spec), limits(spec));
     };
-    let mut plan = expand_one(&first.spec, &rates(&first.spec), server);
+    let mut plan = expand_one(&first.spec, &rates(&first.spec), limits(&first.spec));
     plan.cells.clear();
     for v in &variants {
-        let cells = expand_one(&v.spec, &rates(&v.spec), server);
+        let cells = expand_one(&v.spec, &rates(&v.spec), limits(&v.spec));
         plan.cells.extend(variant_cells(cells, &v.name));
     }
+    plan.variants = variants
+        .iter()
+        .map(|v| VariantChanges {
+            name: v.name.clone(),
+            changes: v.changes.clone(),
+        })
+        .collect();
     plan.estimate_s = plan.cells.iter().map(|c| c.estimate_s).sum();
     plan
 }
@@ -244,6 +286,7 @@ fn expand_one(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
         rates: rates.clone(),
         estimate_s,
         workload,
+        variants: Vec::new(),
     }
 }
 

@@ -30,6 +30,7 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         run.len(),
         variants(plan)
     );
+    changes(&mut out, plan);
     let w = run.iter().map(|c| c.id.len()).max().unwrap_or(0).max(18);
     let _ = writeln!(
         out,
@@ -104,6 +105,29 @@ fn variants(plan: &Plan) -> String {
         return String::new();
     }
     format!(" on {} engine variants ({})", names.len(), names.join(", "))
+}
+
+/// What each engine variant changes, one line each, then a blank line.
+fn changes(out: &mut String, plan: &Plan) {
+    if plan.variants.is_empty() {
+        return;
+    }
+    let w = plan
+        .variants
+        .iter()
+        .map(|v| v.name.len())
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(out, "variants:");
+    for v in &plan.variants {
+        let what = if v.changes.is_empty() {
+            "the spec as written".to_string()
+        } else {
+            v.changes.join(", ")
+        };
+        let _ = writeln!(out, "  {:<w$}  {what}", v.name);
+    }
+    out.push('\n');
 }
 
 /// `8 prefill, 40 decode, 4 load`: the runnable cells by phase.

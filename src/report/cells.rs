@@ -114,7 +114,10 @@ fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellVie
         concurrency: p.concurrency,
         status,
         status_label: status_label.into(),
-        clamped: p.clamped,
+        // A prefill prompt shorter than its context was clamped to max_model_len − 1, also
+        // where the plan does not say so (a record of a cell it does not list).
+        clamped: p.clamped
+            || record.is_some_and(|r| r.phase == Phase::Prefill && r.prompt_tokens < r.context),
         reasons: match record {
             Some(r) => r.reasons.clone(),
             None => p.skip.iter().cloned().collect(),

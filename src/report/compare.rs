@@ -2,7 +2,8 @@
 //! runs, each judged `regression`, `improvement`, `no significant change` or `not
 //! comparable` — past the threshold and an absolute floor, and, where both runs measured the
 //! cell several times, significant by Welch's t-test — a cell that was valid and is no longer
-//! also regressed; and the cells that only one run has.
+//! also regressed; and the cells that only one run has. A base cell the new run lacks fails
+//! the comparison (unless allowed), and so does a comparison with no cell in common.
 
 pub use super::verdict::{Rules, Verdict};
 use super::{ReportError, context};
@@ -30,12 +31,20 @@ pub struct Comparison {
     pub rules: Rules,
     /// Cells both runs recorded, in the base run's order.
     pub rows: Vec<Row>,
-    /// Cells only the base run recorded.
+    /// Cells only the base run recorded: missing from the new run.
     pub only_base: Vec<String>,
     /// Cells only the new run recorded.
     pub only_new: Vec<String>,
     /// Rows marked as regressions.
     pub regressions: usize,
+    /// `--allow-missing`: base cells missing from the new run do not fail the comparison.
+    pub allow_missing: bool,
+    /// The verdict in words: `no regression`, `no cell in common`, `2 regression(s), 1 base
+    /// cell(s) missing from the new run`.
+    pub summary: String,
+    /// The comparison passes: no regression, a cell in common, and no base cell missing from
+    /// the new run (unless allowed). `compare` exits 1 when it does not.
+    pub passed: bool,
 }
 
 /// One run of a comparison.
@@ -247,8 +256,8 @@ fn row(b: &Record, n: &Record, rules: &Rules) -> Row {
     }
 }
 
-/// Compare `new` with `base` by `rules`.
-pub fn compare(base: &RunDir, new: &RunDir, rules: Rules) -> Comparison {
+/// Compare `new` with `base` by `rules`; `allow_missing` accepts base cells the new run lacks.
+pub fn compare(base: &RunDir, new: &RunDir, rules: Rules, allow_missing: bool) -> Comparison {
     let rows: Vec<Row> = base
         .records
         .iter()
@@ -273,16 +282,43 @@ pub fn compare(base: &RunDir, new: &RunDir, rules: Rules) -> Comparison {
             .map(|r| r.cell.clone())
             .collect()
     };
+    let regressions = rows.iter().filter(|r| r.regression).count();
+    let only_base = only(base, new);
+    let passed = regressions == 0 && !rows.is_empty() && (allow_missing || only_base.is_empty());
+    let summary = summary(rows.len(), regressions, only_base.len(), allow_missing);
     Comparison {
         schema: COMPARE_SCHEMA.into(),
         base: side(base),
         new: side(new),
         threshold_pct: rules.threshold_pct,
         rules,
-        regressions: rows.iter().filter(|r| r.regression).count(),
-        only_base: only(base, new),
+        regressions,
+        only_base,
         only_new: only(new, base),
         rows,
+        allow_missing,
+        summary,
+        passed,
+    }
+}
+
+/// The headline's words for `rows` compared, `regressions` among them and `missing` base
+/// cells without a counterpart.
+fn summary(rows: usize, regressions: usize, missing: usize, allow_missing: bool) -> String {
+    if rows == 0 {
+        return "no cell in common".into();
+    }
+    let mut failures = Vec::new();
+    if regressions > 0 {
+        failures.push(format!("{regressions} regression(s)"));
+    }
+    if missing > 0 && !allow_missing {
+        failures.push(format!("{missing} base cell(s) missing from the new run"));
+    }
+    match (failures.is_empty(), missing) {
+        (false, _) => failures.join(", "),
+        (true, 0) => "no regression".into(),
+        (true, n) => format!("no regression ({n} base cell(s) missing from the new run, allowed)"),
     }
 }
 

@@ -23,24 +23,10 @@ pub struct Engine {
     stop_timeout: Duration,
 }
 
-/// Replace every `${VAR}` in `text` from `env`; an unset variable is an error naming it.
+/// Replace every `$VAR` and `${VAR}` in `text` from `env` (`$$` is one `$`; see
+/// [`crate::spec::command::expand`]); an unset variable is an error naming it.
 pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, EngineError> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let name = &after[..end];
-        let value = env(name).ok_or_else(|| EngineError::UnsetVar(name.to_string()))?;
-        out.push_str(&value);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    crate::spec::command::expand(text, env).map_err(EngineError::UnsetVar)
 }
 
 /// Refuse to launch an engine whose address (`base`, the server the run will measure)
@@ -303,14 +289,9 @@ mod tests {
     fn expansion() {
         let env = |n: &str| (n == "KEY").then(|| "s3cret".to_string());
         assert_eq!(
-            expand("--api-key ${KEY}", &env).ok(),
-            Some("--api-key s3cret".into())
+            expand("--api-key ${KEY} $KEY", &env).ok(),
+            Some("--api-key s3cret s3cret".into())
         );
-        assert_eq!(
-            expand("$HOME/${KEY}x", &env).ok(),
-            Some("$HOME/s3cretx".into())
-        );
-        assert_eq!(expand("${KEY", &env).ok(), Some("${KEY".into()));
         assert!(expand("${NOPE}", &env).is_err_and(|e| e.to_string().contains("`${NOPE}`")));
     }
 }

@@ -103,6 +103,27 @@ pub fn dialect(d: crate::spec::SimDialect) -> Dialect {
     }
 }
 
+/// What a `sim` engine of `spec` will report of its limits, known before it runs: its
+/// profile's max_model_len (which `/v1/models` lists, apart from the trtllm and openai
+/// dialects). Other engines are asked at run time.
+pub fn limits_for(spec: &crate::spec::Spec) -> crate::plan::Limits {
+    let none = crate::plan::Limits::default();
+    if spec.engine.kind != crate::spec::EngineKind::Sim {
+        return none;
+    }
+    let sim = spec.engine.sim.clone().unwrap_or_default();
+    if matches!(
+        sim.dialect,
+        crate::spec::SimDialect::Trtllm | crate::spec::SimDialect::Openai
+    ) {
+        return none;
+    }
+    crate::plan::Limits {
+        max_model_len: profile::profile(&sim.profile).map(|p| p.max_model_len),
+        ..none
+    }
+}
+
 /// The rates a plan's estimate assumes for `spec`: a `sim` engine's profile knows its own
 /// speed; any other engine gets the plan's stated assumption.
 pub fn rates_for(spec: &crate::spec::Spec) -> crate::plan::Rates {

@@ -229,29 +229,46 @@ fn engine_kind(
     }
 }
 
-/// Every `${VAR}` of the launch command and its environment must be set (once each; the
-/// API key's variable is checked already).
+/// Every `$VAR` and `${VAR}` of the launch command and its environment must be set (said
+/// once each, where it is first written; the API key's variable is checked already).
 fn launch_env(cx: &Ctx<'_>, args: &[String], key_env: Option<String>, out: &mut Vec<Problem>) {
     let env: BTreeMap<String, String> = cx
         .field("/engine/launch/env")
         .ok()
         .flatten()
         .unwrap_or_default();
+    let listed = cx
+        .json
+        .pointer("/engine/launch/command")
+        .is_some_and(serde_json::Value::is_array);
+    let texts = args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match listed {
+            true => (format!("/engine/launch/command/{i}"), a),
+            false => ("/engine/launch/command".to_string(), a),
+        })
+        .chain(env.iter().map(|(k, v)| {
+            let key = k.replace('~', "~0").replace('/', "~1");
+            (format!("/engine/launch/env/{key}"), v)
+        }));
     let mut seen: Vec<String> = key_env.into_iter().collect();
-    for name in args.iter().chain(env.values()).flat_map(|t| env_refs(t)) {
-        if seen.contains(&name) {
-            continue;
+    for (at, text) in texts {
+        for name in env_refs(text) {
+            if seen.contains(&name) {
+                continue;
+            }
+            if let Some(severity) = cx.unset(&name) {
+                out.push(Problem {
+                    severity,
+                    ..Problem::error(
+                        &at,
+                        format!("`${name}` names an environment variable that is not set; export it before `benchspec run` (write `$$` for a literal `$`)"),
+                    )
+                });
+            }
+            seen.push(name);
         }
-        if let Some(severity) = cx.unset(&name) {
-            out.push(Problem {
-                severity,
-                ..Problem::error(
-                    "/engine/launch/command",
-                    format!("`${{{name}}}` names an environment variable that is not set"),
-                )
-            });
-        }
-        seen.push(name);
     }
 }
 

@@ -1,5 +1,6 @@
 //! Launch commands and URLs as the spec writes them: shell-like splitting (no shell is ever
-//! run), `${VAR}` references, and the port a command or a base URL names.
+//! run), `$VAR` and `${VAR}` references and their expansion, and the port a command or a
+//! base URL names.
 
 use super::model::Command;
 
@@ -94,21 +95,85 @@ fn double_quoted(chars: &mut std::str::Chars, word: &mut String) -> Result<(), C
     }
 }
 
-/// The names of the `${VAR}` references in `text`, in order.
-pub fn env_refs(text: &str) -> Vec<String> {
-    let mut names = Vec::new();
+/// A piece of a launch text: literal text, or a reference to an environment variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece<'a> {
+    /// Kept as written.
+    Text(&'a str),
+    /// `$NAME` or `${NAME}`.
+    Var(&'a str),
+}
+
+/// `text` cut into literal text and variable references, as a shell reads `$NAME` and
+/// `${NAME}` (a name: a letter or `_`, then letters, digits, `_`); `$$` is one literal `$`.
+/// Anything else (`$1`, `$ `, `${1}`, `${X:-y}`, an unclosed `${`, a `$` at the end) stays as
+/// written: no other shell feature is read.
+fn pieces(text: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
     let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        let after = &rest[start + 2..];
-        match after.find('}') {
-            Some(end) => {
-                names.push(after[..end].to_string());
-                rest = &after[end + 1..];
+    while let Some(at) = rest.find('$') {
+        let after = &rest[at + 1..];
+        let (piece, len) = if after.starts_with('$') {
+            (Some(Piece::Text("$")), 2)
+        } else if let Some(inner) = after.strip_prefix('{') {
+            match inner.find('}') {
+                Some(end) if is_name(&inner[..end]) => (Some(Piece::Var(&inner[..end])), end + 3),
+                _ => (None, 1),
             }
-            None => break,
+        } else {
+            let end = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            match &after[..end] {
+                name if is_name(name) => (Some(Piece::Var(name)), end + 1),
+                _ => (None, 1),
+            }
+        };
+        match piece {
+            Some(p) => {
+                out.push(Piece::Text(&rest[..at]));
+                out.push(p);
+            }
+            None => out.push(Piece::Text(&rest[..at + len])),
+        }
+        rest = &rest[at + len..];
+    }
+    out.push(Piece::Text(rest));
+    out.retain(|p| *p != Piece::Text(""));
+    out
+}
+
+/// A shell variable's name: a letter or `_`, then letters, digits and `_`.
+fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The names of the `$NAME` and `${NAME}` references in `text`, in order.
+pub fn env_refs(text: &str) -> Vec<String> {
+    pieces(text)
+        .into_iter()
+        .filter_map(|p| match p {
+            Piece::Var(name) => Some(name.to_string()),
+            Piece::Text(_) => None,
+        })
+        .collect()
+}
+
+/// `text` with every `$NAME` and `${NAME}` replaced from `env` and `$$` made one `$` (see
+/// [`pieces`]); an unset variable is an error carrying its name.
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    for p in pieces(text) {
+        match p {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Var(name) => out.push_str(&env(name).ok_or_else(|| name.to_string())?),
         }
     }
-    names
+    Ok(out)
 }
 
 /// One argument written so that [`split`] reads it back: bare when it is plain, in double
@@ -197,6 +262,16 @@ pub fn parse_url(url: &str) -> Result<Url, CommandError> {
     })
 }
 
+/// A `--base-url` value, checked as the command line reads it: an http(s) URL (a missing
+/// scheme gets a suggestion).
+pub fn base_url_arg(text: &str) -> Result<String, String> {
+    match parse_url(text) {
+        Ok(_) => Ok(text.to_string()),
+        Err(e) if !text.contains("://") => Err(format!("{e}; did you mean `http://{text}`?")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,10 +330,34 @@ mod tests {
     #[test]
     fn env_references() {
         assert_eq!(
-            env_refs("--api-key ${VLLM_API_KEY} ${X}y"),
-            vec!["VLLM_API_KEY", "X"]
+            env_refs("--api-key ${VLLM_API_KEY} ${X}y $HOME/bin $_a1.x"),
+            vec!["VLLM_API_KEY", "X", "HOME", "_a1"]
         );
-        assert!(env_refs("$HOME and ${unterminated").is_empty());
+        assert!(env_refs("${unterminated $1 $ x $$HOME ${X:-y} ${1} a$").is_empty());
+    }
+
+    #[test]
+    fn expansion_as_a_shell_reads_names() {
+        let env = |n: &str| match n {
+            "KEY" => Some("s3cret".to_string()),
+            "HOME" => Some("/home/u".to_string()),
+            _ => None,
+        };
+        let cases = [
+            ("--api-key ${KEY}", "--api-key s3cret"),
+            ("$HOME/${KEY}x", "/home/u/s3cretx"),
+            ("$HOME", "/home/u"),
+            ("\"$HOME/bin\"", "\"/home/u/bin\""),
+            ("${KEY", "${KEY"),
+            ("$$HOME costs $$5", "$HOME costs $5"),
+            ("a $ b $1 ${X:-y} end$", "a $ b $1 ${X:-y} end$"),
+            ("$KEY.$KEY-$KEY/", "s3cret.s3cret-s3cret/"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(expand(text, &env).as_deref(), Ok(want), "{text}");
+        }
+        assert_eq!(expand("${NOPE}", &env), Err("NOPE".to_string()));
+        assert_eq!(expand("$NOPE/x", &env), Err("NOPE".to_string()));
     }
 
     #[test]
@@ -281,5 +380,8 @@ mod tests {
         assert!(parse_url("ftp://h").is_err());
         assert!(parse_url("http://:80").is_err());
         assert!(parse_url("http://h:99999").is_err());
+        assert_eq!(base_url_arg("http://h:1").as_deref(), Ok("http://h:1"));
+        let e = base_url_arg("localhost:8000").unwrap_err();
+        assert!(e.ends_with("did you mean `http://localhost:8000`?"), "{e}");
     }
 }

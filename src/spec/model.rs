@@ -359,9 +359,11 @@ impl Default for SimEngine {
 #[serde(deny_unknown_fields)]
 pub struct Launch {
     /// The command: a string split like a shell does (no shell is run) or a list of
-    /// arguments. `${VAR}` is replaced from the environment.
+    /// arguments. `$VAR` and `${VAR}` are replaced from the environment as a shell does it
+    /// (`$$` is one `$`; no other shell feature is read).
     pub command: Command,
-    /// Extra environment variables for the engine.
+    /// Extra environment variables for the engine; `$VAR` and `${VAR}` in values are
+    /// replaced as in `command`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// How long the engine may take to become ready.

@@ -36,10 +36,16 @@ pub struct Variant {
     /// Labels added to the records of this variant's cells.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
-    /// The simulated engine's settings instead of `engine.sim` (kind `sim` only).
+    /// Settings of the simulated engine to change (kind `sim` only): each key given replaces
+    /// that key of `engine.sim` (`faults` key by key too), the others keep the base's, so
+    /// `sim: {time_scale: 1.5}` is the base engine 1.5 times slower.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sim: Option<SimEngine>,
+    #[schemars(with = "Option<SimEngine>")]
+    pub sim: Option<SimPatch>,
 }
+
+mod patch;
+pub use patch::{SimPatch, patched_sim};
 
 /// A launch argument's value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -71,6 +77,9 @@ pub struct Resolved {
     pub name: String,
     /// The base spec with the variant applied (and no variants of its own).
     pub spec: Spec,
+    /// What the variant changes, one item each (`--max-num-seqs 128`, `sim.time_scale 1.5`);
+    /// empty for the spec as written.
+    pub changes: Vec<String>,
 }
 
 impl Spec {
@@ -83,6 +92,7 @@ impl Spec {
             .map(|v| Resolved {
                 name: v.name.clone(),
                 spec: self.with_variant(v),
+                changes: v.changes(),
             })
             .collect()
     }
@@ -99,8 +109,12 @@ impl Spec {
         if v.version.is_some() {
             e.version.clone_from(&v.version);
         }
-        if v.sim.is_some() {
-            e.sim.clone_from(&v.sim);
+        if let Some(patch) = &v.sim {
+            // A patch that does not make a simulator is refused by the spec's checks
+            // (`checks::variants`); were one to come here, the base's settings stay.
+            if let Ok(sim) = patched_sim(e.sim.as_ref(), patch) {
+                e.sim = Some(sim);
+            }
         }
         if let Some(launch) = &mut e.launch {
             if let Some(cmd) = &v.command {

@@ -275,7 +275,7 @@ fn cases() -> Vec<Case> {
                 "/engine/launch/command",
                 6,
                 14,
-                "`${MODEL_DIR}` names an environment variable that is not set",
+                "`$MODEL_DIR` names an environment variable that is not set",
             )],
         },
         Case {

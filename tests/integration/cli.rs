@@ -165,6 +165,24 @@ fn validate_warns_about_an_unset_key_but_passes() {
 }
 
 #[test]
+fn validate_warns_about_an_unset_bare_variable_where_it_is_written() {
+    let text = "version: 1\nname: vars\nengine:\n  kind: vllm\n  launch:\n    command: $BENCHSPEC_NOPE_BIN serve m --port 8000\n    env: {CACHE: '${HOME}/c', OTHER: 'cost $5, $$NOT_A_VAR, $BENCHSPEC_NOPE_DIR/x'}\nmodel: {served_name: m}\nmatrix: {contexts: [1K], concurrency: [1]}\n";
+    let done = Bench::new(&["validate", "--format", "short"])
+        .env("HOME", "/home/u")
+        .spec("vars.yaml", text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let got = done.stderr_in("vars.yaml");
+    for want in [
+        "vars.yaml:6:14: warning: `$BENCHSPEC_NOPE_BIN` names an environment variable that is not set",
+        "vars.yaml:7:38: warning: `$BENCHSPEC_NOPE_DIR` names an environment variable that is not set",
+    ] {
+        assert!(got.contains(want), "{want}\n{got}");
+    }
+    assert_eq!(got.matches("warning:").count(), 2, "{got}");
+}
+
+#[test]
 fn validate_reports_every_problem_located_short() {
     let done = Bench::new(&["validate", "--format", "short"])
         .spec("broken.yaml", BROKEN)
@@ -438,6 +456,51 @@ fn run_writes_the_run_directory_and_reports_each_cell() {
         "{}",
         again.stderr
     );
+}
+
+#[test]
+fn run_refuses_an_only_matching_nothing_and_a_url_without_scheme() {
+    let dir = tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let spec = "version: 1\nname: only\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [256, 1K], concurrency: [1, 2]}\nphases: {decode: {duration: 300ms}}\n";
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--out", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Bench::new(&args).spec("s.yaml", spec).run()
+    };
+    let none = run(&["--only", "decode/2K/*"]);
+    assert_eq!(none.code, 2, "{}", none.stderr);
+    assert!(
+        none.stderr.contains("error: `--only decode/2K/*` matches no cell of the plan; its cells are `prefill/256`, `decode/256/c1`, `decode/256/c2`, `prefill/1K`, `decode/1K/c1`, `decode/1K/c2`"),
+        "{}",
+        none.stderr
+    );
+    assert!(!out.exists(), "nothing was run");
+    let broken = run(&["--only", "decode/[12]K/{c1"]);
+    assert_eq!(broken.code, 2, "{}", broken.stderr);
+    assert!(
+        broken.stderr.contains("a `{` is not closed with `}`"),
+        "{}",
+        broken.stderr
+    );
+    let url = run(&["--base-url", "localhost:8000"]);
+    assert_eq!(url.code, 2, "{}", url.stderr);
+    assert!(
+        url.stderr
+            .contains("is not an http(s) URL such as `http://127.0.0.1:8000`; did you mean `http://localhost:8000`?"),
+        "{}",
+        url.stderr
+    );
+    assert!(!out.exists(), "nothing was run");
+    // `{a,b}` and `[…]` select as a shell's glob does.
+    let done = run(&["--only", "{prefill/256,decode/1K/c[2-4]}"]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let cells: Vec<String> = benchspec::rundir::read_records(&out.join("results.jsonl"))
+        .unwrap()
+        .into_iter()
+        .map(|r| r.cell)
+        .collect();
+    assert_eq!(cells, ["prefill/256", "decode/1K/c2"]);
 }
 
 #[test]

@@ -93,6 +93,44 @@ fn a_launched_engine_is_measured_then_stopped() {
     assert!(manifest.contains("\"launch_command\""), "{manifest}");
 }
 
+/// `$NAME` is expanded as a shell expands it (the seed spec's `"$HOME/…/vllm"`), not only
+/// `${NAME}`; `$$` is one `$`.
+#[test]
+fn a_command_naming_its_program_with_a_bare_variable_is_launched() {
+    let port = free_port();
+    let command =
+        format!("'\"$BENCHSPEC_TEST_ENGINE\" sim --port {port} --profile tiny --served-name a$$b'");
+    let text = spec(port, &command, "20s")
+        .edit("served_name: m", "served_name: a$b")
+        .edit("concurrency: [1, 2]", "concurrency: [1]");
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .env("BENCHSPEC_TEST_ENGINE", &bin())
+        .spec("s.yaml", &text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(done.stderr.contains("done: 2 valid"), "{}", done.stderr);
+    let log = std::fs::read_to_string(out.join("engine.log")).unwrap();
+    assert!(
+        log.contains("benchspec sim: profile `tiny` serving `a$b`"),
+        "{log}"
+    );
+    // Unset, the variable stops the run before anything starts.
+    let out = dir.path().join("unset");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &text)
+        .run();
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    assert!(
+        done.stderr.contains(
+            "error: `$BENCHSPEC_TEST_ENGINE` names an environment variable that is not set"
+        ),
+        "{}",
+        done.stderr
+    );
+}
+
 #[test]
 fn a_command_that_does_not_exist() {
     let port = free_port();

@@ -166,3 +166,70 @@ fn plan_json_is_stable() {
     let p = seed("yaml");
     insta::assert_json_snapshot!(&p.cells[..3]);
 }
+
+/// `plan` knows a simulator profile's max_model_len (`tiny`: 8192): the 8K prefill is
+/// clamped there, as the run will clamp it.
+#[test]
+fn plan_knows_a_sim_profiles_max_model_len() {
+    let text = "version: 1\nname: t\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [256, 8K], concurrency: [1]}\n";
+    let done = super::cli::Bench::new(&["plan"]).spec("s.yaml", text).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let table = &done.stdout;
+    assert!(
+        table.contains("max_model_len 8192, max output 32 tokens"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains(" prefill/8K ") && l.contains(" 8191* ")),
+        "{table}"
+    );
+    assert!(
+        table.contains("decode/8K/c1 skipped: 8192 + 32 output tokens > max_model_len 8192"),
+        "{table}"
+    );
+}
+
+/// An engine whose max_model_len is only known once it answers (here a launched `benchspec
+/// sim --profile tiny`, 8192) clamps the 8K prefill at run time; the reports mark the clamp
+/// as `plan` marks its own.
+#[test]
+fn a_prefill_clamped_at_run_time_is_marked_in_the_reports() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bin = assert_cmd::cargo::cargo_bin("benchspec");
+    let text = format!(
+        "version: 1\nname: clamped\nengine:\n  kind: vllm\n  base_url: http://127.0.0.1:{port}\n  launch:\n    command: ['{}', sim, --port, '{port}', --profile, tiny, --served-name, m]\n    ready_timeout: 20s\n    stop_timeout: 2s\nmodel: {{served_name: m}}\nworkload: {{max_output_tokens: 32}}\nmatrix: {{contexts: [256, 8K], concurrency: [1]}}\nphases: {{prefill: {{mode: standalone}}, decode: {{duration: 300ms}}}}\n",
+        bin.display()
+    );
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let plan = super::cli::Bench::new(&["plan"])
+        .spec("s.yaml", &text)
+        .run();
+    assert!(
+        plan.stdout
+            .contains("max_model_len read from the server at run time"),
+        "the plan cannot know: {}",
+        plan.stdout
+    );
+    let done = super::cli::Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", &text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| 8K |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(row.ends_with("| Valid | 8,191\\* |"), "{row}");
+    let row = md.lines().find(|l| l.starts_with("| 256 |")).unwrap();
+    assert!(row.ends_with("| Valid | 256 |"), "{row}");
+    assert!(md.contains("\\* clamped to max_model_len − 1"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("8K* context"), "{html}");
+}

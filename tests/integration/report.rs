@@ -166,7 +166,7 @@ fn an_unfinished_run_shows_its_missing_cells() {
     );
     assert!(md.contains("| 16K | not run | not run |"), "{md}");
     assert!(
-        md.contains("| 16K | 56.8K | 286 ms | Valid |\n| 32K | — | — | Not run |"),
+        md.contains("| 16K | 56.8K | 286 ms | Valid | 16,384 |\n| 32K | — | — | Not run | — |"),
         "{md}"
     );
 }
@@ -358,7 +358,14 @@ fn compare_marks_a_planted_regression_and_cells_in_one_run() {
         md.contains("| `decode/8K/c1` | valid | 260.3 → 252.5 (-3.0%) |"),
         "{md}"
     );
-    assert!(md.contains("Only in base: `decode/123K/c128`"), "{md}");
+    assert!(
+        md.contains("❌ 2 regression(s), 1 base cell(s) missing from the new run"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**Missing from the new run**, each a failure (`--allow-missing` accepts them): `decode/123K/c128`"),
+        "{md}"
+    );
 
     let json = compare(
         &fixture(),
@@ -384,6 +391,88 @@ fn compare_marks_a_planted_regression_and_cells_in_one_run() {
         "{}",
         bad.stderr
     );
+}
+
+/// A copy of the seed run keeping only the records `keep` says.
+fn seed_run_with(dir: &Path, keep: impl Fn(&str) -> bool) -> PathBuf {
+    let run = copy_fixture(dir);
+    let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            keep(r["cell"].as_str().unwrap())
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(run.join("results.jsonl"), kept).unwrap();
+    run
+}
+
+#[test]
+fn compare_fails_on_a_base_cell_missing_from_the_new_run() {
+    let dir = Dir::new();
+    let gone = ["decode/8K/c4", "prefill/16K"];
+    let new = seed_run_with(dir.path(), |c| !gone.contains(&c));
+    let done = compare(&fixture(), &new, &[]);
+    assert_eq!(done.code, 1, "{}", done.stdout);
+    let md = &done.stdout;
+    assert!(
+        md.starts_with("## benchspec compare: ❌ 2 base cell(s) missing from the new run\n"),
+        "{md}"
+    );
+    // The missing cells come first, before the table of the compared ones.
+    let listed = md
+        .find("**Missing from the new run**, each a failure (`--allow-missing` accepts them): `decode/8K/c4`, `prefill/16K`")
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(listed < md.find("| Cell |").unwrap(), "{md}");
+    let allowed = compare(&fixture(), &new, &["--allow-missing"]);
+    assert_eq!(allowed.code, 0, "{}", allowed.stdout);
+    assert!(
+        allowed.stdout.starts_with(
+            "## benchspec compare: ✅ no regression (2 base cell(s) missing from the new run, allowed)\n"
+        ),
+        "{}",
+        allowed.stdout
+    );
+    assert!(
+        allowed.stdout.contains(
+            "Missing from the new run (allowed by `--allow-missing`): `decode/8K/c4`, `prefill/16K`"
+        ),
+        "{}",
+        allowed.stdout
+    );
+    let json = compare(&fixture(), &new, &["--format", "json"]);
+    assert_eq!(json.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v["passed"], false);
+    assert_eq!(v["regressions"], 0);
+    assert_eq!(
+        v["only_base"],
+        serde_json::json!(["decode/8K/c4", "prefill/16K"])
+    );
+}
+
+#[test]
+fn compare_with_no_cell_in_common_says_so_and_fails() {
+    let dir = Dir::new();
+    let prefill = seed_run_with(&dir.path().join("p"), |c| c.starts_with("prefill/"));
+    let decode = seed_run_with(&dir.path().join("d"), |c| c.starts_with("decode/"));
+    for extra in [&[][..], &["--allow-missing"][..]] {
+        let done = compare(&prefill, &decode, extra);
+        assert_eq!(done.code, 1, "{extra:?}: {}", done.stdout);
+        assert!(
+            done.stdout
+                .starts_with("## benchspec compare: ❌ no cell in common\n"),
+            "{}",
+            done.stdout
+        );
+        assert!(
+            done.stdout.contains("No cell was measured in both runs."),
+            "{}",
+            done.stdout
+        );
+    }
 }
 
 #[test]

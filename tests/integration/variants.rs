@@ -370,3 +370,45 @@ fn shards_and_resume_work_across_variants() {
         none.stderr
     );
 }
+
+/// A variant's `sim` sets only the keys it names: `time_scale: 1.5` keeps the base's `tiny`
+/// profile and noise (it once replaced the whole block and fell back to the default,
+/// several times slower profile).
+#[test]
+fn a_partial_sim_override_keeps_the_base_profile() {
+    let _cpu = super::cpu();
+    let text = "version: 1\nname: partial sim\nengine:\n  kind: sim\n  sim: {profile: tiny, noise: 0.01, noise_seed: 7}\n  variants:\n    - name: base\n    - name: slower\n      sim: {time_scale: 1.5}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 64}\nmatrix: {contexts: [256], concurrency: [1, 4]}\nphases: {prefill: {enabled: false}, decode: {duration: 1s}}\n";
+    let dir = Dir::new();
+    let spec = dir.path().join("s.yaml");
+    std::fs::write(&spec, text).unwrap();
+    // The plan says what each variant changes.
+    let plan = Bench::new(&["plan"]).arg(&spec).run();
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(
+        plan.stdout
+            .contains("variants:\n  base    the spec as written\n  slower  sim.time_scale 1.5\n"),
+        "{}",
+        plan.stdout
+    );
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .arg(&spec)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let recs = records(&out);
+    for c in ["decode/256/c1", "decode/256/c4"] {
+        let rate = |v: &str| {
+            recs.iter()
+                .find(|r| r.cell == format!("{v}/{c}"))
+                .and_then(|r| r.total_tok_s)
+                .unwrap_or_else(|| panic!("{v}/{c}: {recs:#?}"))
+        };
+        let ratio = rate("base") / rate("slower");
+        assert!(
+            (1.3..1.75).contains(&ratio),
+            "{c}: base {} tok/s, slower {} tok/s: {ratio:.2}x, not 1.5x",
+            rate("base"),
+            rate("slower")
+        );
+    }
+}

@@ -4,8 +4,8 @@
 
 use super::Ctx;
 use crate::spec::diag::Problem;
-use crate::spec::model::{Command, EngineKind};
-use crate::spec::variant::{ArgValue, Variant};
+use crate::spec::model::{Command, EngineKind, SimEngine};
+use crate::spec::variant::{ArgValue, SimPatch, Variant, patched_sim};
 use std::collections::BTreeMap;
 
 /// Every problem of the variants.
@@ -43,9 +43,36 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
         }
     }
     let base: Option<EngineKind> = cx.field("/engine/kind").ok().flatten();
+    let sim: Option<SimEngine> = cx.field("/engine/sim").ok().flatten();
     for (i, v) in variants.iter().enumerate() {
         let earlier = variants[..i].iter().any(|o| o.name == v.name);
         variant(v, i, (base, launched, earlier), out);
+        if let Some(patch) = &v.sim {
+            sim_patch(patch, sim.as_ref(), i, out);
+        }
+    }
+}
+
+/// The `i`th variant's `sim` applied over the base's `engine.sim` must make a simulator
+/// whose profile exists.
+fn sim_patch(patch: &SimPatch, base: Option<&SimEngine>, i: usize, out: &mut Vec<Problem>) {
+    let at = format!("/engine/variants/{i}/sim");
+    match patched_sim(base, patch) {
+        Err(e) => out.push(Problem::error(&at, e.to_string())),
+        Ok(sim)
+            if patch.contains_key("profile")
+                && crate::sim::profile::profile(&sim.profile).is_none() =>
+        {
+            out.push(Problem::error(
+                &format!("{at}/profile"),
+                format!(
+                    "unknown simulator profile `{}`; the profiles are {}",
+                    sim.profile,
+                    crate::sim::profile::names().join(", ")
+                ),
+            ));
+        }
+        Ok(_) => {}
     }
 }
 
