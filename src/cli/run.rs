@@ -56,11 +56,10 @@ pub fn shard_of(text: Option<&str>, command: &str, out: &Out) -> Result<Option<S
     Ok(Some(shard))
 }
 
-/// Run `benchspec run`.
-pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
-    let shard = shard_of(args.shard.as_deref(), "run", out)?;
-    // A resumed run reads the files its spec names from the copies the run directory kept,
-    // so that it goes on after the run directory moved or the sources are gone.
+/// The spec of `benchspec run`, checked for running: `--only` matches a cell, the report
+/// templates compile. A resumed run reads the files its spec names from the copies the run
+/// directory kept, so that it goes on after the run directory moved or the sources are gone.
+fn checked(args: &RunArgs, out: &Out) -> Result<spec::Loaded, Error> {
     let files = match (&args.out, args.resume) {
         (Some(dir), true) => spec::files::Files::Kept(dir.clone()),
         _ => spec::files::Files::BesideSpec,
@@ -70,11 +69,16 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     if let Some(glob) = &args.only {
         run::check_only(&super::plan_of(&loaded.spec), glob)?;
     }
-    // The report templates are checked before anything is measured.
-    let templates = templates_of(&loaded);
-    for t in &templates {
+    for t in &templates_of(&loaded) {
         crate::report::templates::check_file(t)?;
     }
+    Ok(loaded)
+}
+
+/// Run `benchspec run`.
+pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
+    let shard = shard_of(args.shard.as_deref(), "run", out)?;
+    let loaded = checked(args, out)?;
     let opts = RunOptions {
         out: args.out.clone(),
         base_url: args.base_url.clone(),
@@ -121,6 +125,12 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         }
     };
     render_reports(&summary.out, &loaded, out);
+    done(&summary, &probes, out);
+    Ok(summary.exit_code())
+}
+
+/// The closing lines of a finished run: its counts, and each capacity found.
+fn done(summary: &run::Summary, probes: &super::probes::Probes, out: &Out) {
     out.info(&format!(
         "done: {} valid, {} invalid, {} failed, {} skipped; results in {}",
         summary.valid,
@@ -132,7 +142,6 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     for found in probes.found() {
         out.info(&found);
     }
-    Ok(summary.exit_code())
 }
 
 /// The spec's report templates, where its files are.

@@ -22,7 +22,7 @@ pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use model::{
     Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Hardware, HardwareType, Launch, Model,
-    ResumeRepeats, SimDialect, SimEngine, SimFaults, Spec,
+    SimDialect, SimEngine, SimFaults, Spec,
 };
 pub use open::{
     Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,
@@ -31,7 +31,7 @@ pub use open::{
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{
     Api, Decode, DecodeMode, Format, Matrix, Phases, Prefill, PrefillMode, PromptCache, Report,
-    Validity, Workload,
+    ResumeRepeats, Validity, Workload,
 };
 
 use std::path::Path;

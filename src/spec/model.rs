@@ -56,8 +56,11 @@ pub struct Spec {
     /// and measure only the missing ones, or measure all of them afresh (`fresh`: every
     /// `--resume` starts or attaches to the engine anew, and the repeats of a cell are then
     /// all from one engine start).
-    #[serde(default, skip_serializing_if = "ResumeRepeats::is_keep")]
-    pub resume_repeats: ResumeRepeats,
+    #[serde(
+        default,
+        skip_serializing_if = "super::workload::ResumeRepeats::is_keep"
+    )]
+    pub resume_repeats: super::workload::ResumeRepeats,
     /// What is watched besides the API while cells are measured: the engine's `/metrics`
     /// and the GPUs.
     #[serde(
@@ -258,23 +261,6 @@ pub enum SimDialect {
     Trtllm,
     /// A hosted OpenAI-compatible API's.
     Openai,
-}
-
-/// What `--resume` does with the repeats an unfinished cell measured before the stop.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResumeRepeats {
-    /// Keep the repeats written whole; measure only the missing ones.
-    #[default]
-    Keep,
-    /// Supersede them and measure every repeat again.
-    Fresh,
-}
-
-impl ResumeRepeats {
-    fn is_keep(&self) -> bool {
-        *self == ResumeRepeats::Keep
-    }
 }
 
 fn one_repeat() -> u32 {

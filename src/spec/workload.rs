@@ -87,6 +87,23 @@ pub enum Api {
     Chat,
 }
 
+/// What `--resume` does with the repeats an unfinished cell measured before the stop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResumeRepeats {
+    /// Keep the repeats written whole; measure only the missing ones.
+    #[default]
+    Keep,
+    /// Supersede them and measure every repeat again.
+    Fresh,
+}
+
+impl ResumeRepeats {
+    pub(super) fn is_keep(&self) -> bool {
+        *self == ResumeRepeats::Keep
+    }
+}
+
 /// Whether a request's prompt may be in the server's prefix cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]

@@ -6,22 +6,12 @@
 use super::Edit;
 use super::cli::Bench;
 use super::cli::tempdir::Dir;
+use super::{bin, free_port, processes_with};
 use benchspec::results::Status;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-fn bin() -> String {
-    assert_cmd::cargo::cargo_bin("benchspec")
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// A launched `benchspec sim` (profile tiny) on `port`, with 1 s decode windows.
 fn launched(port: u16) -> String {
@@ -161,19 +151,6 @@ fn base_url_attaches_instead_of_launching() {
         done.stderr
     );
     assert_eq!(records(&out).len(), 3);
-}
-
-/// The processes whose command line holds `needle`.
-fn processes_with(needle: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-        .filter(|c| {
-            String::from_utf8_lossy(c)
-                .replace('\0', " ")
-                .contains(needle)
-        })
-        .count()
 }
 
 /// Start `run` and wait until it measures `cell`; its stderr so far.

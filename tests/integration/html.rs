@@ -6,6 +6,7 @@
 
 use super::Edit;
 use super::cli::{Bench, tempdir::Dir};
+use super::free_port;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -207,11 +208,6 @@ fn measure(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 fn shipped(rel: &str) -> String {
     std::fs::read_to_string(super::repo_path(rel)).unwrap()
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 /// `specs/vllm-max-num-seqs.yaml` made small: two `--max-num-seqs` variants of a launched

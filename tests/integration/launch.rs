@@ -4,17 +4,7 @@
 
 use super::Edit;
 use super::cli::Bench;
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-fn bin() -> String {
-    assert_cmd::cargo::cargo_bin("benchspec")
-        .to_string_lossy()
-        .into_owned()
-}
+use super::{bin, free_port, processes_with};
 
 fn spec(port: u16, command: &str, ready: &str) -> String {
     format!(
@@ -46,19 +36,6 @@ fn every_file(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
-}
-
-/// Processes whose command line contains `needle`.
-fn processes_with(needle: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-        .filter(|c| {
-            String::from_utf8_lossy(c)
-                .replace('\0', " ")
-                .contains(needle)
-        })
-        .count()
 }
 
 #[test]

@@ -39,6 +39,32 @@ pub fn cpu() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// The `benchspec` binary under test, as a string for a launch command.
+pub fn bin() -> String {
+    assert_cmd::cargo::cargo_bin("benchspec")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A port of 127.0.0.1 free a moment ago.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// The processes whose command line holds `needle`.
+pub fn processes_with(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .filter(|c| {
+            String::from_utf8_lossy(c)
+                .replace('\0', " ")
+                .contains(needle)
+        })
+        .count()
+}
+
 /// The repository root (where `specs/` and `schemas/` are).
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -2,17 +2,12 @@
 //! `validity` — and a run killed mid-cell goes on with `--resume`, every cell recorded once.
 
 use super::Edit;
+use super::bin;
 use super::cli::{Bench, tempdir::Dir};
 use benchspec::results::{Record, Status};
 use std::path::Path;
 
 const SPEC: &str = "version: 1\nname: reliability\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 64}\nmatrix: {contexts: [256, 1K], concurrency: [1, 2, 4]}\nphases: {decode: {duration: 1s}}\n";
-
-fn bin() -> String {
-    assert_cmd::cargo::cargo_bin("benchspec")
-        .to_string_lossy()
-        .into_owned()
-}
 
 fn records(out: &Path) -> Vec<Record> {
     benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap()

@@ -4,13 +4,9 @@
 //! variants.
 
 use super::cli::{Bench, tempdir::Dir};
+use super::free_port;
 use benchspec::results::{Record, Status};
 use std::path::Path;
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 fn records(out: &Path) -> Vec<Record> {
     benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap()
