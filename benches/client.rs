@@ -6,7 +6,7 @@
 //! token per chunk, the multi-thread runtime, TTFT against the server's own) is
 //! `cargo bench --bench load`.
 
-use benchspec::run::client::Client;
+use benchspec::client::Client;
 use benchspec::sim::{self, Options, profile};
 use benchspec::spec::{self, Stage};
 use std::time::Instant;
@@ -51,7 +51,13 @@ fn one_run(url: &str, streams: usize, tokens: u64) -> Option<(f64, f64)> {
     let spec = spec::parse("b.yaml", yaml, Stage::Validate, &|_| None)
         .ok()?
         .spec;
-    let client = Client::new(url, &spec, None, streams).ok()?;
+    let client = Client::new(benchspec::plan::client_settings(
+        &spec,
+        url.to_string(),
+        None,
+        streams,
+    ))
+    .ok()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -53,7 +53,7 @@ fn one_run(streams: usize, requests_per_stream: usize) -> Option<(f64, f64)> {
         .ok()?;
     let start = Instant::now();
     let tokens: usize = rt.block_on(async {
-        let client = benchspec::run::client::http_builder().no_proxy().pool_max_idle_per_host(streams).build().ok()?;
+        let client = benchspec::client::http_builder().no_proxy().pool_max_idle_per_host(streams).build().ok()?;
         let mut tasks = Vec::new();
         for _ in 0..streams {
             let (client, url) = (client.clone(), url.clone());

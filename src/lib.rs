@@ -6,6 +6,7 @@
 //! them and maps each to the exit code of contract §1.
 
 pub mod cli;
+pub mod client;
 pub mod init;
 pub mod plan;
 pub mod report;

@@ -74,7 +74,7 @@ fn checked_url(url: &str) -> Result<String, InitError> {
 }
 
 async fn ask(base: &str, key: Option<&str>) -> Result<Answers, InitError> {
-    let http = crate::run::client::http_builder()
+    let http = crate::client::http_builder()
         .no_proxy()
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(30))

@@ -3,6 +3,8 @@
 //! clamping and an estimate of the wall time. The spec is what a person wrote; the plan is
 //! what will run (the `LowArgs`/`HiArgs` split of ripgrep).
 
+mod config;
+pub use config::client_settings;
 mod cell;
 mod estimate;
 mod open;

@@ -3,7 +3,7 @@
 //! `<redacted>`, the start, resume and end times. The files themselves belong to `rundir`.
 
 use super::EngineError;
-use super::client::Client;
+use crate::client::Client;
 use crate::results::record::utc_now;
 use crate::rundir::{Manifest, RunDir, RunDirError, spec_sha256};
 use crate::spec::Loaded;

@@ -1,8 +1,8 @@
 //! The engine end of a run: the in-process simulator, a launched engine (relaunched after a
 //! crash when the spec asks), or a server to attach to, and the client that talks to it.
 
-use super::local_tokenizer::LocalTokenizer;
-use super::{EngineError, Event, Interrupt, RunError, RunOptions, client, launch};
+use super::{EngineError, Event, Interrupt, RunError, RunOptions, launch};
+use crate::client::{self, local::LocalTokenizer};
 use crate::spec::{EngineKind, Launch};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -45,14 +45,21 @@ impl EngineSide {
                 None,
             ),
         };
-        let key = spec
-            .engine
-            .api_key_env
-            .as_ref()
-            .and_then(|name| std::env::var(name).ok());
-        let client = client::Client::new(&base_url, spec, key, pool + 2)
-            .map_err(EngineError::Api)?
-            .with_tokenizer(tokenizer.cloned());
+        let key = match &spec.engine.api_key_env {
+            Some(name) => std::env::var(name)
+                .ok()
+                .map(client::ApiKey::new)
+                .transpose()
+                .map_err(|source| EngineError::BadKey {
+                    var: name.clone(),
+                    source,
+                })?,
+            None => None,
+        };
+        let client =
+            client::Client::new(crate::plan::client_settings(spec, base_url, key, pool + 2))
+                .map_err(EngineError::Api)?
+                .with_tokenizer(tokenizer.cloned());
         let launch = match (spec.engine.kind, &opts.base_url) {
             (EngineKind::Sim, _) => None,
             (_, Some(url)) => {

@@ -1,6 +1,6 @@
 //! Why a run, or the engine under it, could not go on: typed until they are shown.
 
-use super::client::ApiError;
+use crate::client::ApiError;
 use crate::rundir::{RESULTS, RunDirError};
 use crate::spec::Span;
 use crate::spec::command::CommandError;
@@ -60,7 +60,7 @@ pub enum RunError {
     Dataset(#[from] crate::spec::dataset::DatasetError),
     /// The local tokenizer (`workload.tokenizer`) could not be loaded.
     #[error(transparent)]
-    Tokenizer(#[from] super::local_tokenizer::TokenizerError),
+    Tokenizer(#[from] crate::client::local::TokenizerError),
 }
 
 impl RunError {
@@ -94,6 +94,14 @@ pub enum EngineError {
     /// The HTTP client could not be made, or the server answered wrongly.
     #[error(transparent)]
     Api(#[from] ApiError),
+    /// The API key's variable holds what cannot be sent in a header.
+    #[error("`engine.api_key_env`: ${var}: {source}")]
+    BadKey {
+        /// The variable's name (never its value).
+        var: String,
+        /// Where the key breaks.
+        source: crate::client::BadKey,
+    },
     /// The launch command cannot be split.
     #[error("`engine.launch.command`: {0}")]
     Command(#[from] CommandError),

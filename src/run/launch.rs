@@ -5,8 +5,8 @@
 //! `stop_timeout`, then SIGKILLs it. Dropping an [`Engine`] kills its group, so no process is
 //! left behind on any exit path.
 
-use super::client::Client;
 use super::{EngineError, RunError};
+use crate::client::Client;
 use crate::spec::Launch;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;

@@ -6,31 +6,23 @@
 mod capacity;
 mod cell;
 mod cells;
-mod chunk;
-pub mod client;
 mod dir;
 mod engine;
 mod error;
 pub use dir::redact as redact_args;
 pub use error::{EngineError, RunError};
 mod interrupt;
-mod outcome;
 pub use interrupt::Interrupt;
-mod h1;
 mod launch;
 mod load;
-pub mod local_tokenizer;
 mod measure;
 pub mod observe;
 mod open;
-mod prepared;
 mod probe;
 mod prompt;
 mod select;
 mod session;
-pub mod sse;
 mod variants;
-mod wire;
 pub use cell::{Stage, Tick};
 
 use crate::plan::{Plan, Shard};
@@ -154,16 +146,16 @@ pub fn run(
 /// `None` for `server`.
 fn local_tokenizer(
     loaded: &Loaded,
-) -> Result<Option<Arc<local_tokenizer::LocalTokenizer>>, RunError> {
+) -> Result<Option<Arc<crate::client::local::LocalTokenizer>>, RunError> {
     let name = &loaded.spec.workload.tokenizer;
     if name == "server" {
         return Ok(None);
     }
     let path = loaded.resolve(crate::spec::files::FileRef::Tokenizer, name);
-    let t = local_tokenizer::LocalTokenizer::load(&path)?;
+    let t = crate::client::local::LocalTokenizer::load(&path)?;
     if loaded.spec.workload.api == crate::spec::Api::Chat && !t.has_chat_template() {
-        return Err(local_tokenizer::TokenizerError::NoTemplate {
-            path: local_tokenizer::tokenizer_file(&path),
+        return Err(crate::client::local::TokenizerError::NoTemplate {
+            path: crate::client::local::tokenizer_file(&path),
         }
         .into());
     }

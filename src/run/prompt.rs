@@ -4,7 +4,7 @@
 //! beyond a few tokens while the body is sized once per context. Each prompt is checked with
 //! the tokenizer; most take one round trip.
 
-use super::client::Client;
+use crate::client::Client;
 use std::collections::HashMap;
 
 /// Common short English words: each is one token (with its leading space) in most BPE
@@ -22,7 +22,7 @@ const WORDS: [&str; 64] = [
 pub enum PromptError {
     /// The engine could not count tokens.
     #[error(transparent)]
-    Tokenize(#[from] super::client::ApiError),
+    Tokenize(#[from] crate::client::ApiError),
     /// Even the header is longer than the prompt asked for.
     #[error("cannot make a prompt of {tokens} tokens: the header alone is {count}")]
     HeaderTooLong {

@@ -5,11 +5,11 @@
 //! engine down. Variants go through [`Session::variants`].
 
 use super::engine::EngineSide;
-use super::local_tokenizer::LocalTokenizer;
 use super::{
     Event, Interrupt, RunError, RunOptions, Start, Summary, cell, cells, dataset, dir, observe,
     probe, select,
 };
+use crate::client::local::LocalTokenizer;
 use crate::plan::{self, Plan, Rates};
 use crate::rundir::{Manifest, Resumed, RunDir};
 use crate::spec::Loaded;

@@ -181,7 +181,7 @@ fn a_429_storm_is_counted_and_retry_after_respected() {
 
 #[test]
 fn the_sim_tokenizer_fixture_counts_as_the_simulator_does() {
-    let t = benchspec::run::local_tokenizer::LocalTokenizer::load(std::path::Path::new(
+    let t = benchspec::client::local::LocalTokenizer::load(std::path::Path::new(
         &super::repo_path("tests/fixtures/sim-tokenizer"),
     ))
     .unwrap();
@@ -190,7 +190,7 @@ fn the_sim_tokenizer_fixture_counts_as_the_simulator_does() {
         "  spaces\tand\nlines  ",
     ] {
         assert_eq!(
-            t.count(text, benchspec::spec::Api::Completions).unwrap() as usize,
+            t.count(text, benchspec::client::Api::Completions).unwrap() as usize,
             benchspec::sim::tokenizer::count(text),
             "{text:?}"
         );

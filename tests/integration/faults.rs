@@ -2,7 +2,7 @@
 //! request with one scripted misbehaviour, and the client reports the kind counted in
 //! `error_kinds`.
 
-use benchspec::run::client::{Client, Failure};
+use benchspec::client::{Client, Failure};
 use benchspec::spec::{self, Stage};
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -55,7 +55,13 @@ fn client(url: &str, ignore_eos: bool) -> Client {
     let spec = spec::parse("f.yaml", &yaml, Stage::Validate, &|_| None)
         .unwrap()
         .spec;
-    Client::new(url, &spec, None, 1).unwrap()
+    Client::new(benchspec::plan::client_settings(
+        &spec,
+        url.to_string(),
+        None,
+        1,
+    ))
+    .unwrap()
 }
 
 fn failure_of(response: Vec<u8>, hold: Duration, ignore_eos: bool) -> Option<Failure> {

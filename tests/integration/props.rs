@@ -215,7 +215,7 @@ fn hostile_documents_are_bounded() {
 
 /// Feed `bytes` to a fresh SSE parser in pieces cut at `cuts`; the events and the outcome.
 fn sse_events(bytes: &[u8], cuts: &[usize], max_line: usize) -> (Vec<String>, Result<(), String>) {
-    use benchspec::run::sse::SseParser;
+    use benchspec::client::sse::SseParser;
     let mut p = SseParser::new(max_line);
     let mut events = Vec::new();
     let mut at = 0;
@@ -282,7 +282,7 @@ proptest! {
 
 #[test]
 fn an_endless_line_is_refused_after_the_cap_without_buffering_it() {
-    use benchspec::run::sse::{MAX_LINE, SseParser};
+    use benchspec::client::sse::{MAX_LINE, SseParser};
     // A gigabyte-long line (or an endless stream without newlines), 64 KiB at a time: the
     // parser refuses it once the line passes the cap, so it never holds more than the cap.
     let chunk = vec![b'a'; 64 << 10];

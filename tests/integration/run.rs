@@ -338,7 +338,7 @@ fn external_sim(
 
 fn prefix_hits(rt: &tokio::runtime::Runtime, sim: &benchspec::sim::Sim) -> (f64, f64) {
     let text = rt.block_on(async {
-        benchspec::run::client::http_builder()
+        benchspec::client::http_builder()
             .no_proxy()
             .build()
             .unwrap()

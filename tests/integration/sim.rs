@@ -13,7 +13,7 @@ async fn start(f: impl FnOnce(&mut Options)) -> Sim {
 }
 
 fn client() -> reqwest::Client {
-    benchspec::run::client::http_builder()
+    benchspec::client::http_builder()
         .no_proxy()
         .build()
         .unwrap()

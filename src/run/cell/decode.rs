@@ -5,9 +5,9 @@
 
 use super::filled::fill;
 use super::{CellFailure, Ctx, failed, rand_tag};
+use crate::client::Prepared;
 use crate::plan::{Cell, Decode};
 use crate::results::Record;
-use crate::run::client::Prepared;
 use crate::run::load::{Clock, Gauge, Sink, Tally, Totals};
 use crate::run::probe::{Cpu, reset_peak_rss};
 use std::sync::Arc;

@@ -9,9 +9,9 @@ mod open;
 pub use decode::{Stage, Tick, decode};
 pub use open::load;
 
-use super::client::{Client, Outcome};
 use super::probe::Probe;
 use super::prompt::{PromptError, Synth};
+use crate::client::{Client, Outcome};
 use crate::plan::{Cell, Prefill, Workload};
 use crate::results::stats::{Latencies, median};
 use crate::results::{Record, Status};

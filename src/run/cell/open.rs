@@ -5,9 +5,9 @@
 
 use super::{CellFailure, Ctx, failed, rand_tag, shared_reasons, verdict};
 use super::{Stage, Tick};
+use crate::client::Prepared;
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
-use crate::run::client::Prepared;
 use crate::run::open::arrivals::{Rng, lengths, schedule};
 use crate::run::open::dispatch::{Finished, Progress, dispatch};
 use crate::run::open::fill::fill;

@@ -6,8 +6,8 @@
 
 use super::clock::{Clock, Where};
 use super::{Gauge, Sink};
+use crate::client::{Chunk, Failure, Outcome};
 use crate::results::slo;
-use crate::run::outcome::{Chunk, Failure, Outcome};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;

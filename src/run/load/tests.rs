@@ -3,7 +3,7 @@
 //! what the merged totals must conclude from it.
 
 use super::{Clock, Gauge, Sink, Tally, Totals, clock::Where};
-use crate::run::outcome::{Chunk, Failure, Outcome};
+use crate::client::{Chunk, Failure, Outcome};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -11,7 +11,7 @@ pub mod server;
 pub mod trtllm;
 
 use super::Event;
-use super::client::Client;
+use crate::client::Client;
 use crate::plan::Phase;
 use crate::results::{Record, Status};
 use crate::spec::Spec;
@@ -127,7 +127,7 @@ fn on_path(program: &str) -> Option<std::path::PathBuf> {
 /// Poll a DCGM exporter every period into `samples`.
 fn poll_dcgm(url: String, samples: gpu::Samples) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let Ok(http) = crate::run::client::http_builder()
+        let Ok(http) = crate::client::http_builder()
             .no_proxy()
             .timeout(Duration::from_secs(2))
             .build()

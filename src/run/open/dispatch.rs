@@ -5,7 +5,7 @@
 //! Every request's times come back as a [`Done`]; nothing crosses tasks per chunk.
 
 use super::timer::Timer;
-use crate::run::client::{Chunk, Client, Failure, Prepared};
+use crate::client::{Chunk, Client, Failure, Prepared};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,8 +3,8 @@
 //! it; a hosted API gets `include_usage` only), `ignore_eos` where the engine honours it, and
 //! the output limit by the name the endpoint takes.
 
+use super::{Api, Dialect};
 use super::{Client, Prepared, escaped, last_part};
-use crate::spec::{Api, EngineKind};
 use bytes::Bytes;
 use serde_json::Value;
 
@@ -32,7 +32,7 @@ impl Client {
             ""
         };
         // Hosted APIs refuse fields they do not know, `continuous_usage_stats` among them.
-        let continuous = if self.kind == EngineKind::Openai {
+        let continuous = if self.dialect == Dialect::Hosted {
             ""
         } else {
             ",\"continuous_usage_stats\":true"
@@ -56,7 +56,7 @@ impl Client {
     /// (and refuses `max_tokens` for its newer models); self-hosted engines and every
     /// completions endpoint take `max_tokens`.
     fn limit_name(&self, chat: bool) -> &'static str {
-        if chat && self.kind == EngineKind::Openai {
+        if chat && self.dialect == Dialect::Hosted {
             "max_completion_tokens"
         } else {
             "max_tokens"
@@ -73,7 +73,7 @@ impl Client {
             "{{\"model\":{},\"messages\":",
             Value::String(self.model.clone())
         ));
-        p.prompt = Bytes::from(serde_json::to_vec(messages).unwrap_or_default());
+        p.prompt = Bytes::from(messages.to_string());
         if let Some(rest) = std::str::from_utf8(&p.rest)
             .ok()
             .and_then(|r| r.strip_prefix("}]"))

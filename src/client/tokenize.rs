@@ -3,29 +3,34 @@
 //! `/tokenize` (a prompt, or vLLM's chat messages), llama.cpp's `/tokenize` with `content`
 //! after `/apply-template` for chat.
 
+use super::{Api, Dialect};
 use super::{ApiError, Client, json_of};
-use crate::spec::{Api, EngineKind};
 use serde_json::{Value, json};
 
 impl Client {
     /// The prompt's length in tokens as the engine counts it, chat template included.
     pub async fn count_tokens(&self, text: &str) -> Result<u64, ApiError> {
+        if let Some(n) = self.transport.as_ref().and_then(|t| t.count_tokens(text)) {
+            return Ok(n);
+        }
         if let Some(local) = &self.local {
             return Ok(local.count(text, self.api)?);
         }
         let messages = json!([{"role": "user", "content": text}]);
-        let (path, body) = match (self.kind, self.api) {
-            (EngineKind::LlamaCpp, Api::Completions) => {
+        let (path, body) = match (self.dialect, self.api) {
+            (Dialect::LlamaCpp, Api::Completions) => {
                 ("/tokenize", json!({"content": text, "add_special": true}))
             }
-            (EngineKind::LlamaCpp, Api::Chat) => {
+            (Dialect::LlamaCpp, Api::Chat) => {
                 let templated = self
                     .post_json("/apply-template", &json!({"messages": messages}))
                     .await?;
                 let prompt = templated
                     .get("prompt")
                     .and_then(Value::as_str)
-                    .unwrap_or_default()
+                    .ok_or_else(|| ApiError::NoPrompt {
+                        path: "/apply-template".into(),
+                    })?
                     .to_string();
                 ("/tokenize", json!({"content": prompt, "add_special": true}))
             }

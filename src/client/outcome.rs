@@ -80,3 +80,19 @@ pub struct Outcome {
     /// How long a rate-limited request (HTTP 429) was asked to wait before the next.
     pub retry_after: Option<std::time::Duration>,
 }
+
+impl Outcome {
+    /// A request sent at `sent`, nothing received yet.
+    pub fn started(sent: Instant) -> Outcome {
+        Outcome {
+            sent,
+            chunks: 0,
+            counted: 0,
+            usage_completion: None,
+            usage_prompt: None,
+            all_usage: true,
+            failure: None,
+            retry_after: None,
+        }
+    }
+}

@@ -1,22 +1,35 @@
-//! The OpenAI-compatible client: one keep-alive pool sized to the concurrency, streamed
-//! completions and chat requests read through the SSE parser, and the engine dialects that
-//! differ (the tokenize endpoint; usage in a separate chunk or inside the last one). A
-//! request's stream is reported chunk by chunk to a callback with its arrival time, so the
-//! measuring code sees what the network delivered and when.
+//! The streaming client, a leaf: it imports nothing from the rest of benchspec. One
+//! keep-alive pool sized to the concurrency, streamed completions and chat requests read
+//! through the SSE parser, and the engine dialects that differ (the tokenize endpoint; usage
+//! in a separate chunk or inside the last one). A request's stream is reported chunk by
+//! chunk to a callback with its arrival time, so the measuring code sees what the network
+//! delivered and when. [`Generate`] is the seam: the run drives any implementation of it,
+//! this client over the network or a [`scripted::Scripted`] one in tests.
 
 mod body;
+mod chunk;
+mod generate;
+pub mod h1;
+pub mod local;
+mod outcome;
+mod prepared;
+pub mod scripted;
+mod settings;
+pub mod sse;
 mod tokenize;
+mod wire;
 
-use super::h1::{self, WireError};
-pub use super::outcome::{Chunk, Failure, Outcome};
-pub use super::prepared::Prepared;
-use super::prepared::{escaped, last_part};
-use super::wire::{Events, Wire};
-use crate::spec::{Api, EngineKind};
+pub use generate::Generate;
+use h1::WireError;
+pub use outcome::{Chunk, Failure, Outcome};
+pub use prepared::Prepared;
+use prepared::{escaped, last_part};
 use serde_json::Value;
+pub use settings::{Api, ApiKey, BadKey, Dialect, Settings};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
+use wire::{Events, Wire};
 
 /// How many times a request that fails before any response byte is sent.
 pub const SEND_TRIES: usize = 3;
@@ -52,9 +65,15 @@ pub enum ApiError {
         /// The endpoint.
         path: String,
     },
+    /// The chat template answer had no prompt.
+    #[error("{path} answered without `prompt`")]
+    NoPrompt {
+        /// The endpoint.
+        path: String,
+    },
     /// The local tokenizer could not count.
     #[error(transparent)]
-    Local(#[from] super::local_tokenizer::TokenizerError),
+    Local(#[from] local::TokenizerError),
 }
 
 /// The client of one run.
@@ -65,14 +84,16 @@ pub struct Client {
     pub base: String,
     model: String,
     api: Api,
-    kind: EngineKind,
-    key: Option<String>,
+    dialect: Dialect,
+    key: Option<ApiKey>,
     stall: Duration,
     ignore_eos: bool,
     /// The lean HTTP/1.1 path of the generation requests (plain `http://` engines).
     lean: Option<Arc<h1::Pool>>,
     /// `workload.tokenizer`: prompts are counted here, never with the engine's `/tokenize`.
-    local: Option<Arc<super::local_tokenizer::LocalTokenizer>>,
+    local: Option<Arc<local::LocalTokenizer>>,
+    /// Another transport in place of the network (tests).
+    transport: Option<Arc<dyn Generate>>,
 }
 
 /// A reqwest client builder for any endpoint this tool reads. reqwest is built without a
@@ -84,14 +105,10 @@ pub fn http_builder() -> reqwest::ClientBuilder {
 }
 
 impl Client {
-    /// A client of the engine at `base` for `spec`'s model and workload, with a pool of
-    /// `pool` connections.
-    pub fn new(
-        base: &str,
-        spec: &crate::spec::Spec,
-        key: Option<String>,
-        pool: usize,
-    ) -> Result<Client, ApiError> {
+    /// A client of the engine `settings` describe, with a pool of `settings.pool`
+    /// connections.
+    pub fn new(settings: Settings) -> Result<Client, ApiError> {
+        let pool = settings.pool;
         let http = http_builder()
             .http1_only()
             .no_proxy()
@@ -100,28 +117,33 @@ impl Client {
             .tcp_nodelay(true)
             .build()
             .map_err(ApiError::Build)?;
-        let w = &spec.workload;
-        let lean = h1::Endpoint::parse(base).map(|ep| Arc::new(h1::Pool::new(ep, pool)));
+        let base = settings.base.trim_end_matches('/').to_string();
+        let lean = h1::Endpoint::parse(&base).map(|ep| Arc::new(h1::Pool::new(ep, pool)));
         Ok(Client {
             lean,
             http,
-            base: base.trim_end_matches('/').to_string(),
-            model: spec.model.served_name.clone(),
-            api: w.api,
-            kind: spec.engine.kind,
-            key,
-            stall: w.stall_timeout.0,
+            base,
+            model: settings.model,
+            api: settings.api,
+            dialect: settings.dialect,
+            key: settings.key,
+            stall: settings.stall,
             // Hosted APIs refuse `ignore_eos`: their output lengths vary and are recorded.
-            ignore_eos: w.ignore_eos && spec.engine.kind != EngineKind::Openai,
+            ignore_eos: settings.ignore_eos && settings.dialect != Dialect::Hosted,
             local: None,
+            transport: None,
         })
     }
 
+    /// This client sending its generation requests through `transport` instead of the
+    /// network, and counting prompt tokens as it does.
+    pub fn with_transport(mut self, transport: Arc<dyn Generate>) -> Client {
+        self.transport = Some(transport);
+        self
+    }
+
     /// This client counting prompt tokens with `local` instead of the engine's `/tokenize`.
-    pub fn with_tokenizer(
-        mut self,
-        local: Option<Arc<super::local_tokenizer::LocalTokenizer>>,
-    ) -> Client {
+    pub fn with_tokenizer(mut self, local: Option<Arc<local::LocalTokenizer>>) -> Client {
         self.local = local;
         self
     }
@@ -129,7 +151,7 @@ impl Client {
     fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
         let mut rb = self.http.post(format!("{}{path}", self.base)).json(body);
         if let Some(key) = &self.key {
-            rb = rb.bearer_auth(key);
+            rb = rb.bearer_auth(key.expose());
         }
         rb
     }
@@ -157,7 +179,7 @@ impl Client {
         };
         let mut rb = http.get(format!("{}{path}", self.base));
         if let Some(key) = &self.key {
-            rb = rb.bearer_auth(key);
+            rb = rb.bearer_auth(key.expose());
         }
         rb.send().await.is_ok()
     }
@@ -166,7 +188,7 @@ impl Client {
     pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
         let rb = self.http.get(format!("{}{path}", self.base));
         match &self.key {
-            Some(key) => rb.bearer_auth(key),
+            Some(key) => rb.bearer_auth(key.expose()),
             None => rb,
         }
     }
@@ -185,7 +207,7 @@ impl Client {
         let Some(pool) = &self.lean else {
             return self.send_reqwest(req, out).await;
         };
-        let head = pool.post_head(req.path, req.len(), self.key.as_deref());
+        let head = pool.post_head(req.path, req.len(), self.key.as_ref().map(ApiKey::expose));
         // A stale idle connection costs no try: the pool shrinks with each.
         let mut tries = 0;
         while tries < SEND_TRIES {
@@ -220,7 +242,7 @@ impl Client {
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(req.whole());
             if let Some(key) = &self.key {
-                rb = rb.bearer_auth(key);
+                rb = rb.bearer_auth(key.expose());
             }
             out.sent = Instant::now();
             match tokio::time::timeout(self.stall, rb.send()).await {
@@ -241,17 +263,15 @@ impl Client {
 
     /// Send one prepared streamed request; `on_chunk` sees every token-bearing chunk as it
     /// arrives, on the task that reads the stream.
-    pub async fn generate(&self, req: &Prepared, mut on_chunk: impl FnMut(Chunk)) -> Outcome {
-        let mut out = Outcome {
-            sent: Instant::now(),
-            chunks: 0,
-            counted: 0,
-            usage_completion: None,
-            usage_prompt: None,
-            all_usage: true,
-            failure: None,
-            retry_after: None,
-        };
+    pub async fn generate(
+        &self,
+        req: &Prepared,
+        mut on_chunk: impl FnMut(Chunk) + Send,
+    ) -> Outcome {
+        if let Some(t) = &self.transport {
+            return t.generate(req, &mut on_chunk).await;
+        }
+        let mut out = Outcome::started(Instant::now());
         let mut wire = match self.send(req, &mut out).await {
             Ok(w) if (200..300).contains(&w.status()) => w,
             Ok(w) => return refused(out, &w),

@@ -4,7 +4,7 @@
 //! Python's string methods). Prompts are then sized without the engine's `/tokenize`, so
 //! engines without one (TensorRT-LLM, hosted APIs) are measured with exact prompt lengths.
 
-use crate::spec::Api;
+use super::Api;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
