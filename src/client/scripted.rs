@@ -69,6 +69,8 @@ impl Scripted {
 
     async fn answer(&self, req: &Prepared, on_chunk: &mut (dyn FnMut(Chunk) + Send)) -> Outcome {
         let in_flight = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        // A request cancelled at a window's close is dropped mid-stream: it leaves then too.
+        let _leaves = Leaves(&self.in_flight);
         let asked = Asked {
             n: self.sent.fetch_add(1, Ordering::Relaxed),
             max_tokens: req.max_tokens,
@@ -94,8 +96,16 @@ impl Scripted {
         }
         out.usage_completion = Some(out.counted);
         out.failure = reply.failure;
-        self.in_flight.fetch_sub(1, Ordering::Relaxed);
         out
+    }
+}
+
+/// Counts a request out of flight when it ends or is dropped.
+struct Leaves<'a>(&'a AtomicUsize);
+
+impl Drop for Leaves<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

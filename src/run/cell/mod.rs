@@ -236,3 +236,6 @@ pub(super) fn round(v: f64, digits: i32) -> f64 {
     let m = 10f64.powi(digits);
     (v * m).round() / m
 }
+
+#[cfg(test)]
+mod tests;
