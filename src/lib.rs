@@ -41,6 +41,9 @@ pub enum Error {
     /// `init` wrote no spec.
     #[error(transparent)]
     Init(#[from] init::InitError),
+    /// Output could not be serialized as JSON.
+    #[error("cannot write JSON: {0}")]
+    Json(serde_json::Error),
     /// Writing output failed.
     #[error("cannot write `{path}`: {source}")]
     Write {
@@ -61,7 +64,7 @@ impl Error {
             Error::Report(e) => e.exit_code(),
             Error::RunDir(e) => e.exit_code(),
             Error::Init(e) => e.exit_code(),
-            Error::Write { .. } => 1,
+            Error::Write { .. } | Error::Json(_) => 1,
         }
     }
 }

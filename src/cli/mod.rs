@@ -64,6 +64,9 @@ pub enum Command {
         /// The schema of the report template context (and of `results.json`).
         #[arg(long, conflicts_with = "repeats")]
         context: bool,
+        /// The schema of a `requests.jsonl` line (`--save-requests`).
+        #[arg(long, conflicts_with_all = ["result", "context", "repeats"])]
+        requests: bool,
         /// The schema of a `repeats.jsonl` line (one repeat of a repeated cell).
         #[arg(long, conflicts_with = "result")]
         repeats: bool,
@@ -150,7 +153,8 @@ pub fn main() -> i32 {
             result,
             context,
             repeats,
-        } => schema(file.as_deref(), (result, context, repeats), &out),
+            requests,
+        } => schema(file.as_deref(), (result, context, repeats, requests), &out),
         Command::Plan {
             spec,
             format,
@@ -220,11 +224,13 @@ fn validate(specs: &[String], format: DiagFormat, out: &Out) -> i32 {
 
 fn schema(
     file: Option<&str>,
-    (result, context, repeats): (bool, bool, bool),
+    (result, context, repeats, requests): (bool, bool, bool, bool),
     out: &Out,
 ) -> Result<i32, Error> {
     let text = if result {
         crate::results::record::record_schema_text()
+    } else if requests {
+        crate::rundir::request_line_schema_text()
     } else if repeats {
         crate::rundir::repeat_line_schema_text()
     } else if context {
@@ -253,7 +259,7 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
     match format {
         PlanFormat::Table => out.print(&plan::render_table(&plan, path)),
         PlanFormat::Json => {
-            out.print(&(serde_json::to_string_pretty(&plan).unwrap_or_default() + "\n"))
+            out.print(&(serde_json::to_string_pretty(&plan).map_err(Error::Json)? + "\n"))
         }
     }
     Ok(0)

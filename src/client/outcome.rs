@@ -4,8 +4,10 @@
 
 use tokio::time::Instant;
 
-/// Why a request failed: the kinds counted in `error_kinds`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a request failed: the kinds counted in `error_kinds`. Written as its key
+/// ([`Failure::kind`]) and read back from it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum Failure {
     /// The server answered with this HTTP status.
     Http(u16),
@@ -44,6 +46,38 @@ impl Failure {
             Failure::Short => "short_output".into(),
             Failure::RateLimited => "rate_limited".into(),
         }
+    }
+}
+
+impl From<Failure> for String {
+    fn from(f: Failure) -> String {
+        f.kind()
+    }
+}
+
+impl TryFrom<String> for Failure {
+    type Error = String;
+
+    /// The failure whose key is `kind`.
+    fn try_from(kind: String) -> Result<Failure, String> {
+        const PLAIN: [Failure; 9] = [
+            Failure::Refused,
+            Failure::Connect,
+            Failure::Disconnect,
+            Failure::Sse,
+            Failure::Json,
+            Failure::StreamError,
+            Failure::Stall,
+            Failure::Short,
+            Failure::RateLimited,
+        ];
+        if let Some(code) = kind.strip_prefix("http_").and_then(|c| c.parse().ok()) {
+            return Ok(Failure::Http(code));
+        }
+        PLAIN
+            .into_iter()
+            .find(|f| f.kind() == kind)
+            .ok_or_else(|| format!("`{kind}` is not a failure kind"))
     }
 }
 
@@ -94,5 +128,31 @@ impl Outcome {
             failure: None,
             retry_after: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_failure_reads_back_from_its_key() {
+        let all = [
+            Failure::Http(503),
+            Failure::Refused,
+            Failure::Connect,
+            Failure::Disconnect,
+            Failure::Sse,
+            Failure::Json,
+            Failure::StreamError,
+            Failure::Stall,
+            Failure::Short,
+            Failure::RateLimited,
+        ];
+        for f in all {
+            assert_eq!(Failure::try_from(f.kind()), Ok(f));
+        }
+        assert!(Failure::try_from("http_x".to_string()).is_err());
+        assert!(Failure::try_from("nothing".to_string()).is_err());
     }
 }

@@ -332,7 +332,6 @@ pub fn context_schema_text() -> String {
             "What a report template sees (contract §7); also the content of results.json.".into(),
         );
     }
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    text.push('\n');
-    text
+    // `{:#}` is `to_string_pretty`, and cannot fail.
+    format!("{schema:#}\n")
 }

@@ -9,6 +9,8 @@ mod cells;
 pub(crate) mod compare;
 pub(crate) mod context;
 mod csv;
+mod export;
+pub use export::{Exporter, exporter};
 mod facts;
 mod format;
 mod matrix;
@@ -91,12 +93,7 @@ pub fn load(path: &Path) -> Result<Run, ReportError> {
 
 /// The file a built-in format is written to.
 pub fn output_name(format: Format) -> &'static str {
-    match format {
-        Format::Markdown => "report.md",
-        Format::Html => "report.html",
-        Format::Csv => "results.csv",
-        Format::Json => "results.json",
-    }
+    export::exporter(format).file_name()
 }
 
 /// Render `formats` and the user `templates` of `run` into `out`; returns the files written.
@@ -115,18 +112,12 @@ pub fn render(
             .any(|t| t.file_name().and_then(|n| n.to_str()) == Some(&format!("{name}.j2")))
     };
     for &f in formats {
-        let name = output_name(f);
+        let exporter = export::exporter(f);
+        let name = exporter.file_name();
         if overridden(name) {
             continue;
         }
-        let text = match f {
-            Format::Markdown | Format::Html => {
-                templates::render_builtin(&format!("{name}.j2"), &cx)?
-            }
-            Format::Csv => csv::render(&cx)?,
-            Format::Json => serde_json::to_string_pretty(&cx).unwrap_or_default() + "\n",
-        };
-        written.push(write(out, name, &text)?);
+        written.push(write(out, name, &exporter.render(&cx)?)?);
     }
     for t in user_templates {
         let (name, text) = templates::render_file(t, &cx)?;

@@ -143,9 +143,8 @@ pub fn record_schema_text() -> String {
             "One line of results.jsonl: the measurement of one cell (contract §6).".into(),
         );
     }
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    text.push('\n');
-    text
+    // `{:#}` is `to_string_pretty`, and cannot fail.
+    format!("{schema:#}\n")
 }
 
 impl TokenSource {

@@ -217,13 +217,13 @@ impl Cells<'_> {
         let Some(lines) = &self.cx.requests else {
             return Ok(());
         };
-        let mut lines: Vec<serde_json::Value> = lines
-            .lock()
-            .map(|mut l| std::mem::take(&mut *l))
-            .unwrap_or_default();
+        let mut lines: Vec<crate::rundir::RequestLine> = lines.lock().map_or_else(
+            |p| std::mem::take(&mut *p.into_inner()),
+            |mut l| std::mem::take(&mut *l),
+        );
         for l in &mut lines {
-            l["repeat"] = repeat.into();
-            l["attempt"] = self.attempt().into();
+            l.repeat = repeat;
+            l.attempt = self.attempt();
         }
         Ok(self.dir.append_requests(&lines)?)
     }

@@ -11,6 +11,8 @@ mod kept;
 mod leftovers;
 mod repeats;
 pub use repeats::{RepeatLine, repeat_line_schema_text};
+mod requests;
+pub use requests::{OpenRequest, Request, RequestLine, WindowRequest, request_line_schema_text};
 mod manifest;
 mod merge;
 pub use error::RunDirError;
@@ -230,7 +232,7 @@ impl RunDir {
     }
 
     /// Append per-request detail to `requests.jsonl`.
-    pub fn append_requests(&self, lines: &[serde_json::Value]) -> Result<()> {
+    pub fn append_requests(&self, lines: &[RequestLine]) -> Result<()> {
         jsonl::append(&self.file(REQUESTS), lines)
     }
 

@@ -44,9 +44,7 @@ pub fn repeat_line_schema_text() -> String {
             "One line of repeats.jsonl: one repeat of a repeated cell, numbered, with the run attempt it was measured in; a cell's record in results.jsonl combines exactly its N unsuperseded lines.".into(),
         );
     }
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    text.push('\n');
-    text
+    format!("{schema:#}\n")
 }
 
 impl RunDir {

@@ -31,9 +31,8 @@ pub fn spec_schema() -> Value {
 
 /// The schema as pretty JSON with a final newline, exactly as committed.
 pub fn spec_schema_text() -> String {
-    let mut text = serde_json::to_string_pretty(&spec_schema()).unwrap_or_default();
-    text.push('\n');
-    text
+    // `{:#}` is `to_string_pretty`, and cannot fail.
+    format!("{:#}\n", spec_schema())
 }
 
 /// Optional fields are written by leaving them out, not as `null`: the schema says so, which

@@ -428,6 +428,12 @@ fn run_writes_the_run_directory_and_reports_each_cell() {
         "--only keeps the matching cells"
     );
     let requests = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let typed = super::requests_of(&requests);
+    assert!(typed.iter().all(
+        |l| matches!(l.request, benchspec::rundir::Request::Window(_))
+            && l.repeat == 1
+            && l.attempt == 1
+    ));
     let first: serde_json::Value = serde_json::from_str(requests.lines().next().unwrap()).unwrap();
     assert_eq!(first["cell"], "decode/1K/c1");
     assert!(first["ttft_ms"].as_f64().unwrap() > 0.0, "{first}");

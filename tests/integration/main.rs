@@ -91,3 +91,21 @@ impl Edit for str {
         self.replace(from, to)
     }
 }
+
+/// Every line of a `requests.jsonl` text: valid against `schemas/requests-v1.schema.json`,
+/// and read back as a typed line.
+pub fn requests_of(text: &str) -> Vec<benchspec::rundir::RequestLine> {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_path("schemas/requests-v1.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    text.lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{l}: {errors:?}");
+            serde_json::from_value(v).unwrap()
+        })
+        .collect()
+}

@@ -126,6 +126,12 @@ fn max_concurrency_is_never_exceeded_and_the_wait_is_recorded() {
     );
     // requests.jsonl: at no instant were more than 4 requests between send and end.
     let text = std::fs::read_to_string(dir.path().join("run/requests.jsonl")).unwrap();
+    let typed = super::requests_of(&text);
+    assert!(
+        typed
+            .iter()
+            .all(|l| matches!(l.request, benchspec::rundir::Request::Open(_)))
+    );
     let mut edges: Vec<(f64, i32)> = Vec::new();
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();

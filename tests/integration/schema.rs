@@ -63,6 +63,16 @@ fn committed_result_schema_is_up_to_date() {
 }
 
 #[test]
+fn committed_requests_schema_is_up_to_date() {
+    let committed = std::fs::read_to_string(super::repo_path("schemas/requests-v1.schema.json"))
+        .unwrap_or_default();
+    assert!(
+        committed == benchspec::rundir::request_line_schema_text(),
+        "schemas/requests-v1.schema.json is stale: run `cargo run -- schema --requests --out schemas/requests-v1.schema.json`"
+    );
+}
+
+#[test]
 fn committed_repeat_line_schema_is_up_to_date() {
     let committed = std::fs::read_to_string(super::repo_path("schemas/repeat-line-v1.schema.json"))
         .unwrap_or_default();

@@ -10,6 +10,7 @@ use crate::plan::{Cell, Decode};
 use crate::results::Record;
 use crate::run::load::{Clock, Gauge, Sink, Tally, Totals};
 use crate::run::probe::{Cpu, reset_peak_rss};
+use crate::rundir::{Request, RequestLine};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
@@ -181,10 +182,11 @@ fn keep_requests(cx: &Ctx, cell: &Cell, t: &mut Totals) {
     if let Some(lines) = &cx.requests
         && let Ok(mut lines) = lines.lock()
     {
-        lines.extend(std::mem::take(&mut t.saved).into_iter().map(|mut v| {
-            v["cell"] = serde_json::Value::from(cell.id.clone());
-            v
-        }));
+        lines.extend(
+            std::mem::take(&mut t.saved)
+                .into_iter()
+                .map(|w| RequestLine::unnumbered(&cell.id, Request::Window(w))),
+        );
     }
 }
 

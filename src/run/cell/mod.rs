@@ -28,7 +28,7 @@ pub struct Ctx {
     /// The prompt synthesizer.
     pub synth: Mutex<Synth>,
     /// Per-request detail of the cell being measured, when `--save-requests` asks for it.
-    pub requests: Option<std::sync::Mutex<Vec<serde_json::Value>>>,
+    pub requests: Option<std::sync::Mutex<Vec<crate::rundir::RequestLine>>>,
     /// The client's own footprint.
     pub probe: Probe,
     /// The load phase's dataset, when the spec names one.

@@ -12,6 +12,7 @@ use crate::run::open::arrivals::{Rng, lengths, schedule};
 use crate::run::open::dispatch::{Finished, Progress, dispatch};
 use crate::run::open::fill::fill;
 use crate::run::probe::{Cpu, reset_peak_rss};
+use crate::rundir::{OpenRequest, Request, RequestLine};
 use crate::spec::dataset::Entry;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -210,14 +211,19 @@ fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
     let Ok(mut lines) = lines.lock() else { return };
     let rel = |i: tokio::time::Instant| i.saturating_duration_since(f.start).as_secs_f64();
     for d in &f.done {
-        lines.push(serde_json::json!({
-            "cell": cell.id, "due_s": rel(d.due), "admitted_s": rel(d.admitted),
-            "sent_s": rel(d.sent), "first_token_s": d.first.map(rel),
-            "last_token_s": d.last.map(rel), "end_s": rel(d.end),
-            "prompt_tokens": d.prompt_target, "output_tokens": d.tokens,
-            "usage_prompt_tokens": d.usage_prompt,
-            "error": d.failure,
-        }));
+        let request = Request::Open(OpenRequest {
+            due_s: rel(d.due),
+            admitted_s: rel(d.admitted),
+            sent_s: rel(d.sent),
+            first_token_s: d.first.map(rel),
+            last_token_s: d.last.map(rel),
+            end_s: rel(d.end),
+            prompt_tokens: d.prompt_target,
+            output_tokens: d.tokens,
+            usage_prompt_tokens: d.usage_prompt,
+            error: d.failure.clone(),
+        });
+        lines.push(RequestLine::unnumbered(&cell.id, request));
     }
 }
 

@@ -8,6 +8,7 @@ use super::clock::{Clock, Where};
 use super::{Gauge, Sink};
 use crate::client::{Chunk, Failure, Outcome};
 use crate::results::slo;
+use crate::rundir::WindowRequest;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -60,7 +61,7 @@ pub struct Tally {
     pub(super) reconciled: (u64, u64),
     /// Request-seconds in flight inside the window.
     pub(super) active_s: f64,
-    pub(super) saved: Option<(Instant, Vec<serde_json::Value>)>,
+    pub(super) saved: Option<(Instant, Vec<WindowRequest>)>,
     /// The request still in flight when the window closed.
     pub(super) leftover: Option<Track>,
     /// The latencies of requests that ended inside the window, for the SLO.
@@ -314,16 +315,20 @@ impl Tally {
             return;
         };
         let rel = |i: Instant| (i.saturating_duration_since(*since)).as_secs_f64();
-        saved.push(serde_json::json!({
-            "slot": self.slot, "request": t.n,
-            "sent_s": rel(t.sent), "first_token_s": t.first.map(rel), "last_token_s": t.last.map(rel),
-            "ttft_ms": t.first.map(|f| (f - t.sent).as_secs_f64() * 1e3),
-            "window_tokens": t.window_tokens,
-            "chunks": out.map(|o| o.chunks), "usage_completion_tokens": out.and_then(|o| o.usage_completion),
-            "usage_prompt_tokens": out.and_then(|o| o.usage_prompt),
-            "error": out.and_then(|o| o.failure.as_ref().map(|f| f.kind())),
-            "cancelled_at_close": out.is_none(),
-        }));
+        saved.push(WindowRequest {
+            slot: self.slot,
+            request: t.n,
+            sent_s: rel(t.sent),
+            first_token_s: t.first.map(rel),
+            last_token_s: t.last.map(rel),
+            ttft_ms: t.first.map(|f| (f - t.sent).as_secs_f64() * 1e3),
+            window_tokens: t.window_tokens,
+            chunks: out.map(|o| o.chunks),
+            usage_completion_tokens: out.and_then(|o| o.usage_completion),
+            usage_prompt_tokens: out.and_then(|o| o.usage_prompt),
+            error: out.and_then(|o| o.failure.clone()),
+            cancelled_at_close: out.is_none(),
+        });
     }
 }
 

@@ -34,7 +34,7 @@ pub struct Totals {
     pub server_prompt_tokens: Option<u64>,
     active_s: f64,
     /// Per-request detail (`--save-requests`).
-    pub saved: Vec<serde_json::Value>,
+    pub saved: Vec<crate::rundir::WindowRequest>,
     /// Latencies of the requests that ended inside the window, for the SLO.
     pub judged: Vec<crate::results::slo::Request>,
 }

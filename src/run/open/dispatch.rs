@@ -34,8 +34,8 @@ pub struct Done {
     pub all_usage: bool,
     /// Gaps between chunks, µs, each divided by the tokens of the later chunk.
     pub gaps: Vec<u32>,
-    /// The failure kind, when it failed.
-    pub failure: Option<String>,
+    /// Why it failed, when it did.
+    pub failure: Option<Failure>,
     /// `usage.prompt_tokens` as the server counted it.
     pub usage_prompt: Option<u64>,
     /// The exact prompt length sent.
@@ -222,7 +222,7 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
         tokens,
         all_usage: out.all_usage,
         gaps,
-        failure: out.failure.as_ref().map(|f| f.kind()),
+        failure: out.failure.clone(),
         usage_prompt: out.usage_prompt,
         prompt_target: s.prompts.get(i).copied().unwrap_or_default(),
     };

@@ -128,9 +128,9 @@ fn throughput(rec: &mut Record, f: &Finished, requests: &[slo::Request], span: f
     rec.avg_active = (span > 0.0).then(|| round(busy / span, 2));
     rec.requests_started = done.len() as u64;
     rec.completed = completed;
-    for kind in done.iter().filter_map(|d| d.failure.as_ref()) {
+    for f in done.iter().filter_map(|d| d.failure.as_ref()) {
         rec.errors += 1;
-        *rec.error_kinds.entry(kind.clone()).or_default() += 1;
+        *rec.error_kinds.entry(f.kind()).or_default() += 1;
     }
     rec.open.rate_achieved = (span > 0.0).then(|| round(completed as f64 / span, 3));
     rec.open.peak_active = Some(f.peak);
