@@ -3,7 +3,7 @@
 //! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks
 //! a spec; [`plan`] expands it into cells; [`run`] measures them and [`results`] keeps the
 //! records; [`report`] renders them; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each stage has its own error type; [`Error`] joins
-//! them and maps each to the exit code of contract §1.
+//! them and maps each to the exit code docs/cli.md gives it.
 
 pub mod cli;
 pub mod client;
@@ -55,7 +55,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit code (contract §1): `2` for bad input, nothing run.
+    /// The process exit code (docs/cli.md): `2` for bad input, nothing run.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Spec(_) | Error::Plan(_) => 2,

@@ -1,4 +1,4 @@
-//! The exit codes each command's `--help` ends with: the contract's four codes, said for
+//! The exit codes each command's `--help` ends with: the four codes of docs/cli.md, said for
 //! what that command does. Added to the parser built from the derive, so each command's
 //! definition stays where it is.
 

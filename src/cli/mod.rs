@@ -1,4 +1,4 @@
-//! The command line (contract §1): argument parsing with clap, and the thin commands that
+//! The command line (docs/cli.md): argument parsing with clap, and the thin commands that
 //! call the pipeline's stages and print what they return. Only this module prints.
 
 mod help;

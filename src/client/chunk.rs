@@ -1,4 +1,4 @@
-//! Reading one streamed chunk: is it token-bearing (contract §5), how many tokens does it
+//! Reading one streamed chunk: is it token-bearing (docs/results.md), how many tokens does it
 //! carry (cumulative usage differenced, else one, reconciled later), did the stream finish or
 //! report an error. A chunk is read into borrowed, typed fields — the first choice's text
 //! presence, the usage counts, the finish reason, an error — skipping everything else, so no

@@ -1,4 +1,4 @@
-//! The plan stage (contract §3): a pure expansion of a checked [`Spec`] into cells in run
+//! The plan stage (docs/cli.md, plan): a pure expansion of a checked [`Spec`] into cells in run
 //! order — every cell the matrix names, runnable or skipped with its reason — with prefill
 //! clamping and an estimate of the wall time. The spec is what a person wrote; the plan is
 //! what will run (the `LowArgs`/`HiArgs` split of ripgrep).

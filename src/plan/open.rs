@@ -1,4 +1,4 @@
-//! Open-loop cells of the plan (contract §8): a load cell's arrival process and bound, the
+//! Open-loop cells of the plan (docs/spec.md): a load cell's arrival process and bound, the
 //! capacity search's bracket, and their ids (`load/8K/r4`, `capacity/16K`, and the probes
 //! `capacity/16K/c24` or `capacity/16K/r2.5` the search records as it goes).
 
@@ -208,7 +208,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_read_like_the_contract() {
+    fn ids_read_as_documented() {
         assert_eq!(load_id(8192, Rate(4.0)), "load/8K/r4");
         assert_eq!(load_id(8192, Rate(0.5)), "load/8K/r0.5");
         assert_eq!(load_id(16384, Rate::INF), "load/16K/rinf");

@@ -1,4 +1,4 @@
-//! The capacity searches of the report context (contract §8): one line per searched context,
+//! The capacity searches of the report context (docs/reports.md): one line per searched context,
 //! written from the probe that set it ("Capacity at 16K: 24 requests at once — TTFT p90
 //! 412 ms < 500 ms"), and the probes themselves in the order of the searched value, each
 //! with its values at the SLO's own percentiles and whether it met the SLO.

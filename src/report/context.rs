@@ -172,7 +172,7 @@ pub struct CellView {
     /// The measured value at each SLO term's own percentile (decode and load cells with an
     /// SLO; empty otherwise).
     pub slo: Vec<SloValue>,
-    /// The record (contract §6); `null` for a missing cell.
+    /// The result record; `null` for a missing cell.
     pub record: Option<Record>,
 }
 
@@ -329,7 +329,8 @@ pub fn context_schema_text() -> String {
     if let Value::Object(map) = &mut schema {
         map.insert(
             "description".into(),
-            "What a report template sees (contract §7); also the content of results.json.".into(),
+            "What a report template sees (docs/reports.md); also the content of results.json."
+                .into(),
         );
     }
     // `{:#}` is `to_string_pretty`, and cannot fail.

@@ -11,7 +11,7 @@ use crate::results::stats::Summary;
 
 const STATS: [&str; 7] = ["mean", "min", "p50", "p90", "p95", "p99", "max"];
 const CLIENT: [&str; 4] = ["cpu_busy", "threads", "rss_mb", "cpu_s"];
-/// Open-loop fields (contract §8), as the record names them.
+/// Open-loop fields, as the record names them.
 const OPEN: [&str; 13] = [
     "rate_offered",
     "rate_sent",

@@ -1,4 +1,4 @@
-//! The report stage (contract §7): a run directory, read through `rundir` (manifest, spec
+//! The report stage (docs/reports.md): a run directory, read through `rundir` (manifest, spec
 //! copy, plan, records), arranged into a documented template context and rendered through
 //! minijinja templates (the built-ins compiled into the binary, or the user's own) into
 //! Markdown, HTML, CSV and JSON. `compare` sets two runs side by side. Nothing here measures;
@@ -76,7 +76,7 @@ pub enum ReportError {
 }
 
 impl ReportError {
-    /// Exit code: 2, the input must change (contract §1); 1 when an output cannot be written.
+    /// Exit code: 2, the input must change (docs/cli.md); 1 when an output cannot be written.
     pub fn exit_code(&self) -> i32 {
         match self {
             ReportError::Write { .. } => 1,

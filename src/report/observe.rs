@@ -1,4 +1,4 @@
-//! The engine's and the GPUs' side of the report context (contract §8): the server-side
+//! The engine's and the GPUs' side of the report context (docs/reports.md): the server-side
 //! cross-check of each measured cell (the engine's running and waiting requests, KV usage,
 //! prefix-cache hits, preemptions, and its own TTFT and ITL beside the client's), the power
 //! and tokens per joule of each cell with GPU telemetry, and the effective concurrency of a

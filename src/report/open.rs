@@ -1,4 +1,4 @@
-//! The open-loop parts of the report context (contract §8): the SLO as readable terms, each
+//! The open-loop parts of the report context (docs/reports.md): the SLO as readable terms, each
 //! measured cell's value at every term's own percentile, the verdict of a cell against the
 //! SLO (`meets SLO`, `misses: TTFT p90 307 ms > 40 ms`), and the load cells in the order of
 //! their rates.

@@ -1,4 +1,4 @@
-//! The engine variants of a run in the report context (contract §8): each variant's own
+//! The engine variants of a run in the report context (docs/reports.md): each variant's own
 //! prefill row and decode matrix with how it was launched, and a side-by-side table per
 //! context — variants as rows, concurrency levels as columns, the best total tok/s of each
 //! column marked.

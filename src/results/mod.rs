@@ -1,4 +1,4 @@
-//! The results stage: the record of each cell (contract §6) and its statistics. The run
+//! The results stage: the record of each cell (docs/results.md) and its statistics. The run
 //! directory module (`rundir`) writes records to `results.jsonl` and reads them back.
 
 pub(crate) mod observe;

@@ -1,10 +1,10 @@
-//! What a record says about the engine and the GPUs while its cell ran (contract §8):
+//! What a record says about the engine and the GPUs while its cell ran (docs/results.md):
 //! `server`, read from the engine's own `/metrics`, and `gpu`, one entry per GPU.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The engine's own view of a cell, from its Prometheus metrics (contract §8 `server`).
+/// The engine's own view of a cell, from its Prometheus metrics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerUse {
     /// Mean of the engine's running requests over the scrapes in the window: its effective
@@ -28,7 +28,7 @@ pub struct ServerUse {
     pub source: String,
 }
 
-/// One GPU during a cell's window (contract §8 `gpu`).
+/// One GPU during a cell's window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GpuUse {
     /// The GPU's index.

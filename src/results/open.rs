@@ -1,4 +1,4 @@
-//! The open-loop fields of a result record (contract §8), flattened into it: a load cell's
+//! The open-loop fields of a result record (docs/results.md), flattened into it: a load cell's
 //! offered and achieved rates and its latency distributions, the goodput of any cell judged
 //! against an `slo`, and a capacity search's summary. All are absent (null) where not
 //! measured, so records of older runs read back unchanged.

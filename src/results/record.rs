@@ -1,4 +1,4 @@
-//! The result record (contract §6): one JSON object per cell in `results.jsonl`.
+//! The result record (docs/results.md): one JSON object per cell in `results.jsonl`.
 
 use super::stats::Summary;
 use schemars::JsonSchema;
@@ -90,16 +90,16 @@ pub struct Record {
     /// The measuring client's own footprint during the window (decode cells).
     #[serde(default)]
     pub client: Option<ClientUse>,
-    /// The engine's own view of the cell, from its `/metrics` (contract §8).
+    /// The engine's own view of the cell, from its `/metrics`.
     #[serde(default)]
     pub server: Option<super::ServerUse>,
-    /// Each GPU during the window, from `nvidia-smi` or a DCGM exporter (contract §8).
+    /// Each GPU during the window, from `nvidia-smi` or a DCGM exporter.
     #[serde(default)]
     pub gpu: Option<Vec<super::GpuUse>>,
     /// Output tokens in the window / the GPUs' energy in it.
     #[serde(default)]
     pub tokens_per_joule: Option<f64>,
-    /// How many times the cell was measured, when more than once (contract §8).
+    /// How many times the cell was measured, when more than once.
     #[serde(default)]
     pub repeats: Option<u32>,
     /// Half-widths of the 95% confidence intervals (Student t) of the means, keyed like the
@@ -114,12 +114,12 @@ pub struct Record {
     /// What is worth knowing about the cell but does not make it invalid.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Open-loop measurements, SLO verdicts and capacity results (contract §8).
+    /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open::OpenFields,
 }
 
-/// What the measuring client itself used during a decode window (contract §8 `client`).
+/// What the measuring client itself used during a decode window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientUse {
     /// CPU time of the client's threads / (window length × `threads`): near 1, the client
@@ -140,7 +140,7 @@ pub fn record_schema_text() -> String {
     if let serde_json::Value::Object(map) = &mut schema {
         map.insert(
             "description".into(),
-            "One line of results.jsonl: the measurement of one cell (contract §6).".into(),
+            "One line of results.jsonl: the measurement of one cell.".into(),
         );
     }
     // `{:#}` is `to_string_pretty`, and cannot fail.

@@ -1,4 +1,4 @@
-//! A cell measured several times (`repeats`, contract §8): its repeats' records combined into
+//! A cell measured several times (`repeats`, docs/results.md): its repeats' records combined into
 //! one — the means of the headline metrics with their 95% confidence intervals and each
 //! repeat's value, counts added up, and the verdict of the worst repeat.
 

@@ -1,4 +1,4 @@
-//! Judging a cell against the spec's `slo` (contract §8): per request, whether it met every
+//! Judging a cell against the spec's `slo` (docs/results.md): per request, whether it met every
 //! objective (vLLM's goodput: TTFT, TPOT and E2E of the request against the thresholds; ITL
 //! as the request's own gaps at the objective's percentile); per cell, whether each metric's
 //! percentile over the cell is within its threshold (`slo_met`).

@@ -5,7 +5,7 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A latency summary in milliseconds (contract §6 `ttft_ms`, `tbt_ms`).
+/// A latency summary in milliseconds (`ttft_ms`, `tbt_ms` and the like).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// Mean.

@@ -1,4 +1,4 @@
-//! The capacity search (contract §8): bisection over measured probes for the highest
+//! The capacity search (docs/results.md): bisection over measured probes for the highest
 //! concurrency or rate that meets the SLO. The lower bound is probed first (if it fails,
 //! there is no capacity), then the upper (if it passes, the capacity is at least that), then
 //! the middle of the bracket until it is `precision` wide. Each probe is a cell of its own,

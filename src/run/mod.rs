@@ -1,4 +1,4 @@
-//! The run stage (contract §4–§6): set up the engine (the embedded simulator in-process, or a
+//! The run stage (docs/cli.md, run): set up the engine (the embedded simulator in-process, or a
 //! server to attach to), check that it serves the model, expand the plan with what the server
 //! says, measure each cell in order and append its record to `results.jsonl` as it ends. The
 //! core reports progress as [`Event`]s and never prints.
@@ -112,7 +112,7 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// 0 when every measured cell is valid, else 1 (contract §1).
+    /// 0 when every measured cell is valid, else 1 (docs/cli.md).
     pub fn exit_code(&self) -> i32 {
         if self.invalid + self.failed > 0 { 1 } else { 0 }
     }

@@ -1,4 +1,4 @@
-//! A run of engine variants (contract §8): the plan of every variant is written first, then
+//! A run of engine variants (docs/spec.md): the plan of every variant is written first, then
 //! each variant in turn is launched (or attached to), checked, measured over its cells and
 //! stopped. A variant whose engine does not start, or is lost during a cell (and not
 //! relaunched), fails its cells left with the reason, and the run goes on with the next;

@@ -1,5 +1,5 @@
 //! Why a run directory could not be created, read, resumed or merged, with the exit code of
-//! each (contract §1).
+//! each (docs/cli.md, exit codes).
 
 use std::path::PathBuf;
 
@@ -100,7 +100,7 @@ pub enum RunDirError {
 }
 
 impl RunDirError {
-    /// Exit code (contract §1): 1 when an output could not be written, else 2 (the input
+    /// Exit code (docs/cli.md): 1 when an output could not be written, else 2 (the input
     /// must change, nothing was run).
     pub fn exit_code(&self) -> i32 {
         match self {

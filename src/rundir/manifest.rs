@@ -1,5 +1,5 @@
-//! `manifest.json` (contract §4): what a run was — tool and version, the spec's path and
-//! sha256, start, resume and end times, host, what the engine reported about itself, the
+//! `manifest.json` (docs/run-directory.md): what a run was — tool and version, the spec's path
+//! and sha256, start, resume and end times, host, what the engine reported about itself, the
 //! launch command with secrets replaced by `<redacted>`, warnings, and for a merged run the
 //! shards it was made from.
 

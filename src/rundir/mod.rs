@@ -1,9 +1,9 @@
-//! The run directory (contract §4), owned here and nowhere else: the spec copy byte for byte,
-//! `plan.json` (the real [`Plan`]), `manifest.json` (a typed [`Manifest`]), `results.jsonl`
-//! (one [`Record`] a line, each appended whole — write, flush, fsync — as its cell ends),
-//! `requests.jsonl` and `engine.log`. `run`, `--resume`, `report`, `compare` and `merge` read
-//! and write these files through [`RunDir`]; a corrupt line that is not the last is an error
-//! naming the file and line, and only a torn last line (a killed run) is repaired.
+//! The run directory (docs/run-directory.md), owned here and nowhere else: the spec copy byte
+//! for byte, `plan.json` (the real [`Plan`]), `manifest.json` (a typed [`Manifest`]),
+//! `results.jsonl` (one [`Record`] a line, each appended whole — write, flush, fsync — as its
+//! cell ends), `requests.jsonl` and `engine.log`. `run`, `--resume`, `report`, `compare` and
+//! `merge` read and write these files through [`RunDir`]; a corrupt line that is not the last
+//! is an error naming the file and line, and only a torn last line (a killed run) is repaired.
 
 mod error;
 mod jsonl;

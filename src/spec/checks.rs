@@ -1,4 +1,4 @@
-//! Meaning checks (contract §2): what the schema cannot say. They read the document's JSON
+//! Meaning checks (docs/spec.md): what the schema cannot say. They read the document's JSON
 //! one field at a time, so they run beside the schema layer even when other parts of the
 //! spec are broken; a field the schema already rejected is simply not looked at again.
 

@@ -1,4 +1,4 @@
-//! What each engine kind's API needs of the spec (contract §2, the dialects): a local
+//! What each engine kind's API needs of the spec (docs/spec.md, engine kinds): a local
 //! tokenizer that exists where it is named, and is given where the engine cannot count
 //! tokens itself — TensorRT-LLM's `trtllm-serve` and hosted APIs have no `/tokenize`, and
 //! SGLang's counts no chat messages — and `ignore_eos`, which hosted APIs refuse.

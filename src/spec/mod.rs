@@ -1,5 +1,5 @@
 //! The spec stage: read a YAML, TOML or JSON spec into a located tree, check it against the JSON
-//! Schema and the meaning rules of contract §2, and hand back the typed [`Spec`] — or every
+//! Schema and the meaning rules (docs/spec.md), and hand back the typed [`Spec`] — or every
 //! problem, each located at `FILE:LINE:COL`. Nothing here touches the network or an engine.
 
 mod checks;

@@ -1,4 +1,4 @@
-//! Spec v1, the checked-in description of one benchmark (contract §2). These types are the
+//! Spec v1, the checked-in description of one benchmark (docs/spec.md). These types are the
 //! single source of the JSON Schema (`benchspec schema`); every field's `///` becomes its
 //! description there, so editors show it while a spec is written.
 

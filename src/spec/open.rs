@@ -1,4 +1,4 @@
-//! The open-loop half of spec v1 (contract §8): the `load` phase (requests arriving at a rate,
+//! The open-loop half of spec v1 (docs/spec.md): the `load` phase (requests arriving at a rate,
 //! the way users arrive), the `capacity` search, and the `slo` every load and decode cell is
 //! judged against.
 

@@ -1,4 +1,4 @@
-//! The `telemetry` section (contract §8): what benchspec watches besides the API while it
+//! The `telemetry` section (docs/spec.md): what benchspec watches besides the API while it
 //! measures — the engine's Prometheus `/metrics`, and the GPUs' power, clocks and memory —
 //! and `workload.kv_overflow`, what to do with cells the engine's KV cache cannot hold.
 

@@ -1,4 +1,4 @@
-//! Engine variants (contract §8): `engine.variants` names versions of the engine — other
+//! Engine variants (docs/spec.md): `engine.variants` names versions of the engine — other
 //! launch arguments, environment, kind, version or a whole command — and `engine.sweep` makes
 //! them from the cartesian product of argument values. Each variant resolves into a spec of
 //! its own (the base spec with the variant applied), measured over the whole plan with its

@@ -1,5 +1,5 @@
 //! The measuring half of spec v1: request shape, matrix axes, phases, validity thresholds and
-//! report formats (contract §2).
+//! report formats (docs/spec.md).
 
 use super::units::{Span, Tokens};
 use schemars::JsonSchema;

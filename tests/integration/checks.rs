@@ -1,4 +1,4 @@
-//! Every meaning check of contract §2, each with a broken spec: the problem is found, located
+//! Every meaning check of docs/spec.md, each with a broken spec: the problem is found, located
 //! at the right line and column, and says what to do.
 
 use benchspec::spec::{self, Severity, Stage};

@@ -1,4 +1,4 @@
-//! `benchspec merge` (contract §4): the shards of one plan, run apart, join into one run
+//! `benchspec merge` (docs/run-directory.md): the shards of one plan, run apart, join into one run
 //! directory with every cell once and in plan order; mixed specs and overlaps are refused.
 
 use super::Edit;

@@ -1,4 +1,4 @@
-//! Reports (contract §7): the seed page's numbers rendered exactly, the HTML report in a real
+//! Reports (docs/reports.md): the seed page's numbers rendered exactly, the HTML report in a real
 //! headless Chromium, CSV and JSON, user templates, unfinished runs, and `compare`.
 
 use super::cli::{Bench, tempdir::Dir};

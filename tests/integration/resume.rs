@@ -1,5 +1,6 @@
-//! Reliability (contract §4–§5): faults become data — counted by kind, the verdict following
-//! `validity` — and a run killed mid-cell goes on with `--resume`, every cell recorded once.
+//! Reliability (docs/run-directory.md, docs/results.md): faults become data — counted by kind,
+//! the verdict following `validity` — and a run killed mid-cell goes on with `--resume`, every
+//! cell recorded once.
 
 use super::Edit;
 use super::bin;

@@ -1,4 +1,4 @@
-//! Telemetry against the embedded simulator (contract §8): the engine's own `/metrics` read
+//! Telemetry against the embedded simulator (docs/results.md): the engine's own `/metrics` read
 //! into every record and checked against the simulator's state, KV capacity from the engine
 //! or the spec, and GPU power from a fake `nvidia-smi` on PATH or a fake DCGM exporter.
 //! Tolerances are written beside each check.

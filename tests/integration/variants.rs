@@ -1,4 +1,4 @@
-//! Engine variants (contract §8): each variant launched, measured and stopped in turn, a
+//! Engine variants (docs/spec.md): each variant launched, measured and stopped in turn, a
 //! variant whose engine does not start failed with the reason while the others run, the
 //! report marking the faster variant in every column; `--shard` and `--resume` across
 //! variants.
@@ -321,7 +321,7 @@ fn shards_and_resume_work_across_variants() {
         "{}",
         resumed.stderr
     );
-    // A prefill cell of 3 cold requests reports their median (contract §5), and each value.
+    // A prefill cell of 3 cold requests reports their median (docs/results.md), and each value.
     for r in records(&out).iter().filter(|r| r.cell.contains("prefill/")) {
         let mut v = r.per_repeat.as_ref().unwrap()["prefill_tok_s"].clone();
         assert_eq!(v.len(), 3, "{r:#?}");

@@ -1,7 +1,7 @@
 //! A decode cell: prompts for C slots and their warm-up, C closed-loop slots each counting
 //! its own chunks against the cell's shared clock (`run::load`), the window closing on time
 //! with in-flight requests cancelled, and the tallies merged into the record
-//! (`filled`, contract §5).
+//! (`filled`; docs/results.md).
 
 use super::filled::fill;
 use super::{CellFailure, Ctx, failed, rand_tag};

@@ -1,5 +1,5 @@
 //! The record of a measured decode window: the merged tallies as the record's fields, and
-//! the verdict with its reasons (contract §5).
+//! the verdict with its reasons (docs/results.md).
 
 use super::{round, shared_reasons, verdict};
 use crate::plan::Cell;
@@ -70,7 +70,7 @@ fn judge(rec: &mut Record, w: &Totals, slo: &Slo) {
     }
 }
 
-/// Why the window is not valid, if it is not (contract §5's validity rules).
+/// Why the window is not valid, if it is not (docs/results.md, verdict).
 fn reasons(
     rec: &Record,
     w: &Totals,

@@ -1,4 +1,4 @@
-//! Running one cell (contract §5): the shared context of a run's cells, prefill cells (single
+//! Running one cell (docs/results.md): the shared context of a run's cells, prefill cells (single
 //! cold requests, the median of `repeats`), the verdict rules, and the decode cell in
 //! `decode.rs`.
 
@@ -80,7 +80,7 @@ impl Ctx {
 
 /// Measure a prefill cell: `repeats` cold requests (one in decode-warmup mode: the first,
 /// still cold, request of the context's warm-up), prompt tokens / TTFT: their median
-/// (contract §5), with each value and the 95% interval of their mean when there are several.
+/// (docs/results.md), with each value and the 95% interval of their mean when there are several.
 pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Record {
     let repeats = match how {
         Prefill::DecodeWarmup => 1,

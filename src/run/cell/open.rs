@@ -1,4 +1,4 @@
-//! A load cell (contract §8): the arrival schedule drawn from the seed, every request's body
+//! A load cell (docs/results.md): the arrival schedule drawn from the seed, every request's body
 //! prepared before the first arrival (so making prompts never delays a send), a warm pool
 //! warmed first when the prompt cache is warm, then the dispatcher, and the record with its
 //! verdict.

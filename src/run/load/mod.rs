@@ -1,4 +1,4 @@
-//! The load driver's accounting (contract §5): C slot tasks each count their own streams in a
+//! The load driver's accounting (docs/results.md): C slot tasks each count their own streams in a
 //! [`Tally`] against a shared [`Clock`] — the window opens when all C streams produce and
 //! closes exactly `duration` later, and only tokens arriving inside it count — with latency
 //! samples batched into one shared [`Sink`] and live counters in [`Gauge`]s that progress

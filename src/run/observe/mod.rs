@@ -1,9 +1,9 @@
-//! Watching the engine and the GPUs while cells are measured (contract §8 `telemetry`): the
-//! engine's `/metrics` scraped around and during each cell (`server.rs`, in the engine's own
-//! names, parsed by `prom.rs`, or `trtllm-serve`'s JSON statistics read by `trtllm.rs`), GPU
-//! samples for the whole run (`gpu.rs`), and the window marks a decode cell sets so that both
-//! are read over the measured window. What is seen becomes record fields and validity
-//! reasons; a missing endpoint is a note, never a failure.
+//! Watching the engine and the GPUs while cells are measured (docs/spec.md, `telemetry`;
+//! docs/results.md, `server` and `gpu`): the engine's `/metrics` scraped around and during each
+//! cell (`server.rs`, in the engine's own names, parsed by `prom.rs`, or `trtllm-serve`'s JSON
+//! statistics read by `trtllm.rs`), GPU samples for the whole run (`gpu.rs`), and the window
+//! marks a decode cell sets so that both are read over the measured window. What is seen
+//! becomes record fields and validity reasons; a missing endpoint is a note, never a failure.
 
 pub mod gpu;
 pub mod prom;

@@ -1,4 +1,4 @@
-//! Open-loop load (contract §8): arrival schedules drawn ahead from the seed
+//! Open-loop load (docs/results.md, load cells): arrival schedules drawn ahead from the seed
 //! ([`arrivals`]), a dispatcher that sends each request on time and lets it run as its own
 //! task ([`dispatch`]), and the requests' times turned into a load cell's record fields
 //! ([`fill`]).

@@ -1,4 +1,4 @@
-//! Meaning checks of the open-loop keys (contract §8): load rates and arrivals, the capacity
+//! Meaning checks of the open-loop keys (docs/spec.md): load rates and arrivals, the capacity
 //! search's bounds, and the SLO it is judged against.
 
 use super::{Ctx, ascending, subset};

@@ -1,4 +1,4 @@
-//! Meaning checks of `telemetry` (contract §8): a DCGM source needs its URL, and a scrape
+//! Meaning checks of `telemetry` (docs/spec.md): a DCGM source needs its URL, and a scrape
 //! interval short enough to load the engine is refused.
 
 use super::Ctx;

@@ -1,4 +1,4 @@
-//! Meaning checks of `engine.variants` and `engine.sweep` (contract §8): names unique and
+//! Meaning checks of `engine.variants` and `engine.sweep` (docs/spec.md): names unique and
 //! distinct from the phases' ids, one form or the other, launch overrides only where
 //! benchspec launches the engine, `sim` settings only for the simulator.
 
