@@ -153,20 +153,29 @@ async fn a_request_on_a_stale_connection_is_sent_again_on_a_new_one() {
     let (l, base) = listen().await;
     // The first connection answers once, then reads the next request and closes without a
     // byte: the close races the request, as a server closing an idle connection does.
-    let accepts = serve(l, |i, mut s| async move {
-        if i > 0 {
-            return answer_all(s).await;
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let seen = dropped.clone();
+    let accepts = serve(l, move |i, mut s| {
+        let seen = seen.clone();
+        async move {
+            if i > 0 {
+                return answer_all(s).await;
+            }
+            let mut buf = Vec::new();
+            if read_request(&mut s, &mut buf).await.is_some() {
+                let _ = s.write_all(&sse_response()).await;
+            }
+            if read_request(&mut s, &mut buf).await.is_some() {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
         }
-        let mut buf = Vec::new();
-        if read_request(&mut s, &mut buf).await.is_some() {
-            let _ = s.write_all(&sse_response()).await;
-        }
-        let _ = read_request(&mut s, &mut buf).await;
     });
     let c = client(&base);
     assert_eq!(generate(&c).await.failure, None);
     let out = generate(&c).await;
     assert_eq!((out.failure, out.chunks), (None, 2));
+    // The second request went out on the pooled connection first, then on a new one.
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
     assert_eq!(accepts.load(Ordering::SeqCst), 2);
 }
 
