@@ -29,7 +29,8 @@ pub use settings::{Api, ApiKey, BadKey, Dialect, Settings};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
-use wire::{Events, Wire};
+pub use wire::Events;
+use wire::Wire;
 
 /// How many times a request that fails before any response byte is sent.
 pub const SEND_TRIES: usize = 3;

@@ -40,8 +40,13 @@ impl Prepared {
         self.parts().iter().map(|p| p.len()).sum()
     }
 
-    /// The body in one piece (for reqwest).
-    pub(super) fn whole(&self) -> Bytes {
+    /// The endpoint's path (`/v1/completions`, `/v1/chat/completions`).
+    pub fn path(&self) -> &'static str {
+        self.path
+    }
+
+    /// The body in one piece (for reqwest, or another HTTP client).
+    pub fn whole(&self) -> Bytes {
         let mut body = Vec::with_capacity(self.len());
         for p in self.parts() {
             body.extend_from_slice(p);

@@ -76,15 +76,67 @@ impl Wire<'_> {
     }
 }
 
-/// The events of one response: SSE parsed, chunks read, whether `[DONE]` came.
+/// The events of one response body: SSE parsed, chunks read, whether `[DONE]` came. Public
+/// so that another HTTP client (the `client` bench's hyper arm) reads bodies with the same
+/// parser as this one.
 #[derive(Default)]
-pub(super) struct Events {
+pub struct Events {
     parser: SseParser,
     state: ChunkState,
     done: bool,
 }
 
+/// What went wrong while feeding: an SSE error wins over a chunk's.
+#[derive(Default)]
+struct Faults {
+    chunk: Option<Failure>,
+    sse: bool,
+}
+
 impl Events {
+    /// Parse `bytes` of the body, arrived `at`; every token-bearing chunk to `on_chunk`.
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        at: Instant,
+        out: &mut Outcome,
+        on_chunk: &mut impl FnMut(Chunk),
+    ) -> Result<(), Failure> {
+        let mut faults = Faults::default();
+        self.feed_part(bytes, at, out, on_chunk, &mut faults);
+        match faults {
+            Faults { sse: true, .. } => Err(Failure::Sse),
+            Faults { chunk, .. } => chunk.map_or(Ok(()), Err),
+        }
+    }
+
+    fn feed_part(
+        &mut self,
+        bytes: &[u8],
+        at: Instant,
+        out: &mut Outcome,
+        on_chunk: &mut impl FnMut(Chunk),
+        faults: &mut Faults,
+    ) {
+        let Events {
+            parser,
+            state,
+            done,
+        } = self;
+        let bad = &mut faults.chunk;
+        let fed = parser.feed(bytes, |data| {
+            if bad.is_none() {
+                match state.event(data, at, out) {
+                    Ok(Some(c)) => on_chunk(c),
+                    Ok(None) => {}
+                    Err(f) => *bad = Some(f),
+                }
+            }
+            *done |= data == "[DONE]";
+        });
+        faults.sse |= fed.is_err();
+    }
+
     /// Parse what the last read of `wire` brought, arrived `at`; every token-bearing chunk
     /// to `on_chunk`.
     pub(super) fn take(
@@ -94,33 +146,17 @@ impl Events {
         out: &mut Outcome,
         on_chunk: &mut impl FnMut(Chunk),
     ) -> Result<(), Failure> {
-        let (mut bad, mut sse_bad) = (None, false);
-        let Events {
-            parser,
-            state,
-            done,
-        } = self;
-        let drained = wire.drain(&mut |bytes| {
-            let fed = parser.feed(bytes, |data| {
-                if bad.is_none() {
-                    match state.event(data, at, out) {
-                        Ok(Some(c)) => on_chunk(c),
-                        Ok(None) => {}
-                        Err(f) => bad = Some(f),
-                    }
-                }
-                *done |= data == "[DONE]";
-            });
-            sse_bad |= fed.is_err();
-        });
-        if sse_bad {
+        let mut faults = Faults::default();
+        let drained =
+            wire.drain(&mut |bytes| self.feed_part(bytes, at, out, on_chunk, &mut faults));
+        if faults.sse {
             return Err(Failure::Sse);
         }
-        bad.or(drained.err()).map_or(Ok(()), Err)
+        faults.chunk.or(drained.err()).map_or(Ok(()), Err)
     }
 
     /// The stream ended: whether the response was whole (`[DONE]` or a finish reason).
-    pub(super) fn complete(&mut self) -> bool {
+    pub fn complete(&mut self) -> bool {
         let done = &mut self.done;
         let _ = self.parser.finish(|data| *done |= data == "[DONE]");
         self.done || self.state.finished

@@ -55,6 +55,10 @@ pub(super) fn parse_head(buf: &mut BytesMut) -> Result<Option<Head>, WireError> 
                 };
             }
         }
+        // 204 and 304 never have a body, whatever their framing headers say (RFC 9112 §6.3).
+        if status == 204 || status == 304 {
+            framing = Framing::Length(0);
+        }
         buf.advance(used);
         return Ok(Some(Head {
             status,

@@ -337,4 +337,6 @@ use head::parse_head;
 pub use head::retry_after_of;
 
 #[cfg(test)]
+mod socket_tests;
+#[cfg(test)]
 mod tests;
