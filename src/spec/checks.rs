@@ -213,6 +213,14 @@ fn engine_kind(
             )
         });
     }
+    if let Some(name) = key_env
+        && let Some(Err(bad)) = (cx.env)(name).map(crate::client::ApiKey::new)
+    {
+        out.push(Problem::error(
+            "/engine/api_key_env",
+            format!("environment variable `{name}`: {bad}"),
+        ));
+    }
     if let (Some(k), Some(_)) = (kind, cx.json.pointer("/engine/sim"))
         && k != EngineKind::Sim
     {

@@ -474,6 +474,26 @@ fn unset_variables_are_errors_at_run() {
 }
 
 #[test]
+fn a_key_with_a_line_break_is_refused_at_validate_without_showing_it() {
+    let text = spec_with("  kind: vllm\n  api_key_env: KEY", MODEL, MATRIX, "");
+    let broken = |_: &str| Some("sk-secret\r\nX-Injected: 1".to_string());
+    let err = spec::parse("t.yaml", &text, Stage::Validate, &broken)
+        .err()
+        .map(|e| e.diagnostics().to_vec())
+        .unwrap_or_default();
+    assert_eq!(err.len(), 1, "{err:?}");
+    assert_eq!(err[0].severity, Severity::Error);
+    let shown = format!("{err:?}");
+    assert!(
+        shown.contains("`KEY`") && shown.contains("byte 9"),
+        "{shown}"
+    );
+    assert!(!shown.contains("sk-secret"), "{shown}");
+    let fine = |_: &str| Some("sk-secret".to_string());
+    assert!(spec::parse("t.yaml", &text, Stage::Validate, &fine).is_ok());
+}
+
+#[test]
 fn schema_and_meaning_problems_are_reported_together() {
     let text = spec_with(
         "  kind: vlm",
