@@ -3,7 +3,7 @@
 //! 412 ms < 500 ms"), and the probes themselves in the order of the searched value, each
 //! with its values at the SLO's own percentiles and whether it met the SLO.
 
-use super::context::CellView;
+use super::view::CellView;
 use super::format::{ctx, grouped};
 use super::open::{SloTerm, against, slo_terms, verdict};
 use crate::plan::Phase;
@@ -158,4 +158,35 @@ pub fn summary(r: &Record, slo: &Slo) -> String {
         ctx(r.context),
         terms.join(", ")
     )
+}
+
+/// What the open-loop phases of a run hold, for the header line: `open loop at 8K: 2, 8,
+/// 16, 32 req/s`, `capacity search at 1K: concurrency 1–96`.
+pub(super) fn open_line(
+    load: &[CellView],
+    capacity: &[CapacityView],
+) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut contexts: Vec<&str> = load.iter().map(|c| c.context_label.as_str()).collect();
+    contexts.dedup();
+    for label in contexts {
+        let rates: Vec<&str> = load
+            .iter()
+            .filter(|c| c.context_label == label)
+            .map(|c| c.level_label.trim_end_matches(" req/s"))
+            .collect();
+        parts.push(format!("open loop at {label}: {} req/s", rates.join(", ")));
+    }
+    for c in capacity {
+        let (first, last) = (c.probes.first(), c.probes.last());
+        let range = match (first, last) {
+            (Some(a), Some(b)) => format!(" {}–{}", a.value, b.value),
+            _ => String::new(),
+        };
+        parts.push(format!(
+            "capacity search at {}: {}{range}",
+            c.context_label, c.search
+        ));
+    }
+    parts
 }

@@ -2,7 +2,7 @@
 //! records, then records of cells the plan does not list, each with its status (`missing`
 //! for a planned cell without a record) and the reasons it is skipped, invalid or failed.
 
-use super::context::{CellStatus, CellView};
+use super::view::{CellStatus, CellView};
 use super::format::ctx;
 use crate::plan::Phase;
 use crate::results::{Record, Status};

@@ -13,11 +13,11 @@ use super::cells::cells;
 pub use super::matrix::DecodeMatrix;
 use super::matrix::{matrix, matrix_line};
 use super::observe::ObservedView;
-pub use super::open::{SloTerm, SloValue};
+pub use super::view::{CellStatus, CellView};
+pub use super::open::SloTerm;
 use super::open::{load_cells, slo_terms};
 pub use super::variants::{SideBySide, VariantView};
 use crate::plan::Phase;
-use crate::results::Record;
 use crate::rundir::Run;
 use crate::spec::PromptCache;
 use schemars::JsonSchema;
@@ -138,78 +138,6 @@ impl Counts {
     }
 }
 
-/// One cell as a report shows it.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct CellView {
-    /// `decode/8K/c4` (`<variant>/decode/8K/c4` in a run of engine variants).
-    pub id: String,
-    /// The engine variant the cell belongs to; `null` without variants.
-    pub variant: Option<String>,
-    /// `prefill` or `decode`.
-    pub phase: Phase,
-    /// `Prefill`, `Sustained decode`, `Open-loop load`, `Capacity probe` or `Capacity search`.
-    pub phase_label: String,
-    /// A probe of a capacity search (a decode or load cell under `capacity/`).
-    pub probe: bool,
-    /// The cell's load: `4` (requests at once), `2 req/s` (offered), `unlimited`, `—`.
-    pub level_label: String,
-    /// Context tokens.
-    pub context: u64,
-    /// `8K`.
-    pub context_label: String,
-    /// Simultaneous requests.
-    pub concurrency: u32,
-    /// `valid`, `invalid`, `failed`, `skipped`, or `missing` (planned, no record yet).
-    pub status: CellStatus,
-    /// `Valid`, `Invalid`, `Failed`, `Skipped`, `Not run`.
-    pub status_label: String,
-    /// The prompt was clamped to max_model_len − 1.
-    pub clamped: bool,
-    /// Why the cell is skipped, invalid or failed (the record's reasons, else the plan's).
-    pub reasons: Vec<String>,
-    /// The engine's mean running requests where it differs from `concurrency` (decode).
-    pub effective_concurrency: Option<f64>,
-    /// The measured value at each SLO term's own percentile (decode and load cells with an
-    /// SLO; empty otherwise).
-    pub slo: Vec<SloValue>,
-    /// The result record; `null` for a missing cell.
-    pub record: Option<Record>,
-}
-
-/// A cell's state in a report: its record's status, or `missing` (planned, no record yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum CellStatus {
-    /// Measured and within the validity thresholds.
-    Valid,
-    /// Measured, but a threshold was missed.
-    Invalid,
-    /// Could not be measured.
-    Failed,
-    /// In the plan, never sent.
-    Skipped,
-    /// Planned, no record yet.
-    Missing,
-}
-
-impl CellStatus {
-    /// As the context and CSV write it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CellStatus::Valid => "valid",
-            CellStatus::Invalid => "invalid",
-            CellStatus::Failed => "failed",
-            CellStatus::Skipped => "skipped",
-            CellStatus::Missing => "missing",
-        }
-    }
-
-    /// Whether the cell was measured (valid or invalid).
-    pub fn measured(self) -> bool {
-        matches!(self, CellStatus::Valid | CellStatus::Invalid)
-    }
-}
-
 impl Context {
     /// Arrange `run` for templates.
     pub fn build(run: &Run) -> Context {
@@ -233,7 +161,7 @@ impl Context {
         let (prefill, decode, variants, mut matrix_line) = arranged(&cells, m);
         let load = load_cells(&cells);
         let capacity = capacity(&run.records, &cells, &spec.slo);
-        for part in super::open::open_line(&load, &capacity) {
+        for part in super::capacity::open_line(&load, &capacity) {
             if !matrix_line.is_empty() {
                 matrix_line.push_str(" · ");
             }

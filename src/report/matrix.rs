@@ -1,7 +1,7 @@
 //! The decode matrix of the report context: context rows × concurrency columns, as the seed
 //! page lays it out, and the line that says what it holds.
 
-use super::context::{CellStatus, CellView};
+use super::view::{CellStatus, CellView};
 use super::format::ctx;
 use crate::plan::Phase;
 use schemars::JsonSchema;

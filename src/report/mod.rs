@@ -10,6 +10,7 @@ pub(crate) mod compare;
 pub(crate) mod context;
 mod csv;
 mod export;
+mod view;
 pub use export::{Exporter, exporter};
 mod facts;
 mod format;

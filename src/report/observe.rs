@@ -4,7 +4,7 @@
 //! and tokens per joule of each cell with GPU telemetry, and the effective concurrency of a
 //! decode cell whose engine ran fewer requests than were sent.
 
-use super::context::{CellStatus, CellView};
+use super::view::{CellStatus, CellView};
 use crate::plan::Phase;
 use crate::results::Record;
 use schemars::JsonSchema;

@@ -3,7 +3,7 @@
 //! SLO (`meets SLO`, `misses: TTFT p90 307 ms > 40 ms`), and the load cells in the order of
 //! their rates.
 
-use super::context::CellView;
+use super::view::{CellView, SloValue};
 use super::format::grouped;
 use crate::plan::Phase;
 use crate::results::Record;
@@ -25,17 +25,6 @@ pub struct SloTerm {
     pub label: String,
     /// `TTFT p90`: the column head of the measured value.
     pub head: String,
-}
-
-/// A measured cell's value at one SLO term's own percentile.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SloValue {
-    /// `TTFT p90`.
-    pub head: String,
-    /// The value, milliseconds; `null` when the record does not have the metric.
-    pub value_ms: Option<f64>,
-    /// The value is within the term's threshold.
-    pub met: bool,
 }
 
 /// `TTFT`, `TPOT`, `ITL` or `E2E`.
@@ -165,35 +154,4 @@ pub fn load_cells(cells: &[CellView]) -> Vec<CellView> {
     };
     load.sort_by(|a, b| a.context.cmp(&b.context).then(rate(a).total_cmp(&rate(b))));
     load
-}
-
-/// What the open-loop phases of a run hold, for the header line: `open loop at 8K: 2, 8,
-/// 16, 32 req/s`, `capacity search at 1K: concurrency 1–96`.
-pub(super) fn open_line(
-    load: &[CellView],
-    capacity: &[super::capacity::CapacityView],
-) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut contexts: Vec<&str> = load.iter().map(|c| c.context_label.as_str()).collect();
-    contexts.dedup();
-    for label in contexts {
-        let rates: Vec<&str> = load
-            .iter()
-            .filter(|c| c.context_label == label)
-            .map(|c| c.level_label.trim_end_matches(" req/s"))
-            .collect();
-        parts.push(format!("open loop at {label}: {} req/s", rates.join(", ")));
-    }
-    for c in capacity {
-        let (first, last) = (c.probes.first(), c.probes.last());
-        let range = match (first, last) {
-            (Some(a), Some(b)) => format!(" {}–{}", a.value, b.value),
-            _ => String::new(),
-        };
-        parts.push(format!(
-            "capacity search at {}: {}{range}",
-            c.context_label, c.search
-        ));
-    }
-    parts
 }

@@ -3,7 +3,7 @@
 //! context — variants as rows, concurrency levels as columns, the best total tok/s of each
 //! column marked.
 
-use super::context::CellView;
+use super::view::CellView;
 use super::format::ctx;
 use super::matrix::{DecodeMatrix, matrix};
 use crate::plan::Phase;

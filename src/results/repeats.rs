@@ -47,7 +47,7 @@ fn set(r: &mut Record, key: &str, v: f64) {
 }
 
 fn round(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
+    super::stats::round3(v)
 }
 
 /// Fill `rec`'s `repeats`, `ci95` and `per_repeat` from `values` (key → one value per

@@ -73,7 +73,13 @@ impl Latencies {
 
 /// Round to 3 decimals, enough for milliseconds from microseconds.
 pub fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
+    round(v, 3)
+}
+
+/// `v` rounded to `digits` decimals: the one rounding of every figure written.
+pub fn round(v: f64, digits: i32) -> f64 {
+    let m = 10f64.powi(digits);
+    (v * m).round() / m
 }
 
 /// The median of a few values (per-request rates of one cell).

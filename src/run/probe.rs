@@ -4,7 +4,7 @@
 //! was itself the bottleneck is seen and marked.
 
 use crate::results::ClientUse;
-use crate::run::cell::round;
+use crate::results::stats::round;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

@@ -232,10 +232,7 @@ pub(super) fn shared_reasons(rec: &Record, errors: u64, started: u64, v: &Validi
     reasons
 }
 
-pub(super) fn round(v: f64, digits: i32) -> f64 {
-    let m = 10f64.powi(digits);
-    (v * m).round() / m
-}
+pub(super) use crate::results::stats::round;
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 
 use super::prom::Scrape;
 use crate::results::GpuUse;
-use crate::run::cell::round;
+use crate::results::stats::round;
 use std::io::BufRead;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -355,7 +355,7 @@ impl Observer {
         rec.tokens_per_joule = rec
             .output_tokens
             .filter(|_| energy > 0.0)
-            .map(|t| crate::run::cell::round(t as f64 / energy, 4));
+            .map(|t| crate::results::stats::round(t as f64 / energy, 4));
         rec.gpu = Some(gpus);
     }
 

@@ -5,7 +5,7 @@
 
 use super::prom::{self, Scrape};
 use crate::results::ServerUse;
-use crate::run::cell::round;
+use crate::results::stats::round;
 use std::time::{Duration, Instant};
 
 /// How long after a window opens the scrape it asked for may answer and still count as the

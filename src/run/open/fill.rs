@@ -19,10 +19,7 @@ fn secs(a: Instant, b: Instant) -> f64 {
     b.saturating_duration_since(a).as_secs_f64()
 }
 
-fn round(v: f64, digits: i32) -> f64 {
-    let m = 10f64.powi(digits);
-    (v * m).round() / m
-}
+use crate::results::stats::round;
 
 /// The distributions of a load cell's requests.
 #[derive(Default)]
