@@ -268,5 +268,9 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
 /// The plan of `spec` as known before an engine is asked: a simulator's limits are its
 /// profile's.
 fn plan_of(spec: &spec::Spec) -> plan::Plan {
-    plan::expand_with(spec, &crate::sim::rates_for, &crate::sim::limits_for)
+    plan::expand_with(
+        spec,
+        &crate::plan::sim::rates_for,
+        &crate::plan::sim::limits_for,
+    )
 }

@@ -87,7 +87,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         opts.profile.max_num_seqs = n.max(1);
     }
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
-    opts.dialect = sim::dialect(args.dialect);
+    opts.dialect = crate::plan::sim::dialect(args.dialect);
     if args.llama_cpp_dialect {
         opts.dialect = sim::Dialect::LlamaCpp;
     }

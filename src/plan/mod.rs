@@ -4,6 +4,7 @@
 //! what will run (the `LowArgs`/`HiArgs` split of ripgrep).
 
 mod config;
+pub mod sim;
 pub use config::client_settings;
 mod cell;
 mod estimate;

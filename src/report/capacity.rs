@@ -3,9 +3,9 @@
 //! 412 ms < 500 ms"), and the probes themselves in the order of the searched value, each
 //! with its values at the SLO's own percentiles and whether it met the SLO.
 
-use super::view::CellView;
 use super::format::{ctx, grouped};
 use super::open::{SloTerm, against, slo_terms, verdict};
+use super::view::CellView;
 use crate::plan::Phase;
 use crate::results::{Record, Status};
 use crate::spec::Slo;
@@ -162,10 +162,7 @@ pub fn summary(r: &Record, slo: &Slo) -> String {
 
 /// What the open-loop phases of a run hold, for the header line: `open loop at 8K: 2, 8,
 /// 16, 32 req/s`, `capacity search at 1K: concurrency 1–96`.
-pub(super) fn open_line(
-    load: &[CellView],
-    capacity: &[CapacityView],
-) -> Vec<String> {
+pub(super) fn open_line(load: &[CellView], capacity: &[CapacityView]) -> Vec<String> {
     let mut parts = Vec::new();
     let mut contexts: Vec<&str> = load.iter().map(|c| c.context_label.as_str()).collect();
     contexts.dedup();

@@ -2,8 +2,8 @@
 //! records, then records of cells the plan does not list, each with its status (`missing`
 //! for a planned cell without a record) and the reasons it is skipped, invalid or failed.
 
-use super::view::{CellStatus, CellView};
 use super::format::ctx;
+use super::view::{CellStatus, CellView};
 use crate::plan::Phase;
 use crate::results::{Record, Status};
 use crate::rundir::Run;

@@ -1,8 +1,8 @@
 //! The decode matrix of the report context: context rows × concurrency columns, as the seed
 //! page lays it out, and the line that says what it holds.
 
-use super::view::{CellStatus, CellView};
 use super::format::ctx;
+use super::view::{CellStatus, CellView};
 use crate::plan::Phase;
 use schemars::JsonSchema;
 use serde::Serialize;

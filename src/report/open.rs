@@ -3,8 +3,8 @@
 //! SLO (`meets SLO`, `misses: TTFT p90 307 ms > 40 ms`), and the load cells in the order of
 //! their rates.
 
-use super::view::{CellView, SloValue};
 use super::format::grouped;
+use super::view::{CellView, SloValue};
 use crate::plan::Phase;
 use crate::results::Record;
 use crate::results::slo::at;

@@ -3,9 +3,9 @@
 //! context — variants as rows, concurrency levels as columns, the best total tok/s of each
 //! column marked.
 
-use super::view::CellView;
 use super::format::ctx;
 use super::matrix::{DecodeMatrix, matrix};
+use super::view::CellView;
 use crate::plan::Phase;
 use crate::rundir::Manifest;
 use schemars::JsonSchema;

@@ -34,7 +34,7 @@ impl EngineSide {
         let (base_url, sim) = match spec.engine.kind {
             EngineKind::Sim => {
                 // On threads of its own: the client's CPU time is then the client's.
-                let server = crate::sim::start_threaded(crate::sim::options_for(spec)?)
+                let server = crate::sim::start_threaded(crate::plan::sim::options_for(spec)?)
                     .map_err(EngineError::SimStart)?;
                 (server.base_url(), Some(server))
             }

@@ -52,7 +52,7 @@ impl Session<'_> {
         )
         .await?;
         let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name).await?;
-        let plan = plan::expand_for(spec, &crate::sim::rates_for, server.limits());
+        let plan = plan::expand_for(spec, &crate::plan::sim::rates_for, server.limits());
         let mut summary = Summary {
             out: dir.path().to_path_buf(),
             ..Summary::default()

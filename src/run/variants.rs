@@ -18,7 +18,7 @@ impl Session<'_> {
     /// Measure every variant's cells that the plan, `--only`, `--shard` and `--resume` leave.
     pub(super) async fn variants(&self, earlier: Option<Resumed>) -> Result<Summary, RunError> {
         let spec = &self.loaded.spec;
-        let full = super::select(plan::expand(spec, &crate::sim::rates_for), self.opts);
+        let full = super::select(plan::expand(spec, &crate::plan::sim::rates_for), self.opts);
         let mut summary = Summary {
             out: self.dir.path().to_path_buf(),
             ..Summary::default()
@@ -151,7 +151,7 @@ impl One<'_, '_> {
     ) -> Result<(), RunError> {
         let (up, v) = (self.up, self.v);
         let ids: HashSet<&str> = self.mine.cells.iter().map(|c| c.id.as_str()).collect();
-        let expanded = plan::expand_for(&v.spec, &crate::sim::rates_for, server.limits());
+        let expanded = plan::expand_for(&v.spec, &crate::plan::sim::rates_for, server.limits());
         let plan = Plan {
             cells: plan::variant_cells(expanded.clone(), &v.name)
                 .filter(|c| ids.contains(c.id.as_str()))

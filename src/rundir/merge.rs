@@ -109,7 +109,7 @@ fn cells_of_missing_shards(first: &Part, missing: &[u32], n: u32) -> Vec<crate::
     ) else {
         return Vec::new();
     };
-    let plan = crate::plan::expand(&loaded.spec, &crate::sim::rates_for);
+    let plan = crate::plan::expand(&loaded.spec, &crate::plan::sim::rates_for);
     let shard = plan.shard_of_cells(n);
     plan.cells
         .into_iter()

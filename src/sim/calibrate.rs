@@ -78,7 +78,7 @@ impl Row {
 pub fn seed_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Row> {
     let mut rows = Vec::new();
     for (ctx, seed) in SEED_PREFILL {
-        let cell = crate::plan::prefill_id(ctx);
+        let cell = format!("prefill/{}K", ctx / 1024);
         // As the plan does, a prompt is clamped to max_model_len - 1.
         let prompt = ctx.min(profile.max_model_len - 1) as usize;
         rows.push(Row {
@@ -91,7 +91,7 @@ pub fn seed_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Ro
         for (c, seed) in SEED_CONCURRENCY.iter().zip(values) {
             let sim = decode_tok_s(profile, ctx as usize, *c as usize, window_s, max_tokens);
             rows.push(Row {
-                cell: crate::plan::decode_id(ctx, *c),
+                cell: format!("decode/{}K/c{c}", ctx / 1024),
                 seed,
                 sim,
             });
@@ -111,7 +111,7 @@ pub fn ttft_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Ro
         for (c, seed) in SEED_CONCURRENCY.iter().zip(seed_row) {
             let t = decode_cell(profile, *ctx as usize, *c as usize, window_s, max_tokens);
             rows.push(Row {
-                cell: crate::plan::decode_id(*ctx, *c),
+                cell: format!("decode/{}K/c{c}", ctx / 1024),
                 seed,
                 sim: t.ttft_seed_p50_s * 1e3,
             });
@@ -336,7 +336,7 @@ mod tests {
     /// model runs in virtual time and is deterministic.
     #[test]
     fn h200_profile_reproduces_the_seed_table_within_15_percent() {
-        let p = profile(crate::spec::DEFAULT_SIM_PROFILE).unwrap_or_else(|| unreachable!());
+        let p = profile(crate::sim::profile::DEFAULT).unwrap_or_else(|| unreachable!());
         let rows = seed_table(&p, 30.0, 4096);
         assert_eq!(rows.len(), 46);
         let off: Vec<String> = rows
@@ -362,7 +362,7 @@ mod tests {
     /// which this replay cannot do.
     #[test]
     fn h200_profile_reproduces_seed_ttft_within_25_percent_and_tok_s_within_6() {
-        let p = profile(crate::spec::DEFAULT_SIM_PROFILE).unwrap_or_else(|| unreachable!());
+        let p = profile(crate::sim::profile::DEFAULT).unwrap_or_else(|| unreachable!());
         let far = |rows: Vec<Row>, tol: f64| -> Vec<String> {
             rows.into_iter()
                 .filter(|r| (r.ratio() - 1.0).abs() > tol)

@@ -4,6 +4,9 @@
 
 use serde::Serialize;
 
+/// The profile of `engine: {kind: sim}` without a `profile`: the seed page's engine.
+pub const DEFAULT: &str = "h200-gemma-4-e2b";
+
 /// What an engine costs and holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Profile {

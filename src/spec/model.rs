@@ -317,7 +317,7 @@ impl Default for SimFaults {
 }
 
 /// The simulator profile used when a spec names none (calibrated to the seed page).
-pub const DEFAULT_SIM_PROFILE: &str = "h200-gemma-4-e2b";
+pub const DEFAULT_SIM_PROFILE: &str = crate::sim::profile::DEFAULT;
 
 fn default_sim_profile() -> String {
     DEFAULT_SIM_PROFILE.to_string()
