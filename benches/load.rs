@@ -7,7 +7,7 @@
 //!
 //! Run: `cargo bench --bench load` (about 12 minutes); `BENCH_LOAD_QUICK=1` runs 1 repeat of
 //! 4 s windows; `BENCH_LOAD_CASES=256x10,1024x40` picks cases (streams x gap in ms, gap 0 for
-//! no gap).
+//! no gap); `BENCH_LOAD_BIN=path/to/benchspec` drives another build of the binary.
 
 mod paced;
 
@@ -83,7 +83,10 @@ fn cases() -> Vec<Case> {
 fn orchestrate() {
     let quick = std::env::var_os("BENCH_LOAD_QUICK").is_some();
     let (repeats, window_s) = if quick { (1, 4) } else { (3, 10) };
-    let bin = env!("CARGO_BIN_EXE_benchspec");
+    // `BENCH_LOAD_BIN` measures another build (an older commit's, for a before/after).
+    let own = env!("CARGO_BIN_EXE_benchspec").to_string();
+    let bin = std::env::var("BENCH_LOAD_BIN").unwrap_or(own);
+    let bin = bin.as_str();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "client: `benchspec run`, {window_s} s windows, medians of {repeats}; server pinned to core 0, \

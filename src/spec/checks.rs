@@ -9,7 +9,7 @@ mod variants;
 
 use super::command::{env_refs, flag_value, parse_url, port_arg};
 use super::diag::{Problem, Severity};
-use super::model::{Command, EngineKind};
+use super::engine::{Command, EngineKind};
 use super::units::Tokens;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -156,7 +156,7 @@ fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     engine_kind(cx, kind, key_env.as_deref(), out);
     let base_url = cx.or(
         "/engine/base_url",
-        super::model::DEFAULT_BASE_URL.to_string(),
+        super::engine::DEFAULT_BASE_URL.to_string(),
     );
     let url = base_url.as_deref().map(parse_url);
     if let Some(Err(msg)) = &url {
@@ -328,7 +328,7 @@ fn report(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 fn sim_profile(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     let Some(name) = cx.or(
         "/engine/sim/profile",
-        super::model::DEFAULT_SIM_PROFILE.to_string(),
+        super::engine::DEFAULT_SIM_PROFILE.to_string(),
     ) else {
         return;
     };

@@ -2,7 +2,7 @@
 //! run), `$VAR` and `${VAR}` references and their expansion, and the port a command or a
 //! base URL names.
 
-use super::model::Command;
+use super::engine::Command;
 
 /// Why a launch command or a URL cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,7 +4,7 @@
 //! SGLang's counts no chat messages — and `ignore_eos`, which hosted APIs refuse.
 
 use super::diag::Problem;
-use super::model::EngineKind;
+use super::engine::EngineKind;
 use super::workload::Api;
 use serde_json::Value;
 

@@ -8,6 +8,7 @@ pub mod dataset;
 mod diag;
 pub mod dialect;
 mod doc;
+mod engine;
 pub mod files;
 mod json;
 mod model;
@@ -20,10 +21,10 @@ mod workload;
 
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
-pub use model::{
-    Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Hardware, HardwareType, Launch, Model,
-    SimDialect, SimEngine, SimFaults, Spec,
+pub use engine::{
+    Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Launch, SimDialect, SimEngine, SimFaults,
 };
+pub use model::{Hardware, HardwareType, Model, Spec};
 pub use open::{
     Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,
     SearchAxis, Slo, Spread,

@@ -4,71 +4,14 @@
 //! its own (the base spec with the variant applied), measured over the whole plan with its
 //! cells prefixed `<variant>/`.
 
-use super::model::{Command, EngineKind, SimEngine, Spec};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::engine::Command;
+pub use super::engine::{ArgValue, Variant};
+use super::model::Spec;
 use std::collections::BTreeMap;
 
-/// One named variant of the engine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Variant {
-    /// The variant's name; its cells are `<name>/<cell id>` (e.g. `mns128/decode/8K/c4`).
-    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._+=-]*$"), length(max = 64))]
-    pub name: String,
-    /// Launch arguments to set: a flag already in `launch.command` gets the new value, an
-    /// absent one is appended; `true` leaves the bare flag, `false` writes `--no-<flag>` (as
-    /// vLLM's boolean flags take it), `null` removes the flag with its value.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub args: BTreeMap<String, Option<ArgValue>>,
-    /// Environment variables added to `launch.env`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub env: BTreeMap<String, String>,
-    /// A whole launch command instead of `launch.command` (`args` then apply to it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<Command>,
-    /// Another engine kind (e.g. `sglang` beside `vllm`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<EngineKind>,
-    /// Another engine version, recorded and compared with what the server reports.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Labels added to the records of this variant's cells.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// Settings of the simulated engine to change (kind `sim` only): each key given replaces
-    /// that key of `engine.sim` (`faults` key by key too), the others keep the base's, so
-    /// `sim: {time_scale: 1.5}` is the base engine 1.5 times slower.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<SimEngine>")]
-    pub sim: Option<SimPatch>,
-}
-
 mod patch;
-pub use patch::{SimPatch, patched_sim};
-
-/// A launch argument's value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ArgValue {
-    /// `true`: the bare flag; `false`: `--no-<flag>`.
-    Switch(bool),
-    /// A number, written as YAML or TOML wrote it.
-    Number(serde_json::Number),
-    /// Any other value.
-    Text(String),
-}
-
-impl ArgValue {
-    /// The value as a word of the command line (`None` for a switch).
-    fn word(&self) -> Option<String> {
-        match self {
-            ArgValue::Switch(_) => None,
-            ArgValue::Number(n) => Some(n.to_string()),
-            ArgValue::Text(t) => Some(t.clone()),
-        }
-    }
-}
+pub use super::engine::SimPatch;
+pub use patch::patched_sim;
 
 /// A variant resolved into the spec it is measured with.
 #[derive(Debug, Clone, PartialEq)]

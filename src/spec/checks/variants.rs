@@ -4,7 +4,7 @@
 
 use super::Ctx;
 use crate::spec::diag::Problem;
-use crate::spec::model::{Command, EngineKind, SimEngine};
+use crate::spec::engine::{Command, EngineKind, SimEngine};
 use crate::spec::variant::{ArgValue, SimPatch, Variant, patched_sim};
 use std::collections::BTreeMap;
 

@@ -1,11 +1,7 @@
 //! What a variant changes: its `sim` patch merged key by key into the base's `engine.sim`,
 //! and the list of its changes that `plan` shows.
 
-use super::super::model::SimEngine;
-use super::{ArgValue, Variant};
-
-/// A variant's `sim`: the keys of `engine.sim` it sets, as written.
-pub type SimPatch = serde_json::Map<String, serde_json::Value>;
+use super::super::engine::{ArgValue, SimEngine, SimPatch, Variant};
 
 /// The simulator settings `base` (the defaults without one) with `patch` applied key by key.
 pub fn patched_sim(base: Option<&SimEngine>, patch: &SimPatch) -> serde_json::Result<SimEngine> {
