@@ -115,10 +115,10 @@ fn client(url: &str, model: &str, streams: usize, arm: Arm) -> Option<Client> {
     let yaml = format!(
         "version: 1\nname: b\nengine: {{kind: vllm}}\nmodel: {{served_name: {model}}}\nmatrix: {{contexts: [1K], concurrency: [1]}}\n"
     );
-    let spec = spec::parse("b.yaml", &yaml, Stage::Validate, &|_| None)
-        .ok()?
-        .spec;
-    let settings = benchspec::plan::client_settings(&spec, url.to_string(), None, streams);
+    let loaded = spec::parse("b.yaml", &yaml, Stage::Validate, &|_| None).ok()?;
+    let settings = benchspec::plan::RunConfig::new(&loaded)
+        .engine()
+        .client_settings(url.to_string(), None, streams);
     let stall = settings.stall;
     let client = Client::new(settings).ok()?;
     Some(match arm {

@@ -201,12 +201,11 @@ fn http_scrapes(port: u16) -> f64 {
         benchspec::spec::parse("bench.yaml", &yaml, benchspec::spec::Stage::Run, &|_| None)
             .unwrap_or_else(|_| die("the bench spec does not parse"));
     let base = format!("http://127.0.0.1:{port}");
-    let client = benchspec::client::Client::new(benchspec::plan::client_settings(
-        &loaded.spec,
-        base.to_string(),
-        None,
-        1,
-    ))
+    let client = benchspec::client::Client::new(
+        benchspec::plan::RunConfig::new(&loaded)
+            .engine()
+            .client_settings(base.to_string(), None, 1),
+    )
     .unwrap_or_else(|e| die(&e.to_string()));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -81,7 +81,6 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     let loaded = checked(args, out)?;
     let opts = RunOptions {
         out: args.out.clone(),
-        base_url: args.base_url.clone(),
         only: args.only.clone(),
         shard,
         save_requests: args.save_requests,
@@ -106,7 +105,8 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     };
     let interrupt = run::Interrupt::new();
     listen_for_signals(&interrupt);
-    let result = run::run(&loaded, &opts, &interrupt, &on);
+    let config = crate::plan::RunConfig::new(&loaded).attach_to(args.base_url.clone());
+    let result = run::run(&config, &opts, &interrupt, &on);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }

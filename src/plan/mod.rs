@@ -3,9 +3,18 @@
 //! clamping and an estimate of the wall time. The spec is what a person wrote; the plan is
 //! what will run (the `LowArgs`/`HiArgs` split of ripgrep).
 
-mod config;
+pub mod config;
 pub mod sim;
-pub use config::client_settings;
+pub use config::{
+    ConfigError, DatasetFile, EngineConfig, LaunchConfig, RunConfig, TokenizerFile, Watch, redact,
+};
+/// The spec's value types a plan and its run carry unchanged (the plan's vocabulary).
+pub mod vocab {
+    pub use crate::spec::command::CommandError;
+    pub use crate::spec::dataset::{DatasetError, Entry};
+    pub use crate::spec::telemetry::{GpuSource, KvOverflow};
+    pub use crate::spec::{Arrivals, Distribution, Rate, SearchAxis, Slo, Span, Spread, Validity};
+}
 mod cell;
 mod estimate;
 mod open;

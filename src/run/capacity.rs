@@ -8,9 +8,9 @@
 use super::cells::Cells;
 use super::engine::EngineSide;
 use super::{Event, RunError, Summary};
+use crate::plan::vocab::SearchAxis;
 use crate::plan::{Cell, Search};
 use crate::results::{Record, Status, record::utc_now};
-use crate::spec::SearchAxis;
 use std::collections::HashMap;
 
 /// Where a bisection stands.
@@ -129,7 +129,7 @@ impl Cells<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Arrivals;
+    use crate::plan::vocab::Arrivals;
     use std::time::Duration;
 
     fn search(axis: SearchAxis, min: f64, max: f64, precision: f64) -> Search {

@@ -4,16 +4,16 @@
 
 use super::engine::EngineSide;
 use super::{Event, Interrupt, RunError, Summary, cell, dir, measure};
+use crate::plan::RunConfig;
+use crate::plan::vocab::KvOverflow;
 use crate::plan::{Cell, Plan};
 use crate::results::{Record, Status, record::utc_now};
 use crate::rundir::{Manifest, RunDir};
-use crate::spec::Loaded;
-use crate::spec::telemetry::KvOverflow;
 use std::sync::Arc;
 
 /// What the cell loop needs.
 pub(super) struct Cells<'a> {
-    pub(super) loaded: &'a Loaded,
+    pub(super) config: &'a RunConfig,
     pub(super) dir: &'a RunDir,
     pub(super) manifest: &'a Manifest,
     pub(super) cx: Arc<cell::Ctx>,
@@ -201,7 +201,7 @@ impl Cells<'_> {
     fn resume_command(&self) -> String {
         format!(
             "benchspec run {} --out {} --resume",
-            self.loaded.path,
+            self.config.spec_path,
             self.dir.path().display()
         )
     }

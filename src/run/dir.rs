@@ -4,9 +4,9 @@
 
 use super::EngineError;
 use crate::client::Client;
+use crate::plan::{EngineConfig, RunConfig};
 use crate::results::record::utc_now;
 use crate::rundir::{Manifest, RunDir, RunDirError, spec_sha256};
-use crate::spec::Loaded;
 use serde_json::Value;
 
 /// What the server says about itself.
@@ -132,66 +132,41 @@ async fn kv_tokens(client: &Client) -> Option<u64> {
     Some(n_ctx * slots)
 }
 
-/// The manifest of a run of `loaded` starting now against `server`.
-pub(super) fn manifest(loaded: &Loaded, server: &ServerInfo) -> Manifest {
-    let spec = &loaded.spec;
+/// The manifest of a run of `config` (its engine `engine`) starting now against `server`.
+pub(super) fn manifest(config: &RunConfig, engine: &EngineConfig, server: &ServerInfo) -> Manifest {
     let mut m = Manifest::new(
-        &loaded.path,
-        spec_sha256(&loaded.source),
-        spec.engine.kind.as_str(),
+        &config.spec_path,
+        spec_sha256(&config.spec_source),
+        engine.kind,
         server.started_at.clone(),
     );
     m.engine.reported_version.clone_from(&server.version);
     m.engine.models.clone_from(&server.models);
     m.engine.max_model_len = server.max_model_len;
     m.engine.kv_tokens = server.kv_tokens;
-    m.launch_command = launch_command(spec);
-    m.warnings.extend(version_warning(spec, server));
+    m.launch_command.clone_from(&engine.launch_command);
+    m.warnings
+        .extend(engine.version_warning(server.version.as_deref()));
     m
 }
 
 /// What a variant of the run was and what its engine said about itself.
 pub(super) fn variant_facts(
     name: &str,
-    spec: &crate::spec::Spec,
+    engine: &EngineConfig,
     server: &ServerInfo,
 ) -> crate::rundir::VariantFacts {
     crate::rundir::VariantFacts {
         name: name.to_string(),
         engine: crate::rundir::EngineFacts {
-            kind: spec.engine.kind.as_str().to_string(),
+            kind: engine.kind.to_string(),
             reported_version: server.version.clone(),
             models: server.models.clone(),
             max_model_len: server.max_model_len,
             kv_tokens: server.kv_tokens,
         },
-        launch_command: launch_command(spec),
+        launch_command: engine.launch_command.clone(),
         failed: None,
-    }
-}
-
-/// The spec's launch command as a shell reads it back, secrets `<redacted>`.
-fn launch_command(spec: &crate::spec::Spec) -> Option<String> {
-    spec.engine
-        .launch
-        .as_ref()
-        .and_then(|l| l.command.args().ok())
-        .map(|a| {
-            redact(&a)
-                .iter()
-                .map(|w| crate::spec::command::quote(w))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-}
-
-/// A warning when the server reports another version than the spec says.
-pub(super) fn version_warning(spec: &crate::spec::Spec, server: &ServerInfo) -> Option<String> {
-    match (&spec.engine.version, &server.version) {
-        (Some(want), Some(got)) if want != got => Some(format!(
-            "the spec says engine version {want}, the server reports {got}"
-        )),
-        _ => None,
     }
 }
 
@@ -210,24 +185,4 @@ pub(super) fn write_end(dir: &RunDir, manifest: &Manifest) -> Result<(), RunDirE
     let mut m = manifest.clone();
     m.ended_at = Some(utc_now());
     dir.write_manifest(&m)
-}
-
-/// The launch command with the value after `--api-key` (and any `${VAR}`-free key) hidden.
-pub fn redact(args: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut hide = false;
-    for a in args {
-        if hide {
-            out.push("<redacted>".to_string());
-            hide = false;
-        } else if a == "--api-key" {
-            out.push(a.clone());
-            hide = true;
-        } else if a.starts_with("--api-key=") {
-            out.push("--api-key=<redacted>".to_string());
-        } else {
-            out.push(a.clone());
-        }
-    }
-    out
 }

@@ -1,9 +1,9 @@
 //! The engine end of a run: the in-process simulator, a launched engine (relaunched after a
 //! crash when the spec asks), or a server to attach to, and the client that talks to it.
 
-use super::{EngineError, Event, Interrupt, RunError, RunOptions, launch};
+use super::{EngineError, Event, Interrupt, RunError, launch};
 use crate::client::{self, local::LocalTokenizer};
-use crate::spec::{EngineKind, Launch};
+use crate::plan::{EngineConfig, LaunchConfig};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +14,7 @@ pub(super) struct EngineSide {
     pub(super) client: client::Client,
     sim: Option<crate::sim::Sim>,
     /// How to (re)launch the engine, when benchspec launches it.
-    launch: Option<Launch>,
+    launch: Option<LaunchConfig>,
     served_name: String,
     launched: Option<launch::Engine>,
     out: PathBuf,
@@ -22,61 +22,39 @@ pub(super) struct EngineSide {
 }
 
 impl EngineSide {
-    /// The engine end of a run of `spec`, its client's pool sized for `pool` streams.
+    /// The engine end of a run on `engine`, its client's pool sized for `pool` streams; the
+    /// key and the launch command read the process environment now.
     pub(super) async fn up(
-        spec: &crate::spec::Spec,
-        opts: &RunOptions,
+        engine: &EngineConfig,
         out: &std::path::Path,
         pool: usize,
         (interrupt, tokenizer): (&Interrupt, Option<&Arc<LocalTokenizer>>),
         on: &(dyn Fn(Event) + Sync),
     ) -> Result<EngineSide, RunError> {
-        let (base_url, sim) = match spec.engine.kind {
-            EngineKind::Sim => {
-                // On threads of its own: the client's CPU time is then the client's.
-                let server = crate::sim::start_threaded(crate::plan::sim::options_for(spec)?)
-                    .map_err(EngineError::SimStart)?;
-                (server.base_url(), Some(server))
-            }
-            _ => (
-                opts.base_url
-                    .clone()
-                    .unwrap_or_else(|| spec.engine.base_url.clone()),
-                None,
-            ),
-        };
-        let key = match &spec.engine.api_key_env {
-            Some(name) => std::env::var(name)
-                .ok()
-                .map(client::ApiKey::new)
-                .transpose()
-                .map_err(|source| EngineError::BadKey {
-                    var: name.clone(),
-                    source,
-                })?,
+        let env = |name: &str| std::env::var(name).ok();
+        let sim = match engine.sim()? {
+            // On threads of its own: the client's CPU time is then the client's.
+            Some(opts) => Some(crate::sim::start_threaded(opts).map_err(EngineError::SimStart)?),
             None => None,
         };
-        let client =
-            client::Client::new(crate::plan::client_settings(spec, base_url, key, pool + 2))
-                .map_err(EngineError::Api)?
-                .with_tokenizer(tokenizer.cloned());
-        let launch = match (spec.engine.kind, &opts.base_url) {
-            (EngineKind::Sim, _) => None,
-            (_, Some(url)) => {
-                if spec.engine.launch.is_some() {
-                    on(Event::Note(format!(
-                        "--base-url: attaching to the server at {url}; `engine.launch` is not used"
-                    )));
-                }
-                None
-            }
-            _ => spec.engine.launch.clone(),
-        };
+        let base_url = sim
+            .as_ref()
+            .map_or_else(|| engine.base_url.clone(), crate::sim::Sim::base_url);
+        let key = engine.api_key(&env)?;
+        let client = client::Client::new(engine.client_settings(base_url, key, pool + 2))
+            .map_err(EngineError::Api)?
+            .with_tokenizer(tokenizer.cloned());
+        if engine.launch_ignored {
+            on(Event::Note(format!(
+                "--base-url: attaching to the server at {}; `engine.launch` is not used",
+                engine.base_url
+            )));
+        }
         let mut side = EngineSide {
             client,
             sim,
-            launch,
-            served_name: spec.model.served_name.clone(),
+            launch: engine.launch(&env)?,
+            served_name: engine.served_name.clone(),
             launched: None,
             out: out.to_path_buf(),
             interrupt: interrupt.clone(),
@@ -97,7 +75,7 @@ impl EngineSide {
         )));
         let mut engine = launch::Engine::start(l, &self.out)?;
         self.interrupt.set_engine_group(engine.group().unwrap_or(0));
-        let ready = engine.wait_ready(&self.client, &self.served_name, l.ready_timeout.0);
+        let ready = engine.wait_ready(&self.client, &self.served_name, l.ready_timeout);
         // A stop asked for while the engine starts (its start can take minutes) stops it.
         let stopped = tokio::select! {
             r = ready => {

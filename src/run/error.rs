@@ -1,9 +1,9 @@
 //! Why a run, or the engine under it, could not go on: typed until they are shown.
 
 use crate::client::ApiError;
+use crate::plan::ConfigError;
+use crate::plan::vocab::{DatasetError, Span};
 use crate::rundir::{RESULTS, RunDirError};
-use crate::spec::Span;
-use crate::spec::command::CommandError;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 
@@ -52,12 +52,13 @@ pub enum RunError {
     /// The engine could not be started or reached, or does not serve the model.
     #[error(transparent)]
     Engine(#[from] EngineError),
-    /// The simulator could not start.
+    /// The engine's settings could not be read from the environment (the API key, `${VAR}`
+    /// in the launch command), or name what does not exist.
     #[error(transparent)]
-    Sim(#[from] crate::sim::SimError),
+    Config(#[from] ConfigError),
     /// The load phase's dataset could not be read (it changed since it was checked).
     #[error(transparent)]
-    Dataset(#[from] crate::spec::dataset::DatasetError),
+    Dataset(#[from] DatasetError),
     /// The local tokenizer (`workload.tokenizer`) could not be loaded.
     #[error(transparent)]
     Tokenizer(#[from] crate::client::local::TokenizerError),
@@ -67,7 +68,7 @@ impl RunError {
     /// Exit code: 3 for the engine, 2 for what the user must change first.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::Engine(_) | RunError::EngineLost { .. } | RunError::Sim(_) => 3,
+            RunError::Engine(_) | RunError::Config(_) | RunError::EngineLost { .. } => 3,
             RunError::RunDir(_) | RunError::Dataset(_) | RunError::Tokenizer(_) => 2,
             RunError::Interrupted { .. } | RunError::InterruptedEarly { .. } => 1,
         }
@@ -94,20 +95,6 @@ pub enum EngineError {
     /// The HTTP client could not be made, or the server answered wrongly.
     #[error(transparent)]
     Api(#[from] ApiError),
-    /// The API key's variable holds what cannot be sent in a header.
-    #[error("`engine.api_key_env`: ${var}: {source}")]
-    BadKey {
-        /// The variable's name (never its value).
-        var: String,
-        /// Where the key breaks.
-        source: crate::client::BadKey,
-    },
-    /// The launch command cannot be split.
-    #[error("`engine.launch.command`: {0}")]
-    Command(#[from] CommandError),
-    /// The launch command refers to an unset environment variable.
-    #[error("`${{{0}}}` in `engine.launch` names an environment variable that is not set")]
-    UnsetVar(String),
     /// The launch command could not be started.
     #[error("cannot start the engine `{program}`: {source}{}", spawn_hint(source))]
     Spawn {

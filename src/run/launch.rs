@@ -1,5 +1,5 @@
-//! The engine's lifecycle when the spec says how to launch it (`engine.launch`): the command
-//! split like a shell (none is run) with `${VAR}` from the environment, its own process group,
+//! The engine's lifecycle when the spec says how to launch it (`engine.launch`, resolved by
+//! the plan: split like a shell, `${VAR}` replaced): the command in its own process group,
 //! stdout and stderr into `engine.log`, readiness (`/health`, then `/v1/models` listing the
 //! served model) within `ready_timeout`, and a stop that sends SIGTERM to the group, waits
 //! `stop_timeout`, then SIGKILLs it. Dropping an [`Engine`] kills its group, so no process is
@@ -7,7 +7,8 @@
 
 use super::{EngineError, RunError};
 use crate::client::Client;
-use crate::spec::Launch;
+use crate::plan::LaunchConfig;
+use crate::plan::vocab::Span;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
@@ -21,12 +22,6 @@ pub struct Engine {
     pgid: Option<Pid>,
     log: PathBuf,
     stop_timeout: Duration,
-}
-
-/// Replace every `$VAR` and `${VAR}` in `text` from `env` (`$$` is one `$`; see
-/// [`crate::spec::command::expand`]); an unset variable is an error naming it.
-pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, EngineError> {
-    crate::spec::command::expand(text, env).map_err(EngineError::UnsetVar)
 }
 
 /// Refuse to launch an engine whose address (`base`, the server the run will measure)
@@ -80,16 +75,8 @@ pub fn log_tail(path: &Path, n: usize) -> String {
 
 impl Engine {
     /// Start the engine, its output going to `out/engine.log`.
-    pub fn start(launch: &Launch, out: &Path) -> Result<Engine, RunError> {
-        let env = |name: &str| std::env::var(name).ok();
-        let args = launch.command.args().map_err(EngineError::Command)?;
-        let args: Vec<String> = args
-            .iter()
-            .map(|a| expand(a, &env))
-            .collect::<Result<_, _>>()?;
-        let Some((program, rest)) = args.split_first() else {
-            return Err(EngineError::Command(crate::spec::command::CommandError::Empty).into());
-        };
+    pub fn start(launch: &LaunchConfig, out: &Path) -> Result<Engine, RunError> {
+        let program = &launch.program;
         let log = out.join(crate::rundir::ENGINE_LOG);
         let io = |source| {
             RunError::RunDir(crate::rundir::RunDirError::Write {
@@ -103,15 +90,13 @@ impl Engine {
             .open(&log)
             .map_err(io)?;
         let mut cmd = Command::new(program);
-        cmd.args(rest)
+        cmd.args(&launch.args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        for (k, v) in &launch.env {
-            cmd.env(k, expand(v, &env)?);
-        }
+        cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
         let mut child = cmd.spawn().map_err(|source| EngineError::Spawn {
             program: program.clone(),
             source,
@@ -122,7 +107,7 @@ impl Engine {
             .map(Pid::from_raw);
         // The engine's output reaches engine.log through benchspec, with every secret the
         // command refers to replaced (engines like vLLM print their arguments, key included).
-        let secrets = secrets(launch, &env);
+        let secrets = launch.secrets.clone();
         let file = std::sync::Arc::new(std::sync::Mutex::new(file));
         if let Some(out) = child.stdout.take() {
             tokio::spawn(copy_redacted(out, file.clone(), secrets.clone()));
@@ -134,7 +119,7 @@ impl Engine {
             child,
             pgid,
             log,
-            stop_timeout: launch.stop_timeout.0,
+            stop_timeout: launch.stop_timeout,
         })
     }
 
@@ -166,7 +151,7 @@ impl Engine {
             }
             if Instant::now() >= deadline {
                 return Err(EngineError::NotReady {
-                    timeout: crate::spec::Span(timeout),
+                    timeout: Span(timeout),
                     served: served.to_string(),
                     log: self.log.clone(),
                     tail: log_tail(&self.log, 20),
@@ -212,22 +197,6 @@ impl Drop for Engine {
     }
 }
 
-/// The values of the environment variables the launch command and its env refer to (the API
-/// key among them), which must never reach a file.
-fn secrets(launch: &Launch, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
-    let mut texts: Vec<String> = launch.command.args().unwrap_or_default();
-    texts.extend(launch.env.values().cloned());
-    let mut values: Vec<String> = texts
-        .iter()
-        .flat_map(|t| crate::spec::command::env_refs(t))
-        .filter_map(|name| env(&name))
-        .filter(|v| v.len() >= 4)
-        .collect();
-    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-    values.dedup();
-    values
-}
-
 /// Copy an engine stream into the log line by line, secrets replaced by `<redacted>`.
 async fn copy_redacted(
     stream: impl tokio::io::AsyncRead + Unpin,
@@ -266,7 +235,7 @@ fn lists(models: &serde_json::Value, served: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{expand, host_port};
+    use super::host_port;
 
     #[test]
     fn host_and_port_of_a_url() {
@@ -283,15 +252,5 @@ mod tests {
             let got = host_port(url);
             assert_eq!(got.as_ref().map(|(h, p)| (h.as_str(), *p)), want, "{url}");
         }
-    }
-
-    #[test]
-    fn expansion() {
-        let env = |n: &str| (n == "KEY").then(|| "s3cret".to_string());
-        assert_eq!(
-            expand("--api-key ${KEY} $KEY", &env).ok(),
-            Some("--api-key s3cret s3cret".into())
-        );
-        assert!(expand("${NOPE}", &env).is_err_and(|e| e.to_string().contains("`${NOPE}`")));
     }
 }

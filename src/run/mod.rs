@@ -9,7 +9,6 @@ mod cells;
 mod dir;
 mod engine;
 mod error;
-pub use dir::redact as redact_args;
 pub use error::{EngineError, RunError};
 mod interrupt;
 pub use interrupt::Interrupt;
@@ -25,10 +24,11 @@ mod session;
 mod variants;
 pub use cell::{Stage, Tick};
 
+use crate::plan::vocab::{DatasetError, Entry};
+use crate::plan::{EngineConfig, RunConfig};
 use crate::plan::{Plan, Shard};
 use crate::results::{Record, Status};
 use crate::rundir::{Resumed, RunDir};
-use crate::spec::Loaded;
 use measure::measure;
 use select::select;
 pub use select::{check_only, glob_match, parse_only};
@@ -41,8 +41,6 @@ use std::sync::Arc;
 pub struct RunOptions {
     /// The run directory; a fresh one under `runs/` by default.
     pub out: Option<PathBuf>,
-    /// Overrides `engine.base_url`.
-    pub base_url: Option<String>,
     /// Only cells whose id matches this glob (`decode/8K/*`).
     pub only: Option<String>,
     /// Only this shard of the runnable cells.
@@ -118,9 +116,9 @@ impl Summary {
     }
 }
 
-/// Run `loaded` to the end, or until `interrupt` is requested.
+/// Run `config` to the end, or until `interrupt` is requested.
 pub fn run(
-    loaded: &Loaded,
+    config: &RunConfig,
     opts: &RunOptions,
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
@@ -138,24 +136,21 @@ pub fn run(
         .build()
         .map_err(EngineError::Runtime)?;
     probe.register_current();
-    rt.block_on(run_async(loaded, opts, probe, interrupt, on))
+    rt.block_on(run_async(config, opts, probe, interrupt, on))
 }
 
 /// The spec's local tokenizer (`workload.tokenizer`, beside the spec or kept in the run
-/// directory), loaded once;
-/// `None` for `server`.
+/// directory), loaded once; `None` for `server`.
 fn local_tokenizer(
-    loaded: &Loaded,
+    config: &RunConfig,
 ) -> Result<Option<Arc<crate::client::local::LocalTokenizer>>, RunError> {
-    let name = &loaded.spec.workload.tokenizer;
-    if name == "server" {
+    let Some(file) = &config.tokenizer else {
         return Ok(None);
-    }
-    let path = loaded.resolve(crate::spec::files::FileRef::Tokenizer, name);
-    let t = crate::client::local::LocalTokenizer::load(&path)?;
-    if loaded.spec.workload.api == crate::spec::Api::Chat && !t.has_chat_template() {
+    };
+    let t = crate::client::local::LocalTokenizer::load(&file.path)?;
+    if file.chat && !t.has_chat_template() {
         return Err(crate::client::local::TokenizerError::NoTemplate {
-            path: crate::client::local::tokenizer_file(&path),
+            path: crate::client::local::tokenizer_file(&file.path),
         }
         .into());
     }
@@ -164,7 +159,7 @@ fn local_tokenizer(
 
 /// The run directory: a new one, or the one `--resume` goes on with (with its records).
 fn open_dir(
-    loaded: &Loaded,
+    config: &RunConfig,
     opts: &RunOptions,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<(RunDir, Option<Resumed>), RunError> {
@@ -176,11 +171,11 @@ fn open_dir(
                 "nothing was measured in {} yet; the run starts there afresh",
                 out.display()
             )));
-            Ok((RunDir::create(Some(out.clone()), &loaded.path)?, None))
+            Ok((RunDir::create(Some(out.clone()), &config.spec_path)?, None))
         }
         (Some(out), true) => {
             let dir = RunDir::open(out)?;
-            let resumed = dir.resume(&loaded.source)?;
+            let resumed = dir.resume(&config.spec_source)?;
             if resumed.repaired_bytes > 0 {
                 on(Event::Note(format!(
                     "the last line of results.jsonl was cut short ({} bytes, a run killed while writing); it was removed",
@@ -189,22 +184,21 @@ fn open_dir(
             }
             Ok((dir, Some(resumed)))
         }
-        _ => Ok((RunDir::create(opts.out.clone(), &loaded.path)?, None)),
+        _ => Ok((RunDir::create(opts.out.clone(), &config.spec_path)?, None)),
     }
 }
 
 async fn run_async(
-    loaded: &Loaded,
+    config: &RunConfig,
     opts: &RunOptions,
     probe: probe::Probe,
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<Summary, RunError> {
-    let spec = &loaded.spec;
-    let tokenizer = local_tokenizer(loaded)?;
-    let (dir, earlier) = open_dir(loaded, opts, on)?;
+    let tokenizer = local_tokenizer(config)?;
+    let (dir, earlier) = open_dir(config, opts, on)?;
     let session = session::Session {
-        loaded,
+        config,
         opts,
         probe,
         interrupt,
@@ -212,10 +206,11 @@ async fn run_async(
         dir: &dir,
         tokenizer: tokenizer.as_ref(),
     };
-    if spec.variants().is_empty() {
+    let variants = config.variants();
+    if variants.is_empty() {
         session.single(earlier).await
     } else {
-        session.variants(earlier).await
+        session.variants(&variants, earlier).await
     }
 }
 
@@ -223,7 +218,9 @@ async fn run_async(
 struct Start<'a> {
     gpu_warnings: Vec<String>,
     client_threads: u32,
-    loaded: &'a Loaded,
+    config: &'a RunConfig,
+    /// The engine the manifest describes (the spec's own, with variants too).
+    engine: &'a EngineConfig,
     dir: &'a RunDir,
     server: &'a dir::ServerInfo,
     on: &'a (dyn Fn(Event) + Sync),
@@ -238,7 +235,7 @@ impl Start<'_> {
         earlier: Option<Resumed>,
         summary: &mut Summary,
     ) -> Result<(crate::rundir::Manifest, Plan), RunError> {
-        let mut manifest = dir::manifest(self.loaded, self.server);
+        let mut manifest = dir::manifest(self.config, self.engine, self.server);
         manifest.client_threads = Some(self.client_threads);
         manifest.warnings.extend(self.gpu_warnings.iter().cloned());
         for w in &manifest.warnings {
@@ -246,7 +243,10 @@ impl Start<'_> {
         }
         // Copies of the files the spec names, so that the run directory stands alone (kept
         // copies are never replaced; a run made before copies were kept gets them now).
-        self.dir.keep_files(self.loaded)?;
+        self.dir.keep_files(
+            self.config.tokenizer.as_ref().map(|t| t.path.as_path()),
+            &self.config.templates,
+        )?;
         let (manifest, done) = match earlier {
             Some(e) => {
                 for r in &e.records {
@@ -263,7 +263,7 @@ impl Start<'_> {
             }
             None => {
                 self.dir
-                    .write_spec_copy(&self.loaded.path, &self.loaded.source)?;
+                    .write_spec_copy(&self.config.spec_path, &self.config.spec_source)?;
                 self.dir.write_plan(&plan)?;
                 (manifest, HashSet::new())
             }
@@ -290,7 +290,7 @@ impl Start<'_> {
             .filter(|c| c.repeats > 1 && !done.contains(&c.id))
             .map(|c| (c.id.clone(), c.repeats))
             .collect();
-        let mode = self.loaded.spec.resume_repeats;
+        let mode = self.config.resume_repeats;
         let (kept, superseded) = self.dir.sort_out_repeats(&todo, mode)?;
         if kept + superseded > 0 {
             (self.on)(Event::Note(format!(
@@ -304,29 +304,18 @@ impl Start<'_> {
 /// The load phase's dataset, read whole, when the spec names one: from the spec's file the
 /// first time (a copy kept in the run directory), from that copy after (`--resume`, the
 /// next engine variant).
-fn dataset(
-    loaded: &Loaded,
-    dir: &RunDir,
-) -> Result<Option<Arc<[crate::spec::dataset::Entry]>>, RunError> {
-    let spec = &loaded.spec;
-    let Some(name) = spec.phases.load.as_ref().and_then(|l| l.dataset.as_deref()) else {
+fn dataset(config: &RunConfig, dir: &RunDir) -> Result<Option<Arc<[Entry]>>, RunError> {
+    let Some(file) = &config.dataset else {
         return Ok(None);
     };
     let copy = dir.file(crate::rundir::DATASET);
     let kept = copy.is_file();
-    let path = if kept {
-        copy
-    } else {
-        loaded.resolve(crate::spec::files::FileRef::Dataset, name)
-    };
-    let entries =
-        crate::spec::dataset::read(&path, name, spec.workload.api).map_err(RunError::Dataset)?;
+    let path = if kept { copy } else { file.path.clone() };
+    let entries = file.read(&path)?;
     if !kept {
-        let bytes = std::fs::read(&path).map_err(|e| {
-            RunError::Dataset(crate::spec::dataset::DatasetError::Read {
-                file: name.to_string(),
-                why: e.to_string(),
-            })
+        let bytes = std::fs::read(&path).map_err(|e| DatasetError::Read {
+            file: file.name.clone(),
+            why: e.to_string(),
         })?;
         dir.write_dataset(&bytes)?;
     }

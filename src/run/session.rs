@@ -1,4 +1,4 @@
-//! One run's session: what every stage of it shares (the spec, the options, the run
+//! One run's session: what every stage of it shares (the resolved settings, the options, the run
 //! directory, the client's CPU probe, the interrupt, the event sink, the local tokenizer),
 //! and the run of a spec without engine variants — the engine up, its limits read, the plan
 //! expanded for them and cut to `--only`/`--shard`/`--resume`, every cell measured, the
@@ -10,14 +10,13 @@ use super::{
     probe, select,
 };
 use crate::client::local::LocalTokenizer;
-use crate::plan::{self, Plan, Rates};
+use crate::plan::{Plan, RunConfig};
 use crate::rundir::{Manifest, Resumed, RunDir};
-use crate::spec::Loaded;
 use std::sync::Arc;
 
 /// What every part of a run shares.
 pub(super) struct Session<'a> {
-    pub(super) loaded: &'a Loaded,
+    pub(super) config: &'a RunConfig,
     pub(super) opts: &'a RunOptions,
     pub(super) probe: probe::Probe,
     pub(super) interrupt: &'a Interrupt,
@@ -31,37 +30,38 @@ impl Session<'_> {
     /// Measure a spec without engine variants.
     pub(super) async fn single(&self, earlier: Option<Resumed>) -> Result<Summary, RunError> {
         let Session {
-            loaded,
+            config,
             opts,
             interrupt,
             on,
             dir,
             ..
         } = *self;
-        let spec = &loaded.spec;
+        let spec_engine = config.engine();
         // The plan before the server is asked sizes the connection pool; the cells that will
         // run after `--only`/`--shard` are what count.
-        let pool = select(plan::expand(spec, &|_| Rates::default()), opts).max_concurrency();
+        let pool = select(config.sizing_plan(), opts).max_concurrency();
         let mut engine = EngineSide::up(
-            spec,
-            opts,
+            &spec_engine,
             dir.path(),
             pool as usize,
             (interrupt, self.tokenizer),
             on,
         )
         .await?;
-        let server = dir::ServerInfo::read(&engine.client, &spec.model.served_name).await?;
-        let plan = plan::expand_for(spec, &crate::plan::sim::rates_for, server.limits());
+        let server = dir::ServerInfo::read(&engine.client, &spec_engine.served_name).await?;
+        let plan = spec_engine.plan(server.limits());
         let mut summary = Summary {
             out: dir.path().to_path_buf(),
             ..Summary::default()
         };
-        let (observer, gpu_warnings) = observe::Observer::start(spec, &engine.client, on).await;
+        let (observer, gpu_warnings) =
+            observe::Observer::start(&spec_engine.watch, &engine.client, on).await;
         let start = Start {
             gpu_warnings,
             client_threads: self.probe.threads() as u32,
-            loaded,
+            config,
+            engine: &spec_engine,
             dir,
             server: &server,
             on,
@@ -93,11 +93,11 @@ impl Session<'_> {
         summary: &mut Summary,
     ) -> Result<(), RunError> {
         let cells = cells::Cells {
-            loaded: self.loaded,
+            config: self.config,
             dir: self.dir,
             manifest,
             cx: Arc::new(cell::Ctx {
-                dataset: dataset(self.loaded, self.dir)?,
+                dataset: dataset(self.config, self.dir)?,
                 observer,
                 ..cell::Ctx::new(
                     engine.client.clone(),

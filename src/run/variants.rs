@@ -8,17 +8,19 @@ use super::engine::EngineSide;
 use super::error::EngineError;
 use super::session::Session;
 use super::{Event, RunError, Start, Summary, dir, observe};
-use crate::plan::{self, Cell, Plan};
+use crate::plan::{self, Cell, EngineConfig, Plan};
 use crate::results::{Record, Status, record::utc_now};
 use crate::rundir::{Manifest, Resumed, RunDir};
-use crate::spec::variant::Resolved;
 use std::collections::HashSet;
 
 impl Session<'_> {
     /// Measure every variant's cells that the plan, `--only`, `--shard` and `--resume` leave.
-    pub(super) async fn variants(&self, earlier: Option<Resumed>) -> Result<Summary, RunError> {
-        let spec = &self.loaded.spec;
-        let full = super::select(plan::expand(spec, &crate::plan::sim::rates_for), self.opts);
+    pub(super) async fn variants(
+        &self,
+        variants: &[EngineConfig],
+        earlier: Option<Resumed>,
+    ) -> Result<Summary, RunError> {
+        let full = super::select(self.config.plan(), self.opts);
         let mut summary = Summary {
             out: self.dir.path().to_path_buf(),
             ..Summary::default()
@@ -27,7 +29,8 @@ impl Session<'_> {
         let start = Start {
             gpu_warnings: Vec::new(),
             client_threads: self.probe.threads() as u32,
-            loaded: self.loaded,
+            config: self.config,
+            engine: &self.config.engine(),
             dir: self.dir,
             server: &server,
             on: self.on,
@@ -36,19 +39,18 @@ impl Session<'_> {
         let total = todo.runnable().count();
         (self.on)(Event::Started {
             out: self.dir.path().to_path_buf(),
-            base_url: self
-                .opts
-                .base_url
-                .clone()
-                .unwrap_or_else(|| spec.engine.base_url.clone()),
+            base_url: self.config.base_url(),
             cells: total,
         });
         let mut before = 0;
-        for v in spec.variants() {
+        for (v, name) in variants
+            .iter()
+            .filter_map(|v| Some((v, v.variant.as_deref()?)))
+        {
             let mine: Vec<Cell> = todo
                 .cells
                 .iter()
-                .filter(|c| c.variant.as_deref() == Some(v.name.as_str()))
+                .filter(|c| c.variant.as_deref() == Some(name))
                 .cloned()
                 .collect();
             if mine.is_empty() {
@@ -57,7 +59,8 @@ impl Session<'_> {
             let runs = mine.iter().filter(|c| c.runs()).count();
             let mut one = One {
                 up: self,
-                v: &v,
+                v,
+                name,
                 mine: Plan {
                     cells: mine,
                     ..todo.clone()
@@ -76,7 +79,8 @@ impl Session<'_> {
 /// One variant of the run and its cells still to measure.
 struct One<'a, 'b> {
     up: &'a Session<'b>,
-    v: &'a Resolved,
+    v: &'a EngineConfig,
+    name: &'a str,
     mine: Plan,
     manifest: &'a mut Manifest,
     numbering: (usize, Option<usize>),
@@ -87,22 +91,15 @@ impl One<'_, '_> {
         let (up, v) = (self.up, self.v);
         (up.on)(Event::Note(format!(
             "variant `{}`: {} cell(s)",
-            v.name,
+            self.name,
             self.mine.runnable().count()
         )));
-        log_header(up.dir, &v.name);
+        log_header(up.dir, self.name);
         let pool = self.mine.max_concurrency() as usize;
         let started = async {
-            let engine = EngineSide::up(
-                &v.spec,
-                up.opts,
-                up.dir.path(),
-                pool,
-                (up.interrupt, up.tokenizer),
-                up.on,
-            )
-            .await?;
-            match dir::ServerInfo::read(&engine.client, &v.spec.model.served_name).await {
+            let engine =
+                EngineSide::up(v, up.dir.path(), pool, (up.interrupt, up.tokenizer), up.on).await?;
+            match dir::ServerInfo::read(&engine.client, &v.served_name).await {
                 Ok(server) => Ok((engine, server)),
                 Err(e) => {
                     engine.down().await;
@@ -116,11 +113,11 @@ impl One<'_, '_> {
             Err(e) if up.interrupt.is_requested() => return Err(e),
             Err(e) => return self.failed(&e.to_string(), summary),
         };
-        let mut facts = dir::variant_facts(&v.name, &v.spec, &server);
+        let mut facts = dir::variant_facts(self.name, v, &server);
         facts.failed = None;
         self.remember(facts)?;
-        if let Some(w) = dir::version_warning(&v.spec, &server) {
-            (up.on)(Event::Note(format!("variant `{}`: {w}", v.name)));
+        if let Some(w) = v.version_warning(server.version.as_deref()) {
+            (up.on)(Event::Note(format!("variant `{}`: {w}", self.name)));
         }
         let result = self.measure(&mut engine, &server, summary).await;
         engine.down().await;
@@ -151,16 +148,16 @@ impl One<'_, '_> {
     ) -> Result<(), RunError> {
         let (up, v) = (self.up, self.v);
         let ids: HashSet<&str> = self.mine.cells.iter().map(|c| c.id.as_str()).collect();
-        let expanded = plan::expand_for(&v.spec, &crate::plan::sim::rates_for, server.limits());
+        let expanded = v.plan(server.limits());
         let plan = Plan {
-            cells: plan::variant_cells(expanded.clone(), &v.name)
+            cells: plan::variant_cells(expanded.clone(), self.name)
                 .filter(|c| ids.contains(c.id.as_str()))
                 .collect(),
             ..expanded
         };
-        let (observer, warnings) = observe::Observer::start(&v.spec, &engine.client, up.on).await;
+        let (observer, warnings) = observe::Observer::start(&v.watch, &engine.client, up.on).await;
         for w in warnings {
-            (up.on)(Event::Note(format!("variant `{}`: {w}", v.name)));
+            (up.on)(Event::Note(format!("variant `{}`: {w}", self.name)));
         }
         up.measure(
             engine,
@@ -174,9 +171,9 @@ impl One<'_, '_> {
     /// The variant did not start: every cell of it is recorded failed with `why`.
     fn failed(&mut self, why: &str, summary: &mut Summary) -> Result<(), RunError> {
         let (up, v) = (self.up, self.v);
-        let reason = format!("variant `{}` did not start: {why}", v.name);
+        let reason = format!("variant `{}` did not start: {why}", self.name);
         (up.on)(Event::Note(reason.clone()));
-        let mut facts = dir::variant_facts(&v.name, &v.spec, &dir::ServerInfo::default());
+        let mut facts = dir::variant_facts(self.name, v, &dir::ServerInfo::default());
         facts.failed = Some(why.to_string());
         self.remember(facts)?;
         self.fail(self.mine.cells.iter(), &reason, summary)
@@ -186,11 +183,16 @@ impl One<'_, '_> {
     /// `why`: the cells it had left are recorded failed, and the run goes on with the next
     /// variant.
     fn lost(&mut self, why: &str, note: &str, summary: &mut Summary) -> Result<(), RunError> {
-        let (up, v) = (self.up, self.v);
-        (up.on)(Event::Note(format!("variant `{}`: {note}", v.name)));
-        let reason = format!("variant `{}` was not measured further: {why}", v.name);
+        let up = self.up;
+        (up.on)(Event::Note(format!("variant `{}`: {note}", self.name)));
+        let reason = format!("variant `{}` was not measured further: {why}", self.name);
         let done: HashSet<String> = up.dir.records()?.into_iter().map(|r| r.cell).collect();
-        if let Some(f) = self.manifest.variants.iter_mut().find(|f| f.name == v.name) {
+        if let Some(f) = self
+            .manifest
+            .variants
+            .iter_mut()
+            .find(|f| f.name == self.name)
+        {
             f.failed = Some(why.to_string());
         }
         up.dir.write_manifest(self.manifest)?;
@@ -214,7 +216,7 @@ impl One<'_, '_> {
                     Status::Skipped
                 },
                 reasons: vec![c.skip.clone().unwrap_or_else(|| reason.to_string())],
-                ..Record::new(c, utc_now(), &v.spec.labels)
+                ..Record::new(c, utc_now(), &v.labels)
             };
             self.up.dir.append(&rec)?;
             summary.count(rec.status);

@@ -4,33 +4,30 @@
 //! wherever it was moved and whether or not the sources still exist.
 
 use super::{Result, RunDir, RunDirError};
-use crate::spec::Loaded;
-use crate::spec::files::{self, FileRef, KEPT_DATASET, KEPT_TEMPLATES, KEPT_TOKENIZER};
-use std::path::Path;
+use crate::spec::files::{KEPT_DATASET, KEPT_TEMPLATES, KEPT_TOKENIZER};
+use std::path::{Path, PathBuf};
 
 impl RunDir {
-    /// Keep copies of the files `loaded` names (at a new run's start; files already kept, as
-    /// on `--resume`, stay as they are).
-    pub fn keep_files(&self, loaded: &Loaded) -> Result<()> {
-        let name = &loaded.spec.workload.tokenizer;
-        if name != "server" {
+    /// Keep copies of the local tokenizer (a `tokenizer.json` or a folder holding one) and
+    /// the report templates (at a new run's start; files already kept, as on `--resume`,
+    /// stay as they are).
+    pub fn keep_files(&self, tokenizer: Option<&Path>, templates: &[PathBuf]) -> Result<()> {
+        if let Some(path) = tokenizer {
             // As the local tokenizer reads them: `tokenizer.json` (the file named, or the one
             // in the folder named) and the `tokenizer_config.json` beside it.
-            let path = loaded.resolve(FileRef::Tokenizer, name);
             let file = if path.is_dir() {
                 path.join("tokenizer.json")
             } else {
-                path
+                path.to_path_buf()
             };
             let config = file.with_file_name("tokenizer_config.json");
             let kept = Path::new(KEPT_TOKENIZER);
             self.keep(&file, &kept.join("tokenizer.json"))?;
             self.keep(&config, &kept.join("tokenizer_config.json"))?;
         }
-        let listed = &loaded.spec.report.templates;
-        for t in files::templates(&loaded.files, &loaded.path, listed) {
+        for t in templates {
             if let Some(name) = t.file_name() {
-                self.keep(&t, &Path::new(KEPT_TEMPLATES).join(name))?;
+                self.keep(t, &Path::new(KEPT_TEMPLATES).join(name))?;
             }
         }
         Ok(())

@@ -52,15 +52,12 @@ fn client(url: &str, ignore_eos: bool) -> Client {
     let yaml = format!(
         "version: 1\nname: f\nengine: {{kind: vllm}}\nmodel: {{served_name: m}}\nworkload: {{stall_timeout: 1s, ignore_eos: {ignore_eos}}}\nmatrix: {{contexts: [1K], concurrency: [1]}}\n"
     );
-    let spec = spec::parse("f.yaml", &yaml, Stage::Validate, &|_| None)
-        .unwrap()
-        .spec;
-    Client::new(benchspec::plan::client_settings(
-        &spec,
-        url.to_string(),
-        None,
-        1,
-    ))
+    let loaded = spec::parse("f.yaml", &yaml, Stage::Validate, &|_| None).unwrap();
+    Client::new(
+        benchspec::plan::RunConfig::new(&loaded)
+            .engine()
+            .client_settings(url.to_string(), None, 1),
+    )
     .unwrap()
 }
 

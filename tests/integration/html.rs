@@ -199,7 +199,13 @@ fn measure(dir: &Path, name: &str, text: &str) -> PathBuf {
         ..Default::default()
     };
     let interrupt = benchspec::run::Interrupt::new();
-    let summary = benchspec::run::run(&loaded, &opts, &interrupt, &|_| {}).unwrap();
+    let summary = benchspec::run::run(
+        &benchspec::plan::RunConfig::new(&loaded),
+        &opts,
+        &interrupt,
+        &|_| {},
+    )
+    .unwrap();
     assert_eq!(summary.exit_code(), 0, "{name}: {summary:?}");
     let run = benchspec::report::load(&out).unwrap();
     benchspec::report::render(&run, &[Format::Markdown, Format::Html], &[], &out).unwrap();

@@ -4,6 +4,7 @@
 //! are written beside each check.
 
 use super::Edit;
+use benchspec::plan::RunConfig;
 use benchspec::results::{Record, Status};
 use benchspec::run::{self, RunOptions};
 use benchspec::sim::{calibrate, profile};
@@ -32,7 +33,13 @@ fn run_spec_with(yaml: &str, files: &[(&str, &str)]) -> (Vec<Record>, Dir) {
         save_requests: true,
         ..RunOptions::default()
     };
-    run::run(&loaded, &opts, &run::Interrupt::new(), &|_| {}).unwrap();
+    run::run(
+        &RunConfig::new(&loaded),
+        &opts,
+        &run::Interrupt::new(),
+        &|_| {},
+    )
+    .unwrap();
     let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     (records, dir)
 }
@@ -409,7 +416,13 @@ slo:
         resume: true,
         ..RunOptions::default()
     };
-    run::run(&loaded, &opts, &run::Interrupt::new(), &|_| {}).unwrap();
+    run::run(
+        &RunConfig::new(&loaded),
+        &opts,
+        &run::Interrupt::new(),
+        &|_| {},
+    )
+    .unwrap();
     let again = benchspec::rundir::read_records(&results).unwrap();
     let probes = |rs: &[Record]| {
         rs.iter()
@@ -443,7 +456,7 @@ fn a_load_cell_reports_its_progress() {
             ticks.lock().unwrap().push((id, tick));
         }
     };
-    run::run(&loaded, &opts, &run::Interrupt::new(), &on).unwrap();
+    run::run(&RunConfig::new(&loaded), &opts, &run::Interrupt::new(), &on).unwrap();
     let ticks = ticks.into_inner().unwrap();
     // 40 arrivals over 0.8 s: ticks every 250 ms, with the tokens of the requests that ended.
     assert!(ticks.len() >= 2, "{ticks:?}");

@@ -125,7 +125,7 @@ fn the_launch_command_is_recorded_as_the_seed_page_shows_it() {
     )
     .unwrap();
     let args = loaded.spec.engine.launch.unwrap().command.args().unwrap();
-    let line: Vec<String> = benchspec::run::redact_args(&args)
+    let line: Vec<String> = benchspec::plan::redact(&args)
         .iter()
         .map(|a| benchspec::spec::command::quote(a))
         .collect();

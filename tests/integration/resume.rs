@@ -303,6 +303,7 @@ fn an_engine_that_is_gone_fails_its_cell_and_ends_the_run_resumably() {
 
 #[test]
 fn two_runs_in_one_process_each_answer_their_own_interrupt() {
+    use benchspec::plan::RunConfig;
     use benchspec::run::{self, Event, Interrupt, RunError, RunOptions};
     let dir = Dir::new();
     let yaml = SPEC.edit(
@@ -317,7 +318,13 @@ fn two_runs_in_one_process_each_answer_their_own_interrupt() {
         ..RunOptions::default()
     };
     // The first run is never interrupted and runs to the end.
-    let first = run::run(&loaded, &opts("one"), &Interrupt::new(), &|_| {}).unwrap();
+    let first = run::run(
+        &RunConfig::new(&loaded),
+        &opts("one"),
+        &Interrupt::new(),
+        &|_| {},
+    )
+    .unwrap();
     assert_eq!(first.exit_code(), 0);
     assert_eq!(records(&dir.path().join("one")).len(), 8);
     // The second is interrupted by its caller when its third measured cell starts.
@@ -327,7 +334,9 @@ fn two_runs_in_one_process_each_answer_their_own_interrupt() {
             stop.request();
         }
     };
-    let err = run::run(&loaded, &opts("two"), &stop, &on).err().unwrap();
+    let err = run::run(&RunConfig::new(&loaded), &opts("two"), &stop, &on)
+        .err()
+        .unwrap();
     assert_eq!(err.exit_code(), 1, "{err}");
     assert!(
         matches!(&err, RunError::Interrupted { cell, .. } if cell == "decode/256/c2"),

@@ -3,6 +3,7 @@
 //! (`sim::calibrate`) and its step costs. Tolerances are written beside each check.
 
 use super::Edit;
+use benchspec::plan::RunConfig;
 use benchspec::results::{Record, Status, TokenSource};
 use benchspec::run::{self, RunOptions};
 use benchspec::sim::{calibrate, profile};
@@ -22,7 +23,13 @@ fn run_spec(yaml: &str) -> (Vec<Record>, run::Summary, Dir) {
         out: Some(out.clone()),
         ..RunOptions::default()
     };
-    let summary = run::run(&loaded, &opts, &run::Interrupt::new(), &|_| {}).unwrap();
+    let summary = run::run(
+        &RunConfig::new(&loaded),
+        &opts,
+        &run::Interrupt::new(),
+        &|_| {},
+    )
+    .unwrap();
     let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     // Every line is a whole record that the committed schema accepts.
     let schema: serde_json::Value = serde_json::from_str(
@@ -235,9 +242,14 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
         out: Some(dir.path().join("run")),
         ..RunOptions::default()
     };
-    let err = run::run(&loaded, &opts, &run::Interrupt::new(), &|_| {})
-        .err()
-        .unwrap();
+    let err = run::run(
+        &RunConfig::new(&loaded),
+        &opts,
+        &run::Interrupt::new(),
+        &|_| {},
+    )
+    .err()
+    .unwrap();
     assert_eq!(err.exit_code(), 3);
     assert_eq!(
         err.to_string(),
@@ -252,7 +264,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
     let tls = spec::parse("t.yaml", &https, Stage::Run, &|_| None)
         .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
     let err = run::run(
-        &tls,
+        &RunConfig::new(&tls),
         &RunOptions {
             out: Some(dir.path().join("tls")),
             ..RunOptions::default()
@@ -266,7 +278,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
     assert!(err.to_string().contains("cannot be reached"), "{err}");
     rt.block_on(sim.stop());
     let err = run::run(
-        &loaded,
+        &RunConfig::new(&loaded),
         &RunOptions {
             out: Some(dir.path().join("run2")),
             ..RunOptions::default()

@@ -277,7 +277,7 @@ async fn watch_cell(
                 if events != seen {
                     (seen, quiet_since) = (events, now);
                 } else if now - quiet_since >= stall {
-                    return Err(CellFailure::Silent(crate::spec::Span(stall)));
+                    return Err(CellFailure::Silent(crate::plan::vocab::Span(stall)));
                 }
                 if clock.open().is_none() && clock.early_failures.load(Relaxed) >= give_up {
                     return Err(CellFailure::BeforeWindow);

@@ -4,11 +4,11 @@
 use super::{round, shared_reasons, verdict};
 use crate::plan::Cell;
 use crate::plan::Workload;
+use crate::plan::vocab::{Slo, Validity};
 use crate::results::slo::{self, Summaries};
 use crate::results::stats::Latencies;
 use crate::results::{Record, TokenSource};
 use crate::run::load::Totals;
-use crate::spec::{Slo, Validity};
 use std::time::Duration;
 
 /// The record of a measured window, with its verdict.

@@ -12,10 +12,10 @@ pub use open::load;
 use super::probe::Probe;
 use super::prompt::{PromptError, Synth};
 use crate::client::{Client, Outcome};
+use crate::plan::vocab::Validity;
 use crate::plan::{Cell, Prefill, Workload};
 use crate::results::stats::{Latencies, median};
 use crate::results::{Record, Status};
-use crate::spec::Validity;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Mutex;
 
@@ -32,7 +32,7 @@ pub struct Ctx {
     /// The client's own footprint.
     pub probe: Probe,
     /// The load phase's dataset, when the spec names one.
-    pub dataset: Option<std::sync::Arc<[crate::spec::dataset::Entry]>>,
+    pub dataset: Option<std::sync::Arc<[crate::plan::vocab::Entry]>>,
     /// The engine and GPU watcher.
     pub observer: super::observe::Observer,
     /// The measured window of the cell in progress, marked for the observer.
@@ -170,7 +170,7 @@ pub(super) enum CellFailure {
     },
     /// The streams went silent.
     #[error("no stream produced a token for {0}")]
-    Silent(crate::spec::Span),
+    Silent(crate::plan::vocab::Span),
     /// Requests kept failing before every stream produced.
     #[error("every request failed before the window opened")]
     BeforeWindow,

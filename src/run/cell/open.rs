@@ -6,6 +6,7 @@
 use super::{CellFailure, Ctx, failed, rand_tag, shared_reasons, verdict};
 use super::{Stage, Tick};
 use crate::client::Prepared;
+use crate::plan::vocab::Entry;
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::run::open::arrivals::{Rng, lengths, schedule};
@@ -13,7 +14,6 @@ use crate::run::open::dispatch::{Finished, Progress, dispatch};
 use crate::run::open::fill::fill;
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::rundir::{OpenRequest, Request, RequestLine};
-use crate::spec::dataset::Entry;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -190,7 +190,7 @@ async fn warm_up(cx: &Ctx, warm: &[Prepared], rec: &mut Record) -> Result<(), Ce
 }
 
 /// Why the cell is not valid, if it is not.
-fn reasons(rec: &Record, validity: &crate::spec::Validity) -> Vec<String> {
+fn reasons(rec: &Record, validity: &crate::plan::vocab::Validity) -> Vec<String> {
     let mut reasons = Vec::new();
     if rec.output_tokens.unwrap_or(0) == 0 {
         reasons.push("no tokens were generated".into());

@@ -18,11 +18,7 @@ fn plan_of(matrix: &str, phases: &str) -> Plan {
          model: {{served_name: m, max_model_len: 100000}}\n\
          workload: {{max_output_tokens: 64}}\nmatrix: {matrix}\nphases: {phases}\n"
     );
-    let loaded = match crate::spec::parse("t.yaml", &text, crate::spec::Stage::Run, &|_| None) {
-        Ok(l) => l,
-        Err(e) => panic!("the test spec is valid: {e:?}"),
-    };
-    plan::expand(&loaded.spec, &|_| plan::Rates::default())
+    plan::config::of_yaml(&text).sizing_plan()
 }
 
 /// A context of cells measured through `script`.

@@ -13,9 +13,9 @@ pub mod trtllm;
 use super::Event;
 use crate::client::Client;
 use crate::plan::Phase;
+use crate::plan::Watch;
+use crate::plan::vocab::GpuSource;
 use crate::results::{Record, Status};
-use crate::spec::Spec;
-use crate::spec::telemetry::GpuSource;
 use prom::Scrape;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,13 +152,13 @@ fn poll_dcgm(url: String, samples: gpu::Samples) -> tokio::task::JoinHandle<()> 
 }
 
 /// The GPUs found against `hardware.gpu` and `hardware.gpu_count`: a mismatch is a warning.
-fn hardware_warnings(spec: &Spec, samples: &[gpu::Sample]) -> Vec<String> {
+fn hardware_warnings(watch: &Watch, samples: &[gpu::Sample]) -> Vec<String> {
     let mut found: Vec<(u32, &str)> = samples.iter().map(|s| (s.index, s.name.as_str())).collect();
     found.sort_unstable();
     found.dedup();
     let names: Vec<String> = found.iter().map(|(i, n)| format!("{i}: {n}")).collect();
     let mut out = Vec::new();
-    if let Some(n) = spec.hardware.gpu_count
+    if let Some(n) = watch.gpu_count
         && n as usize != found.len()
     {
         out.push(format!(
@@ -167,7 +167,7 @@ fn hardware_warnings(spec: &Spec, samples: &[gpu::Sample]) -> Vec<String> {
             names.join(", ")
         ));
     }
-    if let Some(want) = &spec.hardware.gpu {
+    if let Some(want) = &watch.gpu {
         let want_l = want.to_lowercase();
         if let Some((_, other)) = found
             .iter()
@@ -182,15 +182,15 @@ fn hardware_warnings(spec: &Spec, samples: &[gpu::Sample]) -> Vec<String> {
 }
 
 impl Observer {
-    /// Start watching for a run of `spec` against `client`: the GPU source the spec asks
-    /// for (waiting up to a second and a half for its first samples). Returns the observer
-    /// and the warnings for the manifest; what is not found is said through `on`.
+    /// Start watching what `watch` asks for against `client`: the GPU source (waiting up to
+    /// a second and a half for its first samples). Returns the observer and the warnings for
+    /// the manifest; what is not found is said through `on`.
     pub async fn start(
-        spec: &Spec,
+        watch: &Watch,
         client: &Client,
         on: &(dyn Fn(Event) + Sync),
     ) -> (Observer, Vec<String>) {
-        let t = &spec.telemetry;
+        let t = &watch.telemetry;
         let samples = gpu::Samples::default();
         let smi = || {
             let p = on_path("nvidia-smi")?;
@@ -218,7 +218,7 @@ impl Observer {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             match samples.lock() {
-                Ok(v) if !v.is_empty() => warnings = hardware_warnings(spec, &v),
+                Ok(v) if !v.is_empty() => warnings = hardware_warnings(watch, &v),
                 _ => on(Event::Note(
                     "the GPU telemetry source gave no samples yet".into(),
                 )),

@@ -2,8 +2,8 @@
 //! gamma gaps of shape k (vLLM's `--burstiness`: CV = 1/√k, same mean), or constant gaps;
 //! `inf` sends everything at once. Pure: the same seed gives the same schedule.
 
+use crate::plan::vocab::{Arrivals, Distribution, Spread};
 use crate::plan::{Bound, OpenLoad};
-use crate::spec::{Arrivals, Distribution, Spread};
 use std::time::Duration;
 
 pub use crate::rng::Rng;
@@ -95,7 +95,7 @@ pub fn gap_stats(times: &[f64]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Rate;
+    use crate::plan::vocab::Rate;
 
     fn load(arrivals: Arrivals, rate: f64, k: f64, bound: Bound) -> OpenLoad {
         OpenLoad {

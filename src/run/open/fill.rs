@@ -5,10 +5,10 @@
 use super::arrivals::gap_stats;
 use super::dispatch::{Done, Finished};
 use crate::plan::OpenLoad;
+use crate::plan::vocab::Slo;
 use crate::results::slo::{self, Summaries};
 use crate::results::stats::{Latencies, median};
 use crate::results::{Record, TokenSource};
-use crate::spec::Slo;
 use tokio::time::Instant;
 
 fn us(d: std::time::Duration) -> u64 {

@@ -1,0 +1,185 @@
+//! How benchspec launches an engine (`engine.launch`), resolved: the command split like a
+//! shell does (none is run) with `$VAR`/`${VAR}` replaced from the environment, its extra
+//! environment, the values that must never reach a file (every variable the command refers
+//! to), and its timeouts; and the command as a shell reads it back with secrets hidden.
+
+use super::ConfigError;
+use crate::spec::Launch;
+use crate::spec::command::{self, CommandError};
+use std::time::Duration;
+
+/// A launch, resolved against the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables for the engine.
+    pub env: Vec<(String, String)>,
+    /// The values of the environment variables the command and its env refer to (the API key
+    /// among them), longest first: replaced by `<redacted>` in the engine's log.
+    pub secrets: Vec<String>,
+    /// How long the engine may take to become ready.
+    pub ready_timeout: Duration,
+    /// How long the engine may take to stop after SIGTERM before it is killed.
+    pub stop_timeout: Duration,
+    /// Relaunch the engine when it crashes mid-run.
+    pub restart_on_crash: bool,
+}
+
+impl LaunchConfig {
+    /// `launch` with `${VAR}` replaced from `env`; an unset variable is an error naming it.
+    pub fn resolve(
+        launch: &Launch,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<LaunchConfig, ConfigError> {
+        let words = launch.command.args()?;
+        let words: Vec<String> = words
+            .iter()
+            .map(|a| expand(a, env))
+            .collect::<Result<_, _>>()?;
+        let Some((program, args)) = words.split_first() else {
+            return Err(CommandError::Empty.into());
+        };
+        let vars = launch
+            .env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), expand(v, env)?)))
+            .collect::<Result<_, ConfigError>>()?;
+        Ok(LaunchConfig {
+            program: program.clone(),
+            args: args.to_vec(),
+            env: vars,
+            secrets: secrets(launch, env),
+            ready_timeout: launch.ready_timeout.0,
+            stop_timeout: launch.stop_timeout.0,
+            restart_on_crash: launch.restart_on_crash,
+        })
+    }
+}
+
+/// Replace every `$VAR` and `${VAR}` in `text` from `env` (`$$` is one `$`); an unset
+/// variable is an error naming it.
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+    command::expand(text, env).map_err(ConfigError::UnsetVar)
+}
+
+/// The values of the environment variables the launch command and its env refer to, which
+/// must never reach a file.
+fn secrets(launch: &Launch, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut texts: Vec<String> = launch.command.args().unwrap_or_default();
+    texts.extend(launch.env.values().cloned());
+    let mut values: Vec<String> = texts
+        .iter()
+        .flat_map(|t| command::env_refs(t))
+        .filter_map(|name| env(&name))
+        .filter(|v| v.len() >= 4)
+        .collect();
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    values.dedup();
+    values
+}
+
+/// The launch command as a shell reads it back, secrets `<redacted>` (unexpanded: `${VAR}`
+/// stays as written).
+pub(super) fn shown(launch: &Launch) -> Option<String> {
+    launch.command.args().ok().map(|a| {
+        redact(&a)
+            .iter()
+            .map(|w| command::quote(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    })
+}
+
+/// The launch command with the value after `--api-key` (and any `${VAR}`-free key) hidden.
+pub fn redact(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut hide = false;
+    for a in args {
+        if hide {
+            out.push("<redacted>".to_string());
+            hide = false;
+        } else if a == "--api-key" {
+            out.push(a.clone());
+            hide = true;
+        } else if a.starts_with("--api-key=") {
+            out.push("--api-key=<redacted>".to_string());
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{Command, Span};
+    use std::collections::BTreeMap;
+
+    fn launch(command: &str, env: &[(&str, &str)]) -> Launch {
+        Launch {
+            command: Command::Line(command.into()),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            ready_timeout: Span(Duration::from_secs(5)),
+            stop_timeout: Span(Duration::from_secs(1)),
+            restart_on_crash: false,
+        }
+    }
+
+    #[test]
+    fn expansion() {
+        let env = |n: &str| (n == "KEY").then(|| "s3cret".to_string());
+        assert_eq!(
+            expand("--api-key ${KEY} $KEY", &env).ok(),
+            Some("--api-key s3cret s3cret".into())
+        );
+        assert!(expand("${NOPE}", &env).is_err_and(|e| e.to_string().contains("`${NOPE}`")));
+    }
+
+    #[test]
+    fn resolved_launches() {
+        let env = |n: &str| match n {
+            "KEY" => Some("s3cret-key".to_string()),
+            "GPU" => Some("1".to_string()),
+            _ => None,
+        };
+        let l = LaunchConfig::resolve(
+            &launch(
+                "vllm serve m --api-key ${KEY}",
+                &[("CUDA_VISIBLE_DEVICES", "$GPU")],
+            ),
+            &env,
+        );
+        let l = l.ok();
+        assert_eq!(l.as_ref().map(|l| l.program.as_str()), Some("vllm"));
+        assert_eq!(
+            l.as_ref().map(|l| l.args.join(" ")),
+            Some("serve m --api-key s3cret-key".into())
+        );
+        assert_eq!(
+            l.as_ref().map(|l| l.env.clone()),
+            Some(vec![("CUDA_VISIBLE_DEVICES".into(), "1".into())])
+        );
+        // Values shorter than 4 bytes are not hidden (they would hide every "1" in the log).
+        assert_eq!(l.map(|l| l.secrets), Some(vec!["s3cret-key".to_string()]));
+        let unset = LaunchConfig::resolve(&launch("vllm serve ${MODEL}", &[]), &env);
+        assert!(matches!(unset, Err(ConfigError::UnsetVar(v)) if v == "MODEL"));
+        let empty = LaunchConfig::resolve(&launch("  ", &[]), &env);
+        assert!(matches!(empty, Err(ConfigError::Command(_))));
+    }
+
+    #[test]
+    fn shown_hides_keys() {
+        let l = launch("vllm serve m --api-key abc --api-key=def 'two words'", &[]);
+        assert_eq!(
+            shown(&l).as_deref(),
+            Some("vllm serve m --api-key <redacted> --api-key=<redacted> 'two words'")
+        );
+    }
+}
