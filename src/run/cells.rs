@@ -3,7 +3,8 @@
 //! cells, and a launched engine that died failing the cell it died in.
 
 use super::engine::EngineSide;
-use super::{Event, Interrupt, RunError, Summary, cell, dir, measure};
+use super::engine::manifest;
+use super::{Event, Interrupt, RunError, Summary, cell, measure};
 use crate::plan::RunConfig;
 use crate::plan::vocab::KvOverflow;
 use crate::plan::{Cell, Plan};
@@ -150,7 +151,7 @@ impl Cells<'_> {
         tokio::select! {
             rec = measure(&self.cx, c, rec, self.on) => Ok(rec),
             () = self.interrupt.requested() => {
-                dir::write_end(self.dir, self.manifest)?;
+                manifest::write_end(self.dir, self.manifest)?;
                 Err(RunError::Interrupted {
                     cell: c.id.clone(),
                     out: self.dir.path().to_path_buf(),

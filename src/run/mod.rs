@@ -6,14 +6,11 @@
 mod capacity;
 mod cell;
 mod cells;
-mod dir;
 mod engine;
 mod error;
 pub use error::{EngineError, RunError};
 mod interrupt;
 pub use interrupt::Interrupt;
-mod launch;
-mod load;
 mod measure;
 pub mod observe;
 mod open;
@@ -29,6 +26,7 @@ use crate::plan::{EngineConfig, RunConfig};
 use crate::plan::{Plan, Shard};
 use crate::results::{Record, Status};
 use crate::rundir::{Resumed, RunDir};
+use engine::manifest;
 use measure::measure;
 use select::select;
 pub use select::{check_only, glob_match, parse_only};
@@ -222,7 +220,7 @@ struct Start<'a> {
     /// The engine the manifest describes (the spec's own, with variants too).
     engine: &'a EngineConfig,
     dir: &'a RunDir,
-    server: &'a dir::ServerInfo,
+    server: &'a manifest::ServerInfo,
     on: &'a (dyn Fn(Event) + Sync),
 }
 
@@ -235,7 +233,7 @@ impl Start<'_> {
         earlier: Option<Resumed>,
         summary: &mut Summary,
     ) -> Result<(crate::rundir::Manifest, Plan), RunError> {
-        let mut manifest = dir::manifest(self.config, self.engine, self.server);
+        let mut manifest = manifest::manifest(self.config, self.engine, self.server);
         manifest.client_threads = Some(self.client_threads);
         manifest.warnings.extend(self.gpu_warnings.iter().cloned());
         for w in &manifest.warnings {
@@ -259,7 +257,7 @@ impl Start<'_> {
                     plan.runnable().filter(|c| !done.contains(&c.id)).count()
                 )));
                 self.sort_out_repeats(&plan, &done)?;
-                (dir::resumed(manifest, &e.manifest), done)
+                (manifest::resumed(manifest, &e.manifest), done)
             }
             None => {
                 self.dir

@@ -4,10 +4,10 @@
 //! expanded for them and cut to `--only`/`--shard`/`--resume`, every cell measured, the
 //! engine down. Variants go through [`Session::variants`].
 
-use super::engine::EngineSide;
+use super::engine::{EngineSide, manifest};
 use super::{
-    Event, Interrupt, RunError, RunOptions, Start, Summary, cell, cells, dataset, dir, observe,
-    probe, select,
+    Event, Interrupt, RunError, RunOptions, Start, Summary, cell, cells, dataset, observe, probe,
+    select,
 };
 use crate::client::local::LocalTokenizer;
 use crate::plan::{Plan, RunConfig};
@@ -49,7 +49,7 @@ impl Session<'_> {
             on,
         )
         .await?;
-        let server = dir::ServerInfo::read(&engine.client, &spec_engine.served_name).await?;
+        let server = manifest::ServerInfo::read(&engine.client, &spec_engine.served_name).await?;
         let plan = spec_engine.plan(server.limits());
         let mut summary = Summary {
             out: dir.path().to_path_buf(),
@@ -77,7 +77,7 @@ impl Session<'_> {
             .measure(&mut engine, measured, observer, &mut summary)
             .await;
         if result.is_ok() {
-            dir::write_end(dir, &manifest)?;
+            manifest::write_end(dir, &manifest)?;
         }
         engine.down().await;
         result.map(|()| summary)

@@ -5,9 +5,10 @@
 //! `--only`, `--shard` and `--resume` work on the whole plan.
 
 use super::engine::EngineSide;
+use super::engine::manifest;
 use super::error::EngineError;
 use super::session::Session;
-use super::{Event, RunError, Start, Summary, dir, observe};
+use super::{Event, RunError, Start, Summary, observe};
 use crate::plan::{self, Cell, EngineConfig, Plan};
 use crate::results::{Record, Status, record::utc_now};
 use crate::rundir::{Manifest, Resumed, RunDir};
@@ -25,7 +26,7 @@ impl Session<'_> {
             out: self.dir.path().to_path_buf(),
             ..Summary::default()
         };
-        let server = dir::ServerInfo::unasked();
+        let server = manifest::ServerInfo::unasked();
         let start = Start {
             gpu_warnings: Vec::new(),
             client_threads: self.probe.threads() as u32,
@@ -71,7 +72,7 @@ impl Session<'_> {
             one.run(&mut summary).await?;
             before += runs;
         }
-        dir::write_end(self.dir, &manifest)?;
+        manifest::write_end(self.dir, &manifest)?;
         Ok(summary)
     }
 }
@@ -99,7 +100,7 @@ impl One<'_, '_> {
         let started = async {
             let engine =
                 EngineSide::up(v, up.dir.path(), pool, (up.interrupt, up.tokenizer), up.on).await?;
-            match dir::ServerInfo::read(&engine.client, &v.served_name).await {
+            match manifest::ServerInfo::read(&engine.client, &v.served_name).await {
                 Ok(server) => Ok((engine, server)),
                 Err(e) => {
                     engine.down().await;
@@ -113,7 +114,7 @@ impl One<'_, '_> {
             Err(e) if up.interrupt.is_requested() => return Err(e),
             Err(e) => return self.failed(&e.to_string(), summary),
         };
-        let mut facts = dir::variant_facts(self.name, v, &server);
+        let mut facts = manifest::variant_facts(self.name, v, &server);
         facts.failed = None;
         self.remember(facts)?;
         if let Some(w) = v.version_warning(server.version.as_deref()) {
@@ -143,7 +144,7 @@ impl One<'_, '_> {
     async fn measure(
         &self,
         engine: &mut EngineSide,
-        server: &dir::ServerInfo,
+        server: &manifest::ServerInfo,
         summary: &mut Summary,
     ) -> Result<(), RunError> {
         let (up, v) = (self.up, self.v);
@@ -173,7 +174,7 @@ impl One<'_, '_> {
         let (up, v) = (self.up, self.v);
         let reason = format!("variant `{}` did not start: {why}", self.name);
         (up.on)(Event::Note(reason.clone()));
-        let mut facts = dir::variant_facts(self.name, v, &dir::ServerInfo::default());
+        let mut facts = manifest::variant_facts(self.name, v, &manifest::ServerInfo::default());
         facts.failed = Some(why.to_string());
         self.remember(facts)?;
         self.fail(self.mine.cells.iter(), &reason, summary)

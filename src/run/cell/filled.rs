@@ -1,6 +1,7 @@
 //! The record of a measured decode window: the merged tallies as the record's fields, and
 //! the verdict with its reasons (docs/results.md).
 
+use super::decode::Totals;
 use super::{round, shared_reasons, verdict};
 use crate::plan::Cell;
 use crate::plan::Workload;
@@ -8,7 +9,6 @@ use crate::plan::vocab::{Slo, Validity};
 use crate::results::slo::{self, Summaries};
 use crate::results::stats::Latencies;
 use crate::results::{Record, TokenSource};
-use crate::run::load::Totals;
 use std::time::Duration;
 
 /// The record of a measured window, with its verdict.

@@ -1,6 +1,6 @@
 //! Running one cell (docs/results.md): the shared context of a run's cells, prefill cells (single
-//! cold requests, the median of `repeats`), the verdict rules, and the decode cell in
-//! `decode.rs`.
+//! cold requests, the median of `repeats`), the verdict rules, and the decode cell
+//! with its window's accounting in `decode/`.
 
 mod decode;
 mod filled;

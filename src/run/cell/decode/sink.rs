@@ -1,19 +1,6 @@
-//! The load driver's accounting (docs/results.md): C slot tasks each count their own streams in a
-//! [`Tally`] against a shared [`Clock`] — the window opens when all C streams produce and
-//! closes exactly `duration` later, and only tokens arriving inside it count — with latency
-//! samples batched into one shared [`Sink`] and live counters in [`Gauge`]s that progress
-//! samples a few times a second. Nothing crosses tasks per chunk. When the window closes the
-//! tallies are merged into [`Totals`].
-
-mod clock;
-mod tally;
-#[cfg(test)]
-mod tests;
-mod totals;
-
-pub use clock::Clock;
-pub use tally::Tally;
-pub use totals::Totals;
+//! The decode window's shared counters: each slot's live [`Gauge`] (read by progress a few
+//! times a second) and the cell's latency histograms, fed in batches by the slots' tallies
+//! ([`Sink`]). Nothing crosses tasks per chunk.
 
 use crate::results::stats::Latencies;
 use std::sync::Mutex;

@@ -2,10 +2,10 @@
 //! (version, models, max_model_len), the launch command with secrets replaced by
 //! `<redacted>`, the start, resume and end times. The files themselves belong to `rundir`.
 
-use super::EngineError;
 use crate::client::Client;
 use crate::plan::{EngineConfig, RunConfig};
 use crate::results::record::utc_now;
+use crate::run::EngineError;
 use crate::rundir::{Manifest, RunDir, RunDirError, spec_sha256};
 use serde_json::Value;
 
@@ -105,13 +105,13 @@ async fn kv_tokens(client: &Client) -> Option<u64> {
         && r.status().is_success()
         && let Ok(text) = r.text().await
     {
-        if super::observe::trtllm::is_iteration_stats(&text) {
-            if let Some(kv) = super::observe::trtllm::kv_tokens(&text) {
+        if crate::run::observe::trtllm::is_iteration_stats(&text) {
+            if let Some(kv) = crate::run::observe::trtllm::kv_tokens(&text) {
                 return Some(kv);
             }
         } else {
-            let scrape = super::observe::prom::Scrape::new(std::time::Instant::now(), &text);
-            if let Some(kv) = super::observe::server::vllm_kv_tokens(&scrape) {
+            let scrape = crate::run::observe::prom::Scrape::new(std::time::Instant::now(), &text);
+            if let Some(kv) = crate::run::observe::server::vllm_kv_tokens(&scrape) {
                 return Some(kv);
             }
         }
@@ -133,7 +133,11 @@ async fn kv_tokens(client: &Client) -> Option<u64> {
 }
 
 /// The manifest of a run of `config` (its engine `engine`) starting now against `server`.
-pub(super) fn manifest(config: &RunConfig, engine: &EngineConfig, server: &ServerInfo) -> Manifest {
+pub(in crate::run) fn manifest(
+    config: &RunConfig,
+    engine: &EngineConfig,
+    server: &ServerInfo,
+) -> Manifest {
     let mut m = Manifest::new(
         &config.spec_path,
         spec_sha256(&config.spec_source),
@@ -151,7 +155,7 @@ pub(super) fn manifest(config: &RunConfig, engine: &EngineConfig, server: &Serve
 }
 
 /// What a variant of the run was and what its engine said about itself.
-pub(super) fn variant_facts(
+pub(in crate::run) fn variant_facts(
     name: &str,
     engine: &EngineConfig,
     server: &ServerInfo,
@@ -172,7 +176,7 @@ pub(super) fn variant_facts(
 
 /// The manifest of a resumed run: the earlier run's first start and resumes kept, this
 /// start added to `resumed_at`.
-pub(super) fn resumed(mut now: Manifest, earlier: &Manifest) -> Manifest {
+pub(in crate::run) fn resumed(mut now: Manifest, earlier: &Manifest) -> Manifest {
     let this_start = std::mem::replace(&mut now.started_at, earlier.started_at.clone());
     now.resumed_at.clone_from(&earlier.resumed_at);
     now.resumed_at.push(this_start);
@@ -181,7 +185,7 @@ pub(super) fn resumed(mut now: Manifest, earlier: &Manifest) -> Manifest {
 }
 
 /// Write the manifest with the end time.
-pub(super) fn write_end(dir: &RunDir, manifest: &Manifest) -> Result<(), RunDirError> {
+pub(in crate::run) fn write_end(dir: &RunDir, manifest: &Manifest) -> Result<(), RunDirError> {
     let mut m = manifest.clone();
     m.ended_at = Some(utc_now());
     dir.write_manifest(&m)

@@ -1,7 +1,10 @@
 //! The engine end of a run: the in-process simulator, a launched engine (relaunched after a
 //! crash when the spec asks), or a server to attach to, and the client that talks to it.
 
-use super::{EngineError, Event, Interrupt, RunError, launch};
+pub mod launch;
+pub mod manifest;
+
+use super::{EngineError, Event, Interrupt, RunError};
 use crate::client::{self, local::LocalTokenizer};
 use crate::plan::{EngineConfig, LaunchConfig};
 use std::path::PathBuf;
@@ -10,8 +13,8 @@ use std::time::Duration;
 
 /// The engine end of a run: the in-process simulator, a launched engine, or a server to
 /// attach to, and the client that talks to it.
-pub(super) struct EngineSide {
-    pub(super) client: client::Client,
+pub(in crate::run) struct EngineSide {
+    pub(in crate::run) client: client::Client,
     sim: Option<crate::sim::Sim>,
     /// How to (re)launch the engine, when benchspec launches it.
     launch: Option<LaunchConfig>,
@@ -24,7 +27,7 @@ pub(super) struct EngineSide {
 impl EngineSide {
     /// The engine end of a run on `engine`, its client's pool sized for `pool` streams; the
     /// key and the launch command read the process environment now.
-    pub(super) async fn up(
+    pub(in crate::run) async fn up(
         engine: &EngineConfig,
         out: &std::path::Path,
         pool: usize,
@@ -97,7 +100,7 @@ impl EngineSide {
     }
 
     /// A launched engine that died during a cell is relaunched (`restart_on_crash`) or ends the run.
-    pub(super) async fn after_cell(
+    pub(in crate::run) async fn after_cell(
         &mut self,
         cell: &str,
         on: &(dyn Fn(Event) + Sync),
@@ -127,7 +130,7 @@ impl EngineSide {
 
     /// An engine benchspec did not launch that refused connections during a cell (or whose
     /// cell failed) and still does not answer: the reason to fail the cell with, and to end the run on.
-    pub(super) async fn gone(&self, rec: &crate::results::Record) -> Option<String> {
+    pub(in crate::run) async fn gone(&self, rec: &crate::results::Record) -> Option<String> {
         let refused = [client::Failure::Refused, client::Failure::Connect]
             .iter()
             .any(|f| rec.error_kinds.contains_key(&f.kind()));
@@ -148,11 +151,11 @@ impl EngineSide {
     }
 
     /// The exit status of a launched engine that is no longer running.
-    pub(super) fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+    pub(in crate::run) fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
         self.launched.as_mut().and_then(launch::Engine::exited)
     }
 
-    pub(super) async fn down(self) {
+    pub(in crate::run) async fn down(self) {
         if let Some(e) = self.launched {
             e.stop().await;
             self.interrupt.set_engine_group(0);

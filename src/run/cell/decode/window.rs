@@ -1,14 +1,14 @@
 //! A decode cell: prompts for C slots and their warm-up, C closed-loop slots each counting
-//! its own chunks against the cell's shared clock (`run::load`), the window closing on time
+//! its own chunks against the cell's shared clock (`clock.rs`), the window closing on time
 //! with in-flight requests cancelled, and the tallies merged into the record
 //! (`filled`; docs/results.md).
 
-use super::filled::fill;
-use super::{CellFailure, Ctx, failed, rand_tag};
+use super::{Clock, Gauge, Sink, Tally, Totals};
 use crate::client::Prepared;
 use crate::plan::{Cell, Decode};
 use crate::results::Record;
-use crate::run::load::{Clock, Gauge, Sink, Tally, Totals};
+use crate::run::cell::filled::fill;
+use crate::run::cell::{CellFailure, Ctx, failed, rand_tag};
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::rundir::{Request, RequestLine};
 use std::sync::Arc;

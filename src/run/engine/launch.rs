@@ -5,10 +5,10 @@
 //! `stop_timeout`, then SIGKILLs it. Dropping an [`Engine`] kills its group, so no process is
 //! left behind on any exit path.
 
-use super::{EngineError, RunError};
 use crate::client::Client;
 use crate::plan::LaunchConfig;
 use crate::plan::vocab::Span;
+use crate::run::{EngineError, RunError};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
