@@ -130,7 +130,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
 }
 
 /// The closing lines of a finished run: its counts, and each capacity found.
-fn done(summary: &run::Summary, probes: &super::probes::Probes, out: &Out) {
+fn done(summary: &run::RunSummary, probes: &super::probes::Probes, out: &Out) {
     out.info(&format!(
         "done: {} valid, {} invalid, {} failed, {} skipped; results in {}",
         summary.valid,
@@ -266,12 +266,12 @@ fn draw(bar: &indicatif::ProgressBar, ev: &Event, text: Option<String>) {
                 .tok_s
                 .map(|t| format!(" {t:.1} tok/s"))
                 .unwrap_or_default();
-            let window = if tick.stage == crate::run::Stage::Window {
+            let window = if tick.step == crate::run::Step::Window {
                 format!(" {:.0}s", tick.window_s)
             } else {
                 String::new()
             };
-            bar.set_message(format!("{id} {}{window}{rate}", tick.stage));
+            bar.set_message(format!("{id} {}{window}{rate}", tick.step));
         }
         Event::Done { .. } => {
             bar.println(text);
@@ -294,7 +294,7 @@ fn line(ev: &Event) -> String {
             out.display()
         ),
         Event::Note(n) => format!("note: {n}"),
-        Event::Tick { id, tick } => format!("{id} {}", tick.stage),
+        Event::Tick { id, tick } => format!("{id} {}", tick.step),
         Event::Cell { index, total, id } => format!("[{index:>3}/{total}] {id} ..."),
         Event::Done {
             index,

@@ -7,7 +7,7 @@
 
 use super::cells::Cells;
 use super::engine::EngineSide;
-use super::{Event, RunError, Summary};
+use super::{Event, RunError, RunSummary};
 use crate::plan::vocab::SearchAxis;
 use crate::plan::{Cell, Search};
 use crate::results::{Record, Status, record::utc_now};
@@ -80,7 +80,7 @@ impl Cells<'_> {
         c: &Cell,
         search: Search,
         engine: &mut EngineSide,
-        summary: &mut Summary,
+        summary: &mut RunSummary,
         at: (usize, usize),
     ) -> Result<(), RunError> {
         let mut earlier: HashMap<String, Record> = self

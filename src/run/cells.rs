@@ -4,7 +4,7 @@
 
 use super::engine::EngineSide;
 use super::engine::manifest;
-use super::{Event, Interrupt, RunError, Summary, cell, measure};
+use super::{Event, Interrupt, RunError, RunSummary, cell, measure};
 use crate::plan::RunConfig;
 use crate::plan::vocab::KvOverflow;
 use crate::plan::{Cell, Plan};
@@ -32,7 +32,7 @@ impl Cells<'_> {
         &self,
         plan: &Plan,
         engine: &mut EngineSide,
-        summary: &mut Summary,
+        summary: &mut RunSummary,
     ) -> Result<(), RunError> {
         let total = self.numbering.1.unwrap_or_else(|| plan.runnable().count());
         let mut index = self.numbering.0;
@@ -101,7 +101,7 @@ impl Cells<'_> {
         plan: &Plan,
         group: &[&Cell],
         engine: &mut EngineSide,
-        summary: &mut Summary,
+        summary: &mut RunSummary,
         (index, total): (&mut usize, usize),
     ) -> Result<(), RunError> {
         let n = group[0].repeats;
@@ -146,7 +146,7 @@ impl Cells<'_> {
         &self,
         c: &Cell,
         rec: Record,
-        summary: &Summary,
+        summary: &RunSummary,
     ) -> Result<Record, RunError> {
         tokio::select! {
             rec = measure(&self.cx, c, rec, self.on) => Ok(rec),
@@ -169,7 +169,7 @@ impl Cells<'_> {
         c: &Cell,
         mut rec: Record,
         engine: &mut EngineSide,
-        summary: &mut Summary,
+        summary: &mut RunSummary,
         (index, total): (usize, usize),
     ) -> Result<Record, RunError> {
         let gone = engine.gone(&rec).await;

@@ -19,7 +19,7 @@ mod prompt;
 mod select;
 mod session;
 mod variants;
-pub use cell::{Stage, Tick};
+pub use cell::{Step, Tick};
 
 use crate::plan::vocab::{DatasetError, Entry};
 use crate::plan::{EngineConfig, RunConfig};
@@ -94,7 +94,7 @@ pub enum Event {
 
 /// How a run ended.
 #[derive(Debug, Clone, Default)]
-pub struct Summary {
+pub struct RunSummary {
     /// The run directory.
     pub out: PathBuf,
     /// Records by status.
@@ -107,7 +107,7 @@ pub struct Summary {
     pub skipped: usize,
 }
 
-impl Summary {
+impl RunSummary {
     /// 0 when every measured cell is valid, else 1 (docs/cli.md).
     pub fn exit_code(&self) -> i32 {
         if self.invalid + self.failed > 0 { 1 } else { 0 }
@@ -120,7 +120,7 @@ pub fn run(
     opts: &RunOptions,
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
-) -> Result<Summary, RunError> {
+) -> Result<RunSummary, RunError> {
     let threads = opts.client_threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |n| n as usize,
@@ -192,7 +192,7 @@ async fn run_async(
     probe: probe::Probe,
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
-) -> Result<Summary, RunError> {
+) -> Result<RunSummary, RunError> {
     let tokenizer = local_tokenizer(config)?;
     let (dir, earlier) = open_dir(config, opts, on)?;
     let session = session::Session {
@@ -231,7 +231,7 @@ impl Start<'_> {
         &self,
         plan: Plan,
         earlier: Option<Resumed>,
-        summary: &mut Summary,
+        summary: &mut RunSummary,
     ) -> Result<(crate::rundir::Manifest, Plan), RunError> {
         let mut manifest = manifest::manifest(self.config, self.engine, self.server);
         manifest.client_threads = Some(self.client_threads);
@@ -320,7 +320,7 @@ fn dataset(config: &RunConfig, dir: &RunDir) -> Result<Option<Arc<[Entry]>>, Run
     Ok(Some(entries.into()))
 }
 
-impl Summary {
+impl RunSummary {
     fn recorded(&self) -> usize {
         self.valid + self.invalid + self.failed + self.skipped
     }

@@ -17,12 +17,12 @@ pub struct Probe {
 
 /// CPU seconds per thread at one instant.
 #[derive(Debug, Clone, Default)]
-pub struct Sample(HashMap<u32, f64>);
+pub struct CpuTimes(HashMap<u32, f64>);
 
-impl Sample {
+impl CpuTimes {
     /// CPU seconds spent since `earlier` by the threads sampled now (a thread that ended in
     /// between is not counted; one that started counts from zero).
-    pub fn since(&self, earlier: &Sample) -> f64 {
+    pub fn since(&self, earlier: &CpuTimes) -> f64 {
         self.0
             .iter()
             .map(|(tid, s)| (s - earlier.0.get(tid).copied().unwrap_or(0.0)).max(0.0))
@@ -54,13 +54,13 @@ impl Probe {
     }
 
     /// CPU time of every client thread now; `None` where `/proc` cannot tell.
-    pub fn sample(&self) -> Option<Sample> {
+    pub fn sample(&self) -> Option<CpuTimes> {
         let tids = self.tids.lock().ok()?.clone();
         let map: HashMap<u32, f64> = tids
             .into_iter()
             .filter_map(|t| thread_cpu_s(t).map(|s| (t, s)))
             .collect();
-        (!map.is_empty()).then_some(Sample(map))
+        (!map.is_empty()).then_some(CpuTimes(map))
     }
 }
 
@@ -68,9 +68,9 @@ impl Probe {
 #[derive(Default)]
 pub struct Cpu {
     /// At the open.
-    pub open: Option<Sample>,
+    pub open: Option<CpuTimes>,
     /// At the close.
-    pub close: Option<Sample>,
+    pub close: Option<CpuTimes>,
 }
 
 impl Cpu {

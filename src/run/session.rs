@@ -6,8 +6,8 @@
 
 use super::engine::{EngineSide, manifest};
 use super::{
-    Event, Interrupt, RunError, RunOptions, Start, Summary, cell, cells, dataset, observe, probe,
-    select,
+    Event, Interrupt, RunError, RunOptions, RunSummary, Start, cell, cells, dataset, observe,
+    probe, select,
 };
 use crate::client::local::LocalTokenizer;
 use crate::plan::{Plan, RunConfig};
@@ -28,7 +28,7 @@ pub(super) struct Session<'a> {
 
 impl Session<'_> {
     /// Measure a spec without engine variants.
-    pub(super) async fn single(&self, earlier: Option<Resumed>) -> Result<Summary, RunError> {
+    pub(super) async fn single(&self, earlier: Option<Resumed>) -> Result<RunSummary, RunError> {
         let Session {
             config,
             opts,
@@ -51,9 +51,9 @@ impl Session<'_> {
         .await?;
         let server = manifest::ServerInfo::read(&engine.client, &spec_engine.served_name).await?;
         let plan = spec_engine.plan(server.limits());
-        let mut summary = Summary {
+        let mut summary = RunSummary {
             out: dir.path().to_path_buf(),
-            ..Summary::default()
+            ..RunSummary::default()
         };
         let (observer, gpu_warnings) =
             observe::Observer::start(&spec_engine.watch, &engine.client, on).await;
@@ -90,7 +90,7 @@ impl Session<'_> {
         engine: &mut EngineSide,
         (plan, manifest, numbering): (&Plan, &Manifest, (usize, Option<usize>)),
         observer: observe::Observer,
-        summary: &mut Summary,
+        summary: &mut RunSummary,
     ) -> Result<(), RunError> {
         let cells = cells::Cells {
             config: self.config,

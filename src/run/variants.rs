@@ -8,7 +8,7 @@ use super::engine::EngineSide;
 use super::engine::manifest;
 use super::error::EngineError;
 use super::session::Session;
-use super::{Event, RunError, Start, Summary, observe};
+use super::{Event, RunError, RunSummary, Start, observe};
 use crate::plan::{self, Cell, EngineConfig, Plan};
 use crate::results::{Record, Status, record::utc_now};
 use crate::rundir::{Manifest, Resumed, RunDir};
@@ -20,11 +20,11 @@ impl Session<'_> {
         &self,
         variants: &[EngineConfig],
         earlier: Option<Resumed>,
-    ) -> Result<Summary, RunError> {
+    ) -> Result<RunSummary, RunError> {
         let full = super::select(self.config.plan(), self.opts);
-        let mut summary = Summary {
+        let mut summary = RunSummary {
             out: self.dir.path().to_path_buf(),
-            ..Summary::default()
+            ..RunSummary::default()
         };
         let server = manifest::ServerInfo::unasked();
         let start = Start {
@@ -88,7 +88,7 @@ struct One<'a, 'b> {
 }
 
 impl One<'_, '_> {
-    async fn run(&mut self, summary: &mut Summary) -> Result<(), RunError> {
+    async fn run(&mut self, summary: &mut RunSummary) -> Result<(), RunError> {
         let (up, v) = (self.up, self.v);
         (up.on)(Event::Note(format!(
             "variant `{}`: {} cell(s)",
@@ -145,7 +145,7 @@ impl One<'_, '_> {
         &self,
         engine: &mut EngineSide,
         server: &manifest::ServerInfo,
-        summary: &mut Summary,
+        summary: &mut RunSummary,
     ) -> Result<(), RunError> {
         let (up, v) = (self.up, self.v);
         let ids: HashSet<&str> = self.mine.cells.iter().map(|c| c.id.as_str()).collect();
@@ -170,7 +170,7 @@ impl One<'_, '_> {
     }
 
     /// The variant did not start: every cell of it is recorded failed with `why`.
-    fn failed(&mut self, why: &str, summary: &mut Summary) -> Result<(), RunError> {
+    fn failed(&mut self, why: &str, summary: &mut RunSummary) -> Result<(), RunError> {
         let (up, v) = (self.up, self.v);
         let reason = format!("variant `{}` did not start: {why}", self.name);
         (up.on)(Event::Note(reason.clone()));
@@ -183,7 +183,7 @@ impl One<'_, '_> {
     /// The variant's engine was lost during a cell (that cell is recorded already) for
     /// `why`: the cells it had left are recorded failed, and the run goes on with the next
     /// variant.
-    fn lost(&mut self, why: &str, note: &str, summary: &mut Summary) -> Result<(), RunError> {
+    fn lost(&mut self, why: &str, note: &str, summary: &mut RunSummary) -> Result<(), RunError> {
         let up = self.up;
         (up.on)(Event::Note(format!("variant `{}`: {note}", self.name)));
         let reason = format!("variant `{}` was not measured further: {why}", self.name);
@@ -206,7 +206,7 @@ impl One<'_, '_> {
         &self,
         cells: impl Iterator<Item = &'c Cell>,
         reason: &str,
-        summary: &mut Summary,
+        summary: &mut RunSummary,
     ) -> Result<(), RunError> {
         let v = self.v;
         for c in cells {

@@ -26,13 +26,13 @@ pub enum Stage {
 }
 
 /// A spec document and the environment it is checked against.
-struct Ctx<'a> {
+struct Checker<'a> {
     json: &'a Value,
     stage: Stage,
     env: &'a dyn Fn(&str) -> Option<String>,
 }
 
-impl Ctx<'_> {
+impl Checker<'_> {
     /// The field at `ptr` when present and well-formed; `Err(())` when present but broken
     /// (the schema layer reports it), `Ok(None)` when absent.
     fn field<T: DeserializeOwned>(&self, ptr: &str) -> Result<Option<T>, ()> {
@@ -59,7 +59,7 @@ impl Ctx<'_> {
 /// All meaning problems of the document `json`; `env` looks variables up (the process
 /// environment in the CLI, a table in tests).
 pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -> Vec<Problem> {
-    let cx = Ctx { json, stage, env };
+    let cx = Checker { json, stage, env };
     let mut out = Vec::new();
     axes(&cx, &mut out);
     phases::check(&cx, &mut out);
@@ -71,7 +71,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     out
 }
 
-fn axes(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn axes(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let contexts: Option<Vec<Tokens>> = cx.field("/matrix/contexts").ok().flatten();
     let concurrency: Option<Vec<u32>> = cx.field("/matrix/concurrency").ok().flatten();
     if let Some(c) = &contexts {
@@ -150,7 +150,7 @@ pub(super) fn ascending<T: PartialOrd + std::fmt::Display>(
     }
 }
 
-fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn engine(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let kind: Option<EngineKind> = cx.field("/engine/kind").ok().flatten();
     let key_env: Option<String> = cx.field("/engine/api_key_env").ok().flatten();
     engine_kind(cx, kind, key_env.as_deref(), out);
@@ -195,7 +195,7 @@ fn engine(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 
 /// The API key's variable is set; `engine.sim` belongs to `kind: sim`, whose profile exists.
 fn engine_kind(
-    cx: &Ctx<'_>,
+    cx: &Checker<'_>,
     kind: Option<EngineKind>,
     key_env: Option<&str>,
     out: &mut Vec<Problem>,
@@ -239,7 +239,7 @@ fn engine_kind(
 
 /// Every `$VAR` and `${VAR}` of the launch command and its environment must be set (said
 /// once each, where it is first written; the API key's variable is checked already).
-fn launch_env(cx: &Ctx<'_>, args: &[String], key_env: Option<String>, out: &mut Vec<Problem>) {
+fn launch_env(cx: &Checker<'_>, args: &[String], key_env: Option<String>, out: &mut Vec<Problem>) {
     let env: BTreeMap<String, String> = cx
         .field("/engine/launch/env")
         .ok()
@@ -308,7 +308,7 @@ fn launch_port(
     }
 }
 
-fn report(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn report(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let Ok(Some(templates)) = cx.field::<Vec<String>>("/report/templates") else {
         return;
     };
@@ -325,7 +325,7 @@ fn report(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 }
 
 /// A `sim` engine's profile must exist, and hold the spec's `max_model_len`.
-fn sim_profile(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn sim_profile(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let Some(name) = cx.or(
         "/engine/sim/profile",
         super::engine::DEFAULT_SIM_PROFILE.to_string(),

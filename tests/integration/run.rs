@@ -11,7 +11,7 @@ use benchspec::spec::{self, Stage};
 
 use super::cli::tempdir::Dir;
 
-fn run_spec(yaml: &str) -> (Vec<Record>, run::Summary, Dir) {
+fn run_spec(yaml: &str) -> (Vec<Record>, run::RunSummary, Dir) {
     let dir = Dir::new();
     let path = dir.path().join("spec.yaml");
     std::fs::write(&path, yaml).unwrap();

@@ -6,7 +6,7 @@ mod decode;
 mod filled;
 mod open;
 
-pub use decode::{Stage, Tick, decode};
+pub use decode::{Step, Tick, decode};
 pub use open::load;
 
 use super::probe::Probe;

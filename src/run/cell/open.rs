@@ -4,7 +4,7 @@
 //! verdict.
 
 use super::{CellFailure, Ctx, failed, rand_tag, shared_reasons, verdict};
-use super::{Stage, Tick};
+use super::{Step, Tick};
 use crate::client::Prepared;
 use crate::plan::vocab::Entry;
 use crate::plan::{Cell, OpenLoad};
@@ -79,7 +79,7 @@ async fn watch(
                 let window_s = start.elapsed().as_secs_f64();
                 let tokens = progress.tokens.load(std::sync::atomic::Ordering::Relaxed);
                 let _ = ticks.send(Tick {
-                    stage: Stage::Window,
+                    step: Step::Window,
                     tok_s: (window_s > 0.0).then(|| tokens as f64 / window_s),
                     window_s,
                 });

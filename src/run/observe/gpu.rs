@@ -18,7 +18,7 @@ pub const QUERY: &str = "index,name,power.draw,clocks.sm,temperature.gpu,memory.
 
 /// One GPU at one instant.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub struct Reading {
     /// When it arrived.
     pub at: Instant,
     /// The GPU's index.
@@ -35,18 +35,18 @@ pub struct Sample {
     pub mem_mb: Option<f64>,
 }
 
-/// Samples as they arrive, shared with the reader.
-pub type Samples = Arc<Mutex<Vec<Sample>>>;
+/// Readings as they arrive, shared with the reader.
+pub type Readings = Arc<Mutex<Vec<Reading>>>;
 
 /// A line of `nvidia-smi --query-gpu=QUERY --format=csv,noheader,nounits`; `[N/A]` fields
 /// are `None`, a line without a power reading is `None`.
-pub fn parse_smi_line(line: &str, at: Instant) -> Option<Sample> {
+pub fn parse_smi_line(line: &str, at: Instant) -> Option<Reading> {
     let f: Vec<&str> = line.split(',').map(str::trim).collect();
     if f.len() < 6 {
         return None;
     }
     let num = |s: &str| s.parse::<f64>().ok();
-    Some(Sample {
+    Some(Reading {
         at,
         index: f[0].parse().ok()?,
         name: f[1].to_string(),
@@ -59,7 +59,7 @@ pub fn parse_smi_line(line: &str, at: Instant) -> Option<Sample> {
 
 /// Start `nvidia-smi` (the program `program`, found on PATH) sampling into `samples`; the
 /// child is killed when the returned guard drops.
-pub fn start_smi(program: &std::path::Path, samples: Samples) -> std::io::Result<ChildGuard> {
+pub fn start_smi(program: &std::path::Path, samples: Readings) -> std::io::Result<ChildGuard> {
     let mut child = std::process::Command::new(program)
         .arg(format!("--query-gpu={QUERY}"))
         .args(["--format=csv,noheader,nounits", "-lms", "250"])
@@ -96,8 +96,8 @@ impl Drop for ChildGuard {
 }
 
 /// The GPUs of one DCGM exporter scrape.
-pub fn parse_dcgm(scrape: &Scrape) -> Vec<Sample> {
-    let mut out: Vec<Sample> = Vec::new();
+pub fn parse_dcgm(scrape: &Scrape) -> Vec<Reading> {
+    let mut out: Vec<Reading> = Vec::new();
     for s in &scrape.samples {
         let label = |k: &str| {
             s.labels
@@ -111,7 +111,7 @@ pub fn parse_dcgm(scrape: &Scrape) -> Vec<Sample> {
         let at = match out.iter().position(|g| g.index == index) {
             Some(i) => i,
             None => {
-                out.push(Sample {
+                out.push(Reading {
                     at: scrape.at,
                     index,
                     name: label("modelName").unwrap_or("").to_string(),
@@ -157,21 +157,21 @@ pub fn energy(points: &[(f64, f64)], len: f64) -> f64 {
 
 /// One entry per GPU over `open..close`, from `samples`; samples more than a period outside
 /// the window are not looked at.
-pub fn window(samples: &[Sample], open: Instant, close: Instant) -> Vec<GpuUse> {
+pub fn window(samples: &[Reading], open: Instant, close: Instant) -> Vec<GpuUse> {
     let len = close.saturating_duration_since(open).as_secs_f64();
     let mut indices: Vec<u32> = samples.iter().map(|s| s.index).collect();
     indices.sort_unstable();
     indices.dedup();
-    let near = |s: &&Sample| s.at + PERIOD * 2 >= open && s.at <= close + PERIOD * 2;
+    let near = |s: &&Reading| s.at + PERIOD * 2 >= open && s.at <= close + PERIOD * 2;
     let mut out = Vec::new();
     for index in indices {
-        let mine: Vec<&Sample> = samples
+        let mine: Vec<&Reading> = samples
             .iter()
             .filter(|s| s.index == index)
             .filter(near)
             .collect();
         let Some(any) = mine.first() else { continue };
-        let offset = |s: &Sample| {
+        let offset = |s: &Reading| {
             if s.at >= open {
                 (s.at - open).as_secs_f64()
             } else {
@@ -180,7 +180,7 @@ pub fn window(samples: &[Sample], open: Instant, close: Instant) -> Vec<GpuUse> 
         };
         let points: Vec<(f64, f64)> = mine.iter().map(|s| (offset(s), s.power_w)).collect();
         let e = energy(&points, len);
-        let inside: Vec<&&Sample> = mine
+        let inside: Vec<&&Reading> = mine
             .iter()
             .filter(|s| s.at >= open && s.at <= close)
             .collect();
@@ -190,7 +190,7 @@ pub fn window(samples: &[Sample], open: Instant, close: Instant) -> Vec<GpuUse> 
             inside
         };
         let vals =
-            |f: fn(&Sample) -> Option<f64>| pick.iter().filter_map(|s| f(s)).collect::<Vec<_>>();
+            |f: fn(&Reading) -> Option<f64>| pick.iter().filter_map(|s| f(s)).collect::<Vec<_>>();
         let clocks = vals(|s| s.sm_mhz);
         out.push(GpuUse {
             index,
@@ -255,7 +255,7 @@ mod tests {
         let mut samples = Vec::new();
         for i in 0..12u64 {
             for (gpu, w) in [(0, 100.0), (1, 50.0 + i as f64)] {
-                samples.push(Sample {
+                samples.push(Reading {
                     at: t + ms(250 * i),
                     index: gpu,
                     name: "G".into(),

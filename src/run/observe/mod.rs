@@ -72,7 +72,7 @@ impl Drop for Feed {
 pub struct Observer {
     client: Option<Client>,
     interval: Duration,
-    samples: gpu::Samples,
+    samples: gpu::Readings,
     feed: Option<Feed>,
     /// Whether the engine's missing or unknown metrics were noted already.
     noted: AtomicBool,
@@ -125,7 +125,7 @@ fn on_path(program: &str) -> Option<std::path::PathBuf> {
 }
 
 /// Poll a DCGM exporter every period into `samples`.
-fn poll_dcgm(url: String, samples: gpu::Samples) -> tokio::task::JoinHandle<()> {
+fn poll_dcgm(url: String, samples: gpu::Readings) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let Ok(http) = crate::client::http_builder()
             .no_proxy()
@@ -152,7 +152,7 @@ fn poll_dcgm(url: String, samples: gpu::Samples) -> tokio::task::JoinHandle<()> 
 }
 
 /// The GPUs found against `hardware.gpu` and `hardware.gpu_count`: a mismatch is a warning.
-fn hardware_warnings(watch: &Watch, samples: &[gpu::Sample]) -> Vec<String> {
+fn hardware_warnings(watch: &Watch, samples: &[gpu::Reading]) -> Vec<String> {
     let mut found: Vec<(u32, &str)> = samples.iter().map(|s| (s.index, s.name.as_str())).collect();
     found.sort_unstable();
     found.dedup();
@@ -191,7 +191,7 @@ impl Observer {
         on: &(dyn Fn(Event) + Sync),
     ) -> (Observer, Vec<String>) {
         let t = &watch.telemetry;
-        let samples = gpu::Samples::default();
+        let samples = gpu::Readings::default();
         let smi = || {
             let p = on_path("nvidia-smi")?;
             gpu::start_smi(&p, samples.clone()).ok()
@@ -239,7 +239,7 @@ impl Observer {
         Observer {
             client: None,
             interval: Duration::from_secs(1),
-            samples: gpu::Samples::default(),
+            samples: gpu::Readings::default(),
             feed: None,
             noted: AtomicBool::new(false),
         }

@@ -1,13 +1,13 @@
 //! Meaning checks of the open-loop keys (docs/spec.md): load rates and arrivals, the capacity
 //! search's bounds, and the SLO it is judged against.
 
-use super::{Ctx, ascending, subset};
+use super::{Checker, ascending, subset};
 use crate::spec::diag::Problem;
 use crate::spec::open::{Arrivals, Distribution, Rate, SearchAxis, Slo, Spread};
 use crate::spec::units::{Span, Tokens};
 
 /// Every problem of `phases.load`, `phases.capacity` and `slo`.
-pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let contexts: Option<Vec<Tokens>> = cx.field("/matrix/contexts").ok().flatten();
     for phase in ["load", "capacity"] {
         let ptr = format!("/phases/{phase}/contexts");
@@ -24,7 +24,7 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     slo(cx, out);
 }
 
-fn load(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn load(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let requests: Option<u32> = cx.field("/phases/load/requests").ok().flatten();
     let duration: Option<Span> = cx.field("/phases/load/duration").ok().flatten();
     if requests.is_some() && duration.is_some() {
@@ -72,7 +72,7 @@ fn load(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 }
 
 /// The rates: ascending, and `inf` only with a request count.
-fn rates(cx: &Ctx<'_>, has_requests: bool, out: &mut Vec<Problem>) {
+fn rates(cx: &Checker<'_>, has_requests: bool, out: &mut Vec<Problem>) {
     let rates: Vec<Option<Rate>> = match cx.json.pointer("/phases/load/rates") {
         Some(serde_json::Value::Array(a)) => a
             .iter()
@@ -97,7 +97,7 @@ fn rates(cx: &Ctx<'_>, has_requests: bool, out: &mut Vec<Problem>) {
     }
 }
 
-fn capacity(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn capacity(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let axis = cx.or("/phases/capacity/search", SearchAxis::Concurrency);
     let min = cx.or("/phases/capacity/min", 1.0f64);
     let max: Option<f64> = cx.field("/phases/capacity/max").ok().flatten();
@@ -152,7 +152,7 @@ fn capacity(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
     }
 }
 
-fn slo(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn slo(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     if let Ok(Some(slo)) = cx.field::<Slo>("/slo")
         && slo.is_empty()
     {

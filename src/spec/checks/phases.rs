@@ -2,13 +2,13 @@
 //! the prompts, a decode phase has a window or a request count, and settings that would
 //! have no effect are warned about.
 
-use super::Ctx;
+use super::Checker;
 use crate::spec::diag::Problem;
 use crate::spec::units::{Span, Tokens};
 use crate::spec::workload::{DecodeMode, PrefillMode};
 
 /// Every problem of the phases.
-pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let prefill_on = cx.or("/phases/prefill/enabled", true);
     let decode_on = cx.or("/phases/decode/enabled", true);
     let open_on = ["/phases/load", "/phases/capacity"].iter().any(|p| {
@@ -26,7 +26,7 @@ pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 }
 
 /// The output length leaves room for a prompt, and for each decode context.
-fn output_room(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn output_room(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let max_len: Option<Tokens> = cx.field("/model/max_model_len").ok().flatten();
     let out_tokens = cx.or(
         "/workload/max_output_tokens",
@@ -58,7 +58,7 @@ fn output_room(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
 }
 
 /// A decode phase that runs has a request count or a window to run.
-fn decode_window(cx: &Ctx<'_>, decode_on: bool, out: &mut Vec<Problem>) {
+fn decode_window(cx: &Checker<'_>, decode_on: bool, out: &mut Vec<Problem>) {
     let mode = cx.or("/phases/decode/mode", DecodeMode::FixedDuration);
     if decode_on
         && mode == Some(DecodeMode::RequestCount)
@@ -82,7 +82,7 @@ fn decode_window(cx: &Ctx<'_>, decode_on: bool, out: &mut Vec<Problem>) {
 }
 
 /// `repeats` on a decode-warmup prefill has no effect.
-fn prefill_repeats(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+fn prefill_repeats(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let prefill_mode = cx.or("/phases/prefill/mode", PrefillMode::DecodeWarmup);
     if prefill_mode == Some(PrefillMode::DecodeWarmup)
         && cx

@@ -1,7 +1,7 @@
 //! Meaning checks of `telemetry` (docs/spec.md): a DCGM source needs its URL, and a scrape
 //! interval short enough to load the engine is refused.
 
-use super::Ctx;
+use super::Checker;
 use crate::spec::diag::Problem;
 use crate::spec::telemetry::GpuSource;
 use crate::spec::units::Span;
@@ -11,7 +11,7 @@ use std::time::Duration;
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Every problem of `telemetry`.
-pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     if let Ok(Some(i)) = cx.field::<Span>("/telemetry/interval")
         && i.0 < MIN_INTERVAL
     {

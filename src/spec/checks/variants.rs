@@ -2,14 +2,14 @@
 //! distinct from the phases' ids, one form or the other, launch overrides only where
 //! benchspec launches the engine, `sim` settings only for the simulator.
 
-use super::Ctx;
+use super::Checker;
 use crate::spec::diag::Problem;
 use crate::spec::engine::{Command, EngineKind, SimEngine};
 use crate::spec::variant::{ArgValue, SimPatch, Variant, patched_sim};
 use std::collections::BTreeMap;
 
 /// Every problem of the variants.
-pub(super) fn check(cx: &Ctx<'_>, out: &mut Vec<Problem>) {
+pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let variants: Vec<Variant> = cx
         .field("/engine/variants")
         .ok()

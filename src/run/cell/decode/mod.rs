@@ -17,4 +17,4 @@ pub use clock::Clock;
 pub use sink::{Gauge, Sink};
 pub use tally::Tally;
 pub use totals::Totals;
-pub use window::{Stage, Tick, decode};
+pub use window::{Step, Tick, decode};

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 /// Where a decode cell is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub enum Step {
     /// Each slot's prompt sent once before the window.
     WarmUp,
     /// Waiting for all C streams to produce tokens.
@@ -30,12 +30,12 @@ pub enum Stage {
     Window,
 }
 
-impl std::fmt::Display for Stage {
+impl std::fmt::Display for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Stage::WarmUp => "warm-up",
-            Stage::Ramp => "ramp",
-            Stage::Window => "window",
+            Step::WarmUp => "warm-up",
+            Step::Ramp => "ramp",
+            Step::Window => "window",
         })
     }
 }
@@ -44,7 +44,7 @@ impl std::fmt::Display for Stage {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tick {
     /// Where the cell is.
-    pub stage: Stage,
+    pub step: Step,
     /// Output tok/s so far in the window.
     pub tok_s: Option<f64>,
     /// Seconds of the window so far.
@@ -52,9 +52,9 @@ pub struct Tick {
 }
 
 impl Tick {
-    fn at(stage: Stage) -> Tick {
+    fn at(step: Step) -> Tick {
         Tick {
-            stage,
+            step,
             tok_s: None,
             window_s: 0.0,
         }
@@ -76,7 +76,7 @@ pub async fn decode(
     mut rec: Record,
     ticks: mpsc::UnboundedSender<Tick>,
 ) -> Record {
-    let _ = ticks.send(Tick::at(Stage::WarmUp));
+    let _ = ticks.send(Tick::at(Step::WarmUp));
     let c = cell.concurrency as usize;
     let (bodies, warm_prompt_counts) = match warm_up(&cx, cell, &mut rec).await {
         Ok(warm) => warm,
@@ -248,7 +248,7 @@ async fn watch_cell(
     let mut every = tokio::time::interval(Duration::from_millis(250));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let (mut seen, mut quiet_since) = (0u64, Instant::now());
-    let _ = ticks.send(Tick::at(Stage::Ramp));
+    let _ = ticks.send(Tick::at(Step::Ramp));
     loop {
         if cpu.open.is_none()
             && let Some(open) = clock.open()
@@ -299,10 +299,10 @@ fn tick(shared: &Shared, now: Instant) -> Tick {
     let window_s = open.map_or(0.0, |o| now.saturating_duration_since(o).as_secs_f64());
     let tokens: u64 = shared.gauges.iter().map(|g| g.tokens.load(Relaxed)).sum();
     Tick {
-        stage: if open.is_some() {
-            Stage::Window
+        step: if open.is_some() {
+            Step::Window
         } else {
-            Stage::Ramp
+            Step::Ramp
         },
         tok_s: (window_s > 0.0).then(|| tokens as f64 / window_s),
         window_s,
