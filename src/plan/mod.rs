@@ -8,18 +8,12 @@ pub mod sim;
 pub use config::{
     ConfigError, DatasetFile, EngineConfig, LaunchConfig, RunConfig, TokenizerFile, Watch, redact,
 };
-/// The spec's value types a plan and its run carry unchanged (the plan's vocabulary).
-pub mod vocab {
-    pub use crate::spec::command::CommandError;
-    pub use crate::spec::dataset::{DatasetError, Entry};
-    pub use crate::spec::telemetry::{GpuSource, KvOverflow};
-    pub use crate::spec::{Arrivals, Distribution, Rate, SearchAxis, Slo, Span, Spread, Validity};
-}
 mod cell;
 mod estimate;
 mod open;
 mod shard;
 mod table;
+pub mod vocab;
 
 pub use cell::{Cell, CellFileError, Decode, Measure, Mode, Phase, Prefill, decode_id, prefill_id};
 pub use estimate::Rates;
