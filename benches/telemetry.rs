@@ -174,7 +174,7 @@ fn parse_cost() {
         let mut per = Vec::new();
         for _ in 0..200 {
             let t0 = Instant::now();
-            let at = Instant::now();
+            let at = tokio::time::Instant::now();
             let s = Scrapes {
                 before: Scrape::only(at, &texts[0], keep),
                 during: vec![Scrape::only(at, &texts[1], keep)],

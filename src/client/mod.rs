@@ -8,6 +8,7 @@
 
 mod body;
 mod chunk;
+pub mod exchange;
 mod generate;
 pub mod h1;
 pub mod local;
@@ -60,6 +61,20 @@ pub enum ApiError {
         /// The error.
         source: reqwest::Error,
     },
+    /// The in-process server's answer was not JSON.
+    #[error("{path} did not answer JSON: {why}")]
+    BadJson {
+        /// The endpoint.
+        path: String,
+        /// The parser's words.
+        why: String,
+    },
+    /// The in-process server's answer broke off.
+    #[error("{path}: the answer broke off")]
+    Broken {
+        /// The endpoint.
+        path: String,
+    },
     /// The tokenize answer had no count.
     #[error("{path} answered without `count` or `tokens`")]
     NoCount {
@@ -95,6 +110,8 @@ pub struct Client {
     local: Option<Arc<local::LocalTokenizer>>,
     /// Another transport in place of the network (tests).
     transport: Option<Arc<dyn Generate>>,
+    /// A server in this process, answering every request in place of the network.
+    inner: Option<Arc<dyn exchange::Exchange>>,
 }
 
 /// A reqwest client builder for any endpoint this tool reads. reqwest is built without a
@@ -133,6 +150,51 @@ impl Client {
             ignore_eos: settings.ignore_eos && settings.dialect != Dialect::Hosted,
             local: None,
             transport: None,
+            inner: None,
+        })
+    }
+
+    /// This client sending every request (generation and informational) to `server`, a
+    /// server in this process, instead of over the network.
+    pub fn in_process(mut self, server: Arc<dyn exchange::Exchange>) -> Client {
+        self.lean = None;
+        self.inner = Some(server);
+        self
+    }
+
+    /// Whether requests go to a server in this process.
+    pub fn is_in_process(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// An exchange with the in-process server: the body of its 2xx answer, as text.
+    async fn inner_text(
+        server: &Arc<dyn exchange::Exchange>,
+        (method, path, body): (axum::http::Method, &str, bytes::Bytes),
+    ) -> Result<String, ApiError> {
+        let r =
+            exchange::Reading::new(server.exchange(exchange::request(method, path, body)).await);
+        if !(200..300).contains(&r.status) {
+            return Err(ApiError::Status {
+                path: path.into(),
+                status: r.status,
+            });
+        }
+        r.text()
+            .await
+            .map_err(|()| ApiError::Broken { path: path.into() })
+    }
+
+    /// [`Client::inner_text`] as JSON.
+    async fn inner_json(
+        server: &Arc<dyn exchange::Exchange>,
+        call: (axum::http::Method, &str, bytes::Bytes),
+    ) -> Result<Value, ApiError> {
+        let path = call.1.to_string();
+        let text = Client::inner_text(server, call).await?;
+        serde_json::from_str(&text).map_err(|e| ApiError::BadJson {
+            path,
+            why: e.to_string(),
         })
     }
 
@@ -159,6 +221,10 @@ impl Client {
 
     /// Whether GET `path` answers 2xx.
     pub async fn get_ok(&self, path: &str) -> bool {
+        if let Some(server) = &self.inner {
+            let get = (axum::http::Method::GET, path, bytes::Bytes::new());
+            return Client::inner_text(server, get).await.is_ok();
+        }
         let rb = self
             .http
             .get(format!("{}{path}", self.base))
@@ -169,6 +235,9 @@ impl Client {
     /// Whether the server answers GET `path` at all (any HTTP status) on a new connection:
     /// a pooled connection may outlive the server's listening socket.
     pub async fn answers_afresh(&self, path: &str) -> bool {
+        if self.inner.is_some() {
+            return true;
+        }
         let Ok(http) = http_builder()
             .http1_only()
             .no_proxy()
@@ -186,7 +255,7 @@ impl Client {
     }
 
     /// A GET of `path` on the engine, with the API key.
-    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
         let rb = self.http.get(format!("{}{path}", self.base));
         match &self.key {
             Some(key) => rb.bearer_auth(key.expose()),
@@ -196,8 +265,33 @@ impl Client {
 
     /// GET `path` as JSON.
     pub async fn get_json(&self, path: &str) -> Result<Value, ApiError> {
+        if let Some(server) = &self.inner {
+            let get = (axum::http::Method::GET, path, bytes::Bytes::new());
+            return Client::inner_json(server, get).await;
+        }
         let r = self.get(path).send().await.map_err(ApiError::Send)?;
         json_of(path, r).await
+    }
+
+    /// GET `path` as text (a 2xx answer within `timeout`).
+    pub async fn get_text(&self, path: &str, timeout: Duration) -> Result<String, ApiError> {
+        if let Some(server) = &self.inner {
+            let get = (axum::http::Method::GET, path, bytes::Bytes::new());
+            return Client::inner_text(server, get).await;
+        }
+        let r = self
+            .get(path)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(ApiError::Send)?;
+        if !r.status().is_success() {
+            return Err(ApiError::Status {
+                path: path.into(),
+                status: r.status().as_u16(),
+            });
+        }
+        r.text().await.map_err(ApiError::Send)
     }
 
     /// Write the request. A pooled keep-alive connection the server has closed in the
@@ -205,6 +299,14 @@ impl Client {
     /// fails before any response byte; that is retried, with the clock restarted, up to
     /// [`SEND_TRIES`] times, as the next pooled connection may be as stale as the first.
     async fn send<'a>(&'a self, req: &Prepared, out: &mut Outcome) -> Result<Wire<'a>, Failure> {
+        if let Some(server) = &self.inner {
+            let post = exchange::request(axum::http::Method::POST, req.path, req.whole());
+            out.sent = Instant::now();
+            return match tokio::time::timeout(self.stall, server.exchange(post)).await {
+                Ok(r) => Ok(Wire::InProcess(exchange::Reading::new(r))),
+                Err(_) => Err(Failure::Stall),
+            };
+        }
         let Some(pool) = &self.lean else {
             return self.send_reqwest(req, out).await;
         };

@@ -52,6 +52,10 @@ impl Client {
     }
 
     async fn post_json(&self, path: &str, body: &Value) -> Result<Value, ApiError> {
+        if let Some(server) = &self.inner {
+            let post = (axum::http::Method::POST, path, body.to_string().into());
+            return Client::inner_json(server, post).await;
+        }
         let r = self.post(path, body).send().await.map_err(ApiError::Send)?;
         json_of(path, r).await
     }

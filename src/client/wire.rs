@@ -1,5 +1,6 @@
 //! The body of a streamed response as the client reads it: on the lean HTTP/1.1 path
-//! (`h1`, plain `http://` engines) or through reqwest (https), the same two steps either
+//! (`h1`, plain `http://` engines), through reqwest (https) or from a server in this process
+//! (the simulator on tokio's clock), the same two steps any
 //! way — wait for bytes, then hand what was read to the SSE parser ([`Events`]), which
 //! passes each token-bearing chunk on with its arrival time.
 
@@ -15,6 +16,8 @@ use tokio::time::Instant;
 pub(super) enum Wire<'a> {
     Lean(h1::Response, &'a h1::Pool),
     Reqwest(reqwest::Response, Option<Bytes>),
+    /// A server in this process ([`Exchange`](super::exchange::Exchange)).
+    InProcess(super::exchange::Reading),
 }
 
 impl Wire<'_> {
@@ -22,6 +25,7 @@ impl Wire<'_> {
         match self {
             Wire::Lean(r, _) => r.status,
             Wire::Reqwest(r, _) => r.status().as_u16(),
+            Wire::InProcess(r) => r.status,
         }
     }
 
@@ -36,6 +40,7 @@ impl Wire<'_> {
                     h1::retry_after_of(name, v)
                 })
             }
+            Wire::InProcess(r) => r.retry_after,
         }
     }
 
@@ -52,6 +57,7 @@ impl Wire<'_> {
                     Ok(true)
                 }
             },
+            Wire::InProcess(r) => r.read().await.map_err(|()| Failure::Disconnect),
         }
     }
 
@@ -59,7 +65,7 @@ impl Wire<'_> {
     pub(super) fn drain(&mut self, on_body: &mut impl FnMut(&[u8])) -> Result<(), Failure> {
         match self {
             Wire::Lean(r, _) => r.drain(on_body).map_err(|_| Failure::Disconnect),
-            Wire::Reqwest(_, last) => {
+            Wire::Reqwest(_, last) | Wire::InProcess(super::exchange::Reading { last, .. }) => {
                 if let Some(b) = last.take() {
                     on_body(&b);
                 }

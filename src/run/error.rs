@@ -92,6 +92,14 @@ pub enum EngineError {
     /// The in-process simulator could not listen or start.
     #[error("cannot start the simulator on 127.0.0.1: {0}")]
     SimStart(std::io::Error),
+    /// An in-process run was asked of an engine other than the simulator.
+    #[error(
+        "the {engine} engine is not the simulator: only `kind: sim` engines answer in this process"
+    )]
+    NotInProcess {
+        /// The engine (or variant).
+        engine: String,
+    },
     /// The HTTP client could not be made, or the server answered wrongly.
     #[error(transparent)]
     Api(#[from] ApiError),

@@ -134,7 +134,24 @@ pub fn run(
         .build()
         .map_err(EngineError::Runtime)?;
     probe.register_current();
-    rt.block_on(run_async(config, opts, probe, interrupt, on))
+    rt.block_on(run_async(config, opts, (probe, false), interrupt, on))
+}
+
+/// [`run`] on the caller's runtime, every engine (and variant) the embedded simulator
+/// answering in this process: no socket, its model stepping on tokio's clock. Under paused
+/// time (`#[tokio::test(start_paused = true)]`) a spec's cells run in milliseconds, every
+/// interval exactly what the model says, the same each time; the cells, the verdicts, the
+/// records and the run directory are those of [`run`]. An engine that is not `kind: sim`
+/// is an error ([`EngineError::NotInProcess`]).
+pub async fn run_in_process(
+    config: &RunConfig,
+    opts: &RunOptions,
+    interrupt: &Interrupt,
+    on: &(dyn Fn(Event) + Sync),
+) -> Result<RunSummary, RunError> {
+    let probe = probe::Probe::new(1);
+    probe.register_current();
+    run_async(config, opts, (probe, true), interrupt, on).await
 }
 
 /// The spec's local tokenizer (`workload.tokenizer`, beside the spec or kept in the run
@@ -189,7 +206,7 @@ fn open_dir(
 async fn run_async(
     config: &RunConfig,
     opts: &RunOptions,
-    probe: probe::Probe,
+    (probe, in_process): (probe::Probe, bool),
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<RunSummary, RunError> {
@@ -203,6 +220,7 @@ async fn run_async(
         on,
         dir: &dir,
         tokenizer: tokenizer.as_ref(),
+        in_process,
     };
     let variants = config.variants();
     if variants.is_empty() {

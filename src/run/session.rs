@@ -24,6 +24,8 @@ pub(super) struct Session<'a> {
     pub(super) dir: &'a RunDir,
     /// The spec's local tokenizer, shared by every engine (variant) of the run.
     pub(super) tokenizer: Option<&'a Arc<LocalTokenizer>>,
+    /// Every engine is the simulator answering in this process ([`super::run_in_process`]).
+    pub(super) in_process: bool,
 }
 
 impl Session<'_> {
@@ -45,7 +47,7 @@ impl Session<'_> {
             &spec_engine,
             dir.path(),
             pool as usize,
-            (interrupt, self.tokenizer),
+            (interrupt, self.tokenizer, self.in_process),
             on,
         )
         .await?;

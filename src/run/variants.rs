@@ -98,8 +98,14 @@ impl One<'_, '_> {
         log_header(up.dir, self.name);
         let pool = self.mine.max_concurrency() as usize;
         let started = async {
-            let engine =
-                EngineSide::up(v, up.dir.path(), pool, (up.interrupt, up.tokenizer), up.on).await?;
+            let engine = EngineSide::up(
+                v,
+                up.dir.path(),
+                pool,
+                (up.interrupt, up.tokenizer, up.in_process),
+                up.on,
+            )
+            .await?;
             match manifest::ServerInfo::read(&engine.client, &v.served_name).await {
                 Ok(server) => Ok((engine, server)),
                 Err(e) => {

@@ -3,15 +3,16 @@
 //! that each step ends when the engine's virtual clock says, then hands every emitted token
 //! to the stream of its request. It is a thread, not a task, because a thread sleeps with
 //! microsecond precision where the async timer rounds to milliseconds; deadlines are
-//! absolute, so jitter does not accumulate.
+//! absolute, so jitter does not accumulate. [`run_on_clock`] is the same driver as a task
+//! on tokio's clock, for a simulator answering in-process (a test that pauses time).
 
 use super::engine::{Engine, NewRequest, ReqId, StepOut};
 pub use super::metrics::Snapshot;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use std::time::Instant;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// What a request's stream receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,14 +64,7 @@ pub fn run(
     mut rx: mpsc::UnboundedReceiver<Msg>,
     metrics: Arc<Mutex<Snapshot>>,
 ) {
-    let mut book = Book {
-        streams: HashMap::new(),
-        ids: HashMap::new(),
-        snap: Snapshot {
-            kv_blocks: engine.kv_blocks(),
-            ..Snapshot::default()
-        },
-    };
+    let mut book = Book::new(&engine);
     // Real time of virtual time 0.
     let mut base = Instant::now();
     loop {
@@ -97,7 +91,45 @@ pub fn run(
     }
 }
 
+/// [`run`] as a task on tokio's clock: each step ends with a `sleep_until` its end.
+pub async fn run_on_clock(
+    mut engine: Engine,
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+    metrics: Arc<Mutex<Snapshot>>,
+) {
+    let mut book = Book::new(&engine);
+    let mut base = Instant::now();
+    loop {
+        while let Ok(msg) = rx.try_recv() {
+            book.apply(msg, &mut engine);
+        }
+        if !engine.has_work() {
+            book.publish(&engine, &metrics);
+            match rx.recv().await {
+                Some(msg) => book.apply(msg, &mut engine),
+                None => return,
+            }
+            base = Instant::now() - Duration::from_secs_f64(engine.now);
+            continue;
+        }
+        let out = engine.step();
+        tokio::time::sleep_until(base + Duration::from_secs_f64(engine.now)).await;
+        book.step(&out, &mut engine, &metrics);
+    }
+}
+
 impl Book {
+    fn new(engine: &Engine) -> Book {
+        Book {
+            streams: HashMap::new(),
+            ids: HashMap::new(),
+            snap: Snapshot {
+                kv_blocks: engine.kv_blocks(),
+                ..Snapshot::default()
+            },
+        }
+    }
+
     /// Hand a step's tokens to their streams and end the finished ones. The metrics are
     /// published first, so that a client that sees its request end also sees it counted.
     fn step(&mut self, out: &StepOut, engine: &mut Engine, metrics: &Mutex<Snapshot>) {

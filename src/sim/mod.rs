@@ -21,7 +21,7 @@ mod stream;
 pub mod tokenizer;
 
 pub use options::{Dialect, Faults, Options};
-pub use server::{Sim, start, start_threaded};
+pub use server::{InProcess, Sim, start, start_threaded};
 
 /// Why the simulator could not start.
 #[derive(Debug, thiserror::Error)]

@@ -84,6 +84,15 @@ fn engine_for(opts: &Options) -> Engine {
     engine
 }
 
+/// The metrics before the driver's first step: the KV cache's size is known at once (a
+/// client may ask `/metrics` before the driver has run).
+fn first_snapshot(engine: &Engine) -> Arc<Mutex<Snapshot>> {
+    Arc::new(Mutex::new(Snapshot {
+        kv_blocks: engine.kv_blocks(),
+        ..Snapshot::default()
+    }))
+}
+
 /// The simulator's endpoints.
 fn router() -> Router<Arc<Shared>> {
     Router::new()
@@ -113,17 +122,12 @@ fn router() -> Router<Arc<Shared>> {
         .route("/metrics", get(endpoints::metrics_text))
 }
 
-/// Serve the simulator on `listener` until stopped (or `die_after`).
-pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Result<Sim> {
-    let addr = listener.local_addr()?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let metrics = Arc::new(Mutex::new(Snapshot::default()));
-    let engine = engine_for(&opts);
-    let driver_metrics = metrics.clone();
-    std::thread::Builder::new()
-        .name("sim-engine".into())
-        .spawn(move || driver::run(engine, rx, driver_metrics))?;
-    let die_after = opts.faults.die_after;
+/// The simulator's handlers over `tx`, the channel to its engine's driver.
+fn app(
+    opts: Options,
+    tx: mpsc::UnboundedSender<driver::Msg>,
+    metrics: Arc<Mutex<Snapshot>>,
+) -> Router {
     let shared = Arc::new(Shared {
         opts,
         tx,
@@ -131,7 +135,21 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
         next_key: AtomicU64::new(1),
         tokenizer: Mutex::new(tokio::time::Instant::now()),
     });
-    let app = router().with_state(shared);
+    router().with_state(shared)
+}
+
+/// Serve the simulator on `listener` until stopped (or `die_after`).
+pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Result<Sim> {
+    let addr = listener.local_addr()?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let engine = engine_for(&opts);
+    let metrics = first_snapshot(&engine);
+    let driver_metrics = metrics.clone();
+    std::thread::Builder::new()
+        .name("sim-engine".into())
+        .spawn(move || driver::run(engine, rx, driver_metrics))?;
+    let die_after = opts.faults.die_after;
+    let app = app(opts, tx, metrics);
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         // Without TCP_NODELAY small SSE writes wait for delayed ACKs (40 ms on Linux).
@@ -156,4 +174,37 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
         task,
         runtime: None,
     })
+}
+
+/// The simulator answering in this process, without a socket: its driver a task on the
+/// caller's runtime and on tokio's clock, its endpoints the same router called directly.
+/// Under paused time (a test) every interval it models is exact and the run repeatable.
+#[derive(Debug, Clone)]
+pub struct InProcess {
+    app: Router,
+}
+
+impl InProcess {
+    /// Start the driver on the current runtime; it ends when the last clone is dropped.
+    pub fn start(opts: Options) -> InProcess {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let engine = engine_for(&opts);
+        let metrics = first_snapshot(&engine);
+        tokio::spawn(driver::run_on_clock(engine, rx, metrics.clone()));
+        InProcess {
+            app: app(opts, tx, metrics),
+        }
+    }
+
+    /// Answer one request.
+    pub async fn call(
+        &self,
+        req: axum::http::Request<axum::body::Body>,
+    ) -> axum::http::Response<axum::body::Body> {
+        use tower::ServiceExt;
+        match self.app.clone().oneshot(req).await {
+            Ok(r) => r,
+            Err(never) => match never {},
+        }
+    }
 }

@@ -6,7 +6,6 @@
 
 use super::Edit;
 use super::cli::{Bench, tempdir::Dir};
-use super::free_port;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -185,8 +184,8 @@ fn run(dir: &Path, name: &str, text: &str) -> (PathBuf, String) {
     (out, done.stderr)
 }
 
-/// Runs `text` in this process (the shared `benchspec` binary may be another build's while
-/// tests run) and renders its Markdown and HTML reports; the run directory.
+/// Runs `text` in this process on a paused clock (the simulator answering in-process) and
+/// renders its Markdown and HTML reports; the run directory.
 fn measure(dir: &Path, name: &str, text: &str) -> PathBuf {
     use benchspec::spec::{self, Format, Stage};
     let path = dir.join(format!("{name}.yaml"));
@@ -198,14 +197,8 @@ fn measure(dir: &Path, name: &str, text: &str) -> PathBuf {
         out: Some(out.clone()),
         ..Default::default()
     };
-    let interrupt = benchspec::run::Interrupt::new();
-    let summary = benchspec::run::run(
-        &benchspec::plan::RunConfig::new(&loaded),
-        &opts,
-        &interrupt,
-        &|_| {},
-    )
-    .unwrap();
+    let config = benchspec::plan::RunConfig::new(&loaded);
+    let summary = super::open::run_config(&config, &opts, &|_| {}, true);
     assert_eq!(summary.exit_code(), 0, "{name}: {summary:?}");
     let run = benchspec::report::load(&out).unwrap();
     benchspec::report::render(&run, &[Format::Markdown, Format::Html], &[], &out).unwrap();
@@ -216,36 +209,25 @@ fn shipped(rel: &str) -> String {
     std::fs::read_to_string(super::repo_path(rel)).unwrap()
 }
 
-/// `specs/vllm-max-num-seqs.yaml` made small: two `--max-num-seqs` variants of a launched
-/// `benchspec sim` (the tiny profile), measured twice each.
-fn variants_spec(port: u16) -> String {
-    let bin = assert_cmd::cargo::cargo_bin("benchspec");
-    format!(
-        r#"version: 1
+/// `specs/vllm-max-num-seqs.yaml` made small and simulated: two `max_num_seqs` variants of
+/// the tiny profile, measured twice each.
+const VARIANTS: &str = "version: 1
 name: tiny under a simulated vLLM, --max-num-seqs 32 vs 64
 description: The sustained-decode matrix for two scheduler limits.
-hardware: {{type: discrete-gpu, gpu: H200 NVL (simulated), gpu_count: 1, vram: 141GB, os: linux}}
+hardware: {type: discrete-gpu, gpu: H200 NVL (simulated), gpu_count: 1, vram: 141GB, os: linux}
 engine:
-  kind: vllm
-  quantization: BF16
-  base_url: http://127.0.0.1:{port}
-  launch:
-    command: [{bin}, sim, --port, '{port}', --profile, tiny, --served-name, tiny, --kv-tokens, '262144', --max-num-seqs, '32']
-    ready_timeout: 20s
-    stop_timeout: 2s
+  kind: sim
+  sim: {profile: tiny, kv_tokens: 262144, max_num_seqs: 32}
   variants:
     - name: mns32
     - name: mns64
-      args: {{--max-num-seqs: 64}}
-model: {{served_name: tiny, max_model_len: 8192}}
-workload: {{max_output_tokens: 64, prompt_cache: warm}}
-matrix: {{contexts: [1K, 2K], concurrency: [1, 8, 32]}}
-phases: {{prefill: {{enabled: false}}, decode: {{duration: 1s}}}}
+      sim: {max_num_seqs: 64}
+model: {served_name: tiny, max_model_len: 8192}
+workload: {max_output_tokens: 64, prompt_cache: warm}
+matrix: {contexts: [1K, 2K], concurrency: [1, 8, 32]}
+phases: {prefill: {enabled: false}, decode: {duration: 1s}}
 repeats: 2
-"#,
-        bin = bin.display()
-    )
-}
+";
 
 /// The page never overflows the window; at 1920 px no table needs to scroll; every chart
 /// is as wide as the others. Screenshots of both widths are kept.
@@ -286,8 +268,7 @@ fn the_shipped_reports_fit_1280_and_1920_px_and_show_what_ran() {
     let dir = Dir::new();
     let d = dir.path();
 
-    let quick = shipped("specs/quickstart.yaml").edit("duration: 5s", "duration: 1s");
-    let out = measure(d, "quickstart", &quick);
+    let out = measure(d, "quickstart", &shipped("specs/quickstart.yaml"));
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     // The simulator is the engine, with its profile, not the vLLM version it imitates.
     assert!(html.contains("<dd>h200-gemma-4-e2b</dd>"), "profile");
@@ -304,8 +285,7 @@ fn the_shipped_reports_fit_1280_and_1920_px_and_show_what_ran() {
     assert!(bars[1] > 300.0, "the bars spread over the axis: {bars:?}");
     check_layout("quickstart", &out.join("report.html"));
 
-    let open = shipped("specs/open-loop.yaml").edit("duration: 8s", "duration: 2s");
-    let out = measure(d, "open-loop", &open);
+    let out = measure(d, "open-loop", &shipped("specs/open-loop.yaml"));
     check_open_loop(&out);
     check_layout("open-loop", &out.join("report.html"));
 
@@ -314,7 +294,7 @@ fn the_shipped_reports_fit_1280_and_1920_px_and_show_what_ran() {
     check_capacity(&out, &stderr);
     check_layout("capacity", &out.join("report.html"));
 
-    let out = measure(d, "variants", &variants_spec(free_port()));
+    let out = measure(d, "variants", VARIANTS);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     let grid = html.find("<div class=\"charts\">").unwrap();
     let first = html

@@ -41,7 +41,7 @@ pub async fn load(
     };
     let progress = Arc::new(Progress::default());
     // The engine's view covers the arrivals only, not the warm pool's prefills before them.
-    cx.marks.open(std::time::Instant::now());
+    cx.marks.open(tokio::time::Instant::now());
     let finished = {
         let run = dispatch(
             &cx.client,
@@ -54,7 +54,7 @@ pub async fn load(
         watch(run, &progress, &ticks).await
     };
     cpu.close = cx.probe.sample();
-    cx.marks.close(std::time::Instant::now());
+    cx.marks.close(tokio::time::Instant::now());
     fill(&mut rec, &finished, &load, &cx.workload.slo);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
     keep_requests(&cx, cell, &finished);

@@ -101,16 +101,16 @@ impl ServerInfo {
 /// (blocks × block size), TensorRT-LLM's iteration statistics (blocks × tokens per block),
 /// SGLang's `max_total_num_tokens`, or llama.cpp's slots × context per slot.
 async fn kv_tokens(client: &Client) -> Option<u64> {
-    if let Ok(r) = client.get("/metrics").send().await
-        && r.status().is_success()
-        && let Ok(text) = r.text().await
+    if let Ok(text) = client
+        .get_text("/metrics", std::time::Duration::from_secs(30))
+        .await
     {
         if crate::run::observe::trtllm::is_iteration_stats(&text) {
             if let Some(kv) = crate::run::observe::trtllm::kv_tokens(&text) {
                 return Some(kv);
             }
         } else {
-            let scrape = crate::run::observe::prom::Scrape::new(std::time::Instant::now(), &text);
+            let scrape = crate::run::observe::prom::Scrape::new(tokio::time::Instant::now(), &text);
             if let Some(kv) = crate::run::observe::server::vllm_kv_tokens(&scrape) {
                 return Some(kv);
             }

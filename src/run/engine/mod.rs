@@ -31,10 +31,13 @@ impl EngineSide {
         engine: &EngineConfig,
         out: &std::path::Path,
         pool: usize,
-        (interrupt, tokenizer): (&Interrupt, Option<&Arc<LocalTokenizer>>),
+        (interrupt, tokenizer, in_process): (&Interrupt, Option<&Arc<LocalTokenizer>>, bool),
         on: &(dyn Fn(Event) + Sync),
     ) -> Result<EngineSide, RunError> {
         let env = |name: &str| std::env::var(name).ok();
+        if in_process {
+            return Self::in_process(engine, out, pool, (interrupt, tokenizer));
+        }
         let sim = match engine.sim()? {
             // On threads of its own: the client's CPU time is then the client's.
             Some(opts) => Some(crate::sim::start_threaded(opts).map_err(EngineError::SimStart)?),
@@ -64,6 +67,37 @@ impl EngineSide {
         };
         side.launch(on).await?;
         Ok(side)
+    }
+
+    /// The simulator `engine` describes answering in this process on tokio's clock.
+    fn in_process(
+        engine: &EngineConfig,
+        out: &std::path::Path,
+        pool: usize,
+        (interrupt, tokenizer): (&Interrupt, Option<&Arc<LocalTokenizer>>),
+    ) -> Result<EngineSide, RunError> {
+        let Some(opts) = engine.sim()? else {
+            let name = engine.variant.as_deref().unwrap_or(engine.kind);
+            return Err(EngineError::NotInProcess {
+                engine: format!("`{name}`"),
+            }
+            .into());
+        };
+        let server = Arc::new(SimServer(crate::sim::InProcess::start(opts)));
+        let settings = engine.client_settings("http://in-process".into(), None, pool + 2);
+        let client = client::Client::new(settings)
+            .map_err(EngineError::Api)?
+            .with_tokenizer(tokenizer.cloned())
+            .in_process(server);
+        Ok(EngineSide {
+            client,
+            sim: None,
+            launch: None,
+            served_name: engine.served_name.clone(),
+            launched: None,
+            out: out.to_path_buf(),
+            interrupt: interrupt.clone(),
+        })
     }
 
     async fn launch(&mut self, on: &(dyn Fn(Event) + Sync)) -> Result<(), RunError> {
@@ -163,5 +197,16 @@ impl EngineSide {
         if let Some(sim) = self.sim {
             let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;
         }
+    }
+}
+
+/// The simulator in this process, as the client's server.
+#[derive(Debug)]
+struct SimServer(crate::sim::InProcess);
+
+impl client::exchange::Exchange for SimServer {
+    fn exchange(&self, req: axum::http::Request<axum::body::Body>) -> client::exchange::Responding {
+        let sim = self.0.clone();
+        Box::pin(async move { sim.call(req).await })
     }
 }

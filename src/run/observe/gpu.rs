@@ -8,7 +8,8 @@ use crate::results::GpuUse;
 use crate::results::stats::round;
 use std::io::BufRead;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// How often GPUs are sampled.
 pub const PERIOD: Duration = Duration::from_millis(250);

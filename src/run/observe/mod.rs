@@ -19,8 +19,9 @@ use crate::results::{Record, Status};
 use prom::Scrape;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
 
 /// The measured window of the cell in progress, as the cell marks it.
 #[derive(Debug, Default)]
@@ -90,16 +91,10 @@ pub struct Watching {
 /// does not answer 2xx within 2 s. The text is parsed on a blocking thread, so that a large
 /// exposition never holds up a worker that timestamps chunks.
 pub async fn scrape(client: &Client) -> Option<Scrape> {
-    let r = client
-        .get("/metrics")
-        .timeout(Duration::from_secs(2))
-        .send()
+    let text = client
+        .get_text("/metrics", Duration::from_secs(2))
         .await
         .ok()?;
-    if !r.status().is_success() {
-        return None;
-    }
-    let text = r.text().await.ok()?;
     let at = Instant::now();
     tokio::task::spawn_blocking(move || read(at, &text))
         .await

@@ -4,7 +4,7 @@
 //! few readings a cell needs (a gauge summed over label sets, a counter, a histogram's
 //! buckets and its quantile) are methods of [`Scrape`].
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 /// One sample line.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,8 @@
 use super::prom::{self, Scrape};
 use crate::results::ServerUse;
 use crate::results::stats::round;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// How long after a window opens the scrape it asked for may answer and still count as the
 /// window's start.

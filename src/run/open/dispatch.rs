@@ -155,7 +155,11 @@ pub async fn dispatch(
 /// The dispatcher, a task on a runtime worker: each arrival's request spawned at its time
 /// (a local spawn: the request starts on this worker at once, or another steals it).
 async fn dispatcher(s: Arc<Shared>, start: Instant, schedule: Vec<Duration>) {
-    let timer = Timer::new();
+    let timer = if s.client.is_in_process() {
+        Timer::on_clock()
+    } else {
+        Timer::new()
+    };
     for (i, offset) in schedule.iter().enumerate() {
         let due = start + *offset;
         timer.until(due).await;

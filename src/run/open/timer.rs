@@ -21,6 +21,15 @@ impl Timer {
         }
     }
 
+    /// A timer on tokio's clock alone (tokio's 1 ms wheel): for a run against a server in
+    /// this process, whose time a test may pause.
+    pub fn on_clock() -> Timer {
+        Timer {
+            #[cfg(target_os = "linux")]
+            fd: None,
+        }
+    }
+
     /// Sleep until `due` (return at once when it has passed).
     pub async fn until(&self, due: Instant) {
         let now = Instant::now();

@@ -134,8 +134,7 @@ async fn collect(
 ) -> Vec<Tally> {
     let at = Instant::now();
     shared.clock.end_at(at);
-    cx.marks
-        .close(shared.clock.close().unwrap_or(at).into_std());
+    cx.marks.close(shared.clock.close().unwrap_or(at));
     while let Ok(Some(joined)) = tokio::time::timeout(Duration::from_secs(5), set.join_next()).await
     {
         tallies.extend(joined.ok());
@@ -254,7 +253,7 @@ async fn watch_cell(
             && let Some(open) = clock.open()
         {
             cpu.open = cx.probe.sample();
-            cx.marks.open(open.into_std());
+            cx.marks.open(open);
         }
         let close = clock.close().filter(|_| window.is_some());
         tokio::select! {
