@@ -22,6 +22,8 @@ pub struct Engine {
     pgid: Option<Pid>,
     log: PathBuf,
     stop_timeout: Duration,
+    /// The tasks copying the engine's stdout and stderr into the log.
+    copies: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// Refuse to launch an engine whose address (`base`, the server the run will measure)
@@ -109,17 +111,23 @@ impl Engine {
         // command refers to replaced (engines like vLLM print their arguments, key included).
         let secrets = launch.secrets.clone();
         let file = std::sync::Arc::new(std::sync::Mutex::new(file));
+        let mut copies = Vec::new();
         if let Some(out) = child.stdout.take() {
-            tokio::spawn(copy_redacted(out, file.clone(), secrets.clone()));
+            copies.push(tokio::spawn(copy_redacted(
+                out,
+                file.clone(),
+                secrets.clone(),
+            )));
         }
         if let Some(err) = child.stderr.take() {
-            tokio::spawn(copy_redacted(err, file, secrets));
+            copies.push(tokio::spawn(copy_redacted(err, file, secrets)));
         }
         Ok(Engine {
             child,
             pgid,
             log,
             stop_timeout: launch.stop_timeout,
+            copies,
         })
     }
 
@@ -136,7 +144,7 @@ impl Engine {
                 return Err(EngineError::ExitedEarly {
                     status,
                     log: self.log.clone(),
-                    tail: log_tail(&self.log, 20),
+                    tail: self.tail().await,
                 });
             }
             if client.get_ok("/health").await {
@@ -159,6 +167,19 @@ impl Engine {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+
+    /// The last lines of the log of an engine that exited, once its output has reached the
+    /// log: the copiers end at the pipes' end (a second, bounded, in case a child of the
+    /// engine still holds them open).
+    pub async fn tail(&mut self) -> String {
+        let copies = std::mem::take(&mut self.copies);
+        let _ = tokio::time::timeout(
+            Duration::from_secs(1),
+            futures_util::future::join_all(copies),
+        )
+        .await;
+        log_tail(&self.log, 20)
     }
 
     /// The engine's process group, while it runs.

@@ -142,7 +142,10 @@ impl EngineSide {
         let Some(status) = self.launched.as_mut().and_then(launch::Engine::exited) else {
             return Ok(());
         };
-        let tail = launch::log_tail(&self.out.join(crate::rundir::ENGINE_LOG), 20);
+        let tail = match self.launched.as_mut() {
+            Some(e) => e.tail().await,
+            None => launch::log_tail(&self.out.join(crate::rundir::ENGINE_LOG), 20),
+        };
         if let Some(e) = self.launched.take() {
             e.stop().await;
             self.interrupt.set_engine_group(0);
