@@ -121,6 +121,9 @@ pub struct Workload {
     /// What a cell beyond `kv_tokens` gets.
     #[serde(default)]
     pub kv_overflow: KvOverflow,
+    /// Shared prefixes at the start of every prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<crate::spec::Prefix>,
 }
 
 /// Why `c` cannot hold its requests in the KV cache at once: concurrency × (prompt + the
@@ -157,6 +160,7 @@ impl Default for Workload {
             max_model_len: None,
             kv_tokens: None,
             kv_overflow: KvOverflow::default(),
+            prefix: None,
         }
     }
 }
@@ -175,6 +179,7 @@ impl Workload {
             max_model_len: None,
             kv_tokens: None,
             kv_overflow: spec.workload.kv_overflow,
+            prefix: spec.workload.prefix,
         }
     }
 

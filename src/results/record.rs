@@ -114,6 +114,10 @@ pub struct Record {
     /// What is worth knowing about the cell but does not make it invalid.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The fraction of the window's prompt tokens a perfect prefix cache would reuse, from
+    /// what the client sent (primes excluded), with `workload.prefix`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_hit_expected: Option<f64>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open::OpenFields,
@@ -210,6 +214,7 @@ impl Record {
             ci95: None,
             per_repeat: None,
             warnings: Vec::new(),
+            prefix_hit_expected: None,
             open: super::open::OpenFields::default(),
         }
     }

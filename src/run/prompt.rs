@@ -3,6 +3,11 @@
 //! body shared by the prompts of one context, so prompts of different slots share no prefix
 //! beyond a few tokens while the body is sized once per context. Each prompt is checked with
 //! the tokenizer; most take one round trip.
+//!
+//! With shared prefixes (`workload.prefix`), a prompt is one of the groups' prefix texts
+//! (each exactly `tokens` long as the engine counts it) followed by that rest: prompts of one
+//! group share exactly the prefix's tokens. Fresh prompts go round the groups in turn; a
+//! slot's prompt belongs to group `slot % groups`.
 
 use crate::client::Client;
 use std::collections::HashMap;
@@ -46,7 +51,10 @@ pub enum PromptError {
 pub struct Synth {
     seed: u64,
     body: Vec<&'static str>,
-    words_for: HashMap<u64, usize>,
+    /// Body words a prompt of a length needed, by length and group.
+    words_for: HashMap<(u64, Option<usize>), usize>,
+    /// The shared prefixes, when the workload has them.
+    prefix: Option<Prefixes>,
     /// Tokenize round trips so far.
     pub round_trips: u64,
 }
@@ -55,14 +63,64 @@ pub struct Synth {
 const MAX_TRIES: usize = 12;
 
 impl Synth {
-    /// A synthesizer whose bodies follow `seed`.
-    pub fn new(seed: u64) -> Synth {
+    /// A synthesizer whose bodies follow `seed`, with `prefix`'s shared prefixes.
+    pub fn new(seed: u64, prefix: Option<crate::spec::Prefix>) -> Synth {
         Synth {
             seed,
             body: Vec::new(),
             words_for: HashMap::new(),
+            prefix: prefix.map(|p| Prefixes {
+                tokens: p.tokens.0,
+                texts: vec![None; p.groups.max(1) as usize],
+                next: 0,
+            }),
             round_trips: 0,
         }
+    }
+
+    /// The group of the next fresh prompt, when prompts have shared prefixes.
+    fn next_group(&mut self) -> Option<usize> {
+        let p = self.prefix.as_mut()?;
+        let g = p.next % p.texts.len();
+        p.next = p.next.wrapping_add(1);
+        Some(g)
+    }
+
+    /// The group a slot's prompts belong to.
+    pub fn slot_group(&self, slot: usize) -> Option<usize> {
+        self.prefix.as_ref().map(|p| slot % p.texts.len())
+    }
+
+    /// The shared prefix of `group`: exactly the prefix's length on its own.
+    pub async fn prefix_text(
+        &mut self,
+        client: &Client,
+        group: usize,
+    ) -> Result<Option<String>, PromptError> {
+        let Some(p) = &self.prefix else {
+            return Ok(None);
+        };
+        if let Some(Some(text)) = p.texts.get(group) {
+            return Ok(Some(text.clone()));
+        }
+        let tokens = p.tokens;
+        let text = self
+            .sized(client, tokens, &format!("prefix{group}"), "", None)
+            .await?;
+        if let Some(slot) = self.prefix.as_mut().and_then(|p| p.texts.get_mut(group)) {
+            *slot = Some(text.clone());
+        }
+        Ok(Some(text))
+    }
+
+    /// Every group's prefix text (none without shared prefixes).
+    pub async fn prefix_texts(&mut self, client: &Client) -> Result<Vec<String>, PromptError> {
+        let groups = self.prefix.as_ref().map_or(0, |p| p.texts.len());
+        let mut out = Vec::with_capacity(groups);
+        for g in 0..groups {
+            out.extend(self.prefix_text(client, g).await?);
+        }
+        Ok(out)
     }
 
     fn body_words(&mut self, n: usize) -> &[&'static str] {
@@ -76,8 +134,9 @@ impl Synth {
         &self.body[..n]
     }
 
-    fn text(&mut self, header: &str, words: usize) -> String {
-        let mut text = String::with_capacity(header.len() + words * 5);
+    fn text(&mut self, lead: &str, header: &str, words: usize) -> String {
+        let mut text = String::with_capacity(lead.len() + header.len() + words * 5 + 1);
+        text.push_str(lead);
         text.push_str(header);
         text.push('\n');
         for w in self.body_words(words) {
@@ -87,26 +146,62 @@ impl Synth {
         text
     }
 
-    /// A prompt of exactly `tokens` tokens whose first tokens are unique to `tag`.
+    /// A prompt of exactly `tokens` tokens whose first tokens (after the next group's
+    /// shared prefix, with `workload.prefix`) are unique to `tag`.
     pub async fn exact(
         &mut self,
         client: &Client,
         tokens: u64,
         tag: &str,
     ) -> Result<String, PromptError> {
+        let group = self.next_group();
+        self.exact_in(client, tokens, tag, group).await
+    }
+
+    /// A prompt of exactly `tokens` tokens: `group`'s shared prefix (if any), then a
+    /// header unique to `tag`, then the body.
+    pub async fn exact_in(
+        &mut self,
+        client: &Client,
+        tokens: u64,
+        tag: &str,
+        group: Option<usize>,
+    ) -> Result<String, PromptError> {
+        let lead = match group {
+            Some(g) => self.prefix_text(client, g).await?.map(|p| p + "\n"),
+            None => None,
+        };
+        let lead = lead.unwrap_or_default();
+        self.sized(client, tokens, tag, &lead, group).await
+    }
+
+    /// `lead`, then a header unique to `tag`, then as many body words as make `tokens`.
+    async fn sized(
+        &mut self,
+        client: &Client,
+        tokens: u64,
+        tag: &str,
+        lead: &str,
+        group: Option<usize>,
+    ) -> Result<String, PromptError> {
         let header = format!("{tag} {}", unique_words(tag));
+        let lead_tokens = self
+            .prefix
+            .as_ref()
+            .filter(|_| !lead.is_empty())
+            .map_or(0, |p| p.tokens);
         let mut words = self
             .words_for
-            .get(&tokens)
+            .get(&(tokens, group))
             .copied()
-            .unwrap_or(tokens.saturating_sub(8) as usize);
+            .unwrap_or(tokens.saturating_sub(8 + lead_tokens) as usize);
         let mut last_step = 0i64;
         for _ in 0..MAX_TRIES {
-            let text = self.text(&header, words);
+            let text = self.text(lead, &header, words);
             self.round_trips += 1;
             let count = client.count_tokens(&text).await?;
             if count == tokens {
-                self.words_for.insert(tokens, words);
+                self.words_for.insert((tokens, group), words);
                 return Ok(text);
             }
             let diff = tokens as i64 - count as i64;
@@ -128,6 +223,15 @@ impl Synth {
             tries: MAX_TRIES,
         })
     }
+}
+
+/// The shared prefixes of a workload: their length and, once made, each group's text.
+#[derive(Debug)]
+struct Prefixes {
+    tokens: u64,
+    texts: Vec<Option<String>>,
+    /// Fresh prompts made so far: the next one's group.
+    next: usize,
 }
 
 /// A few words drawn from `tag`, so different tags diverge within the first tokens.

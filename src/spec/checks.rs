@@ -86,6 +86,7 @@ fn axes(cx: &Checker<'_>, out: &mut Vec<Problem>) {
             ));
         }
     }
+    prefix(cx, contexts.as_deref(), out);
     for phase in ["prefill", "decode"] {
         let ptr = format!("/phases/{phase}/contexts");
         if let Ok(Some(list)) = cx.field::<Vec<Tokens>>(&ptr) {
@@ -103,6 +104,33 @@ fn axes(cx: &Checker<'_>, out: &mut Vec<Problem>) {
         );
     }
 }
+
+/// A shared prefix must leave room in the shortest context for a unique rest.
+fn prefix(cx: &Checker<'_>, contexts: Option<&[Tokens]>, out: &mut Vec<Problem>) {
+    let Ok(Some(tokens)) = cx.field::<Tokens>("/workload/prefix/tokens") else {
+        return;
+    };
+    let shortest = contexts.and_then(|c| c.iter().map(|t| t.0).min());
+    if tokens.0 == 0 {
+        out.push(Problem::error(
+            "/workload/prefix/tokens",
+            "a prefix of 0 tokens shares nothing; give its length, or remove `workload.prefix`"
+                .to_string(),
+        ));
+    } else if let Some(min) = shortest.filter(|m| tokens.0 + PREFIX_ROOM > *m) {
+        out.push(Problem::error(
+            "/workload/prefix/tokens",
+            format!(
+                "a prefix of {tokens} leaves no room for a unique rest in the {} context (at least {PREFIX_ROOM} tokens); shorten the prefix below {}",
+                Tokens(min),
+                Tokens(min.saturating_sub(PREFIX_ROOM))
+            ),
+        ));
+    }
+}
+
+/// The fewest tokens a prompt keeps after its shared prefix (its unique header).
+pub const PREFIX_ROOM: u64 = 16;
 
 /// A phase's own axis: not empty, ascending, and drawn from the matrix.
 pub(super) fn subset<T: PartialOrd + std::fmt::Display>(

@@ -31,8 +31,8 @@ pub use open::{
 };
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{
-    Api, Decode, DecodeMode, Format, Matrix, Phases, Prefill, PrefillMode, PromptCache, Report,
-    ResumeRepeats, Validity, Workload,
+    Api, Decode, DecodeMode, Format, Matrix, Phases, Prefill, PrefillMode, Prefix, PromptCache,
+    Report, ResumeRepeats, Validity, Workload,
 };
 
 use std::path::Path;

@@ -40,6 +40,25 @@ pub struct Workload {
     /// (`model.kv_tokens`, or what the engine reports): `skip`, `warn` or `run`.
     #[serde(default)]
     pub kv_overflow: super::telemetry::KvOverflow,
+    /// Shared system prompts: every prompt of every phase starts with one of `groups`
+    /// prefixes of `tokens` tokens (counted inside the context), the rest of it unique.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<Prefix>,
+}
+
+/// Shared prefixes at the start of every prompt (`workload.prefix`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Prefix {
+    /// How many different prefixes; requests are spread evenly over them.
+    #[schemars(range(min = 1))]
+    pub groups: u32,
+    /// Each prefix's length in tokens as the engine counts them (BOS included), counted
+    /// inside each context.
+    pub tokens: Tokens,
+    /// Send each prefix once (one output token) before each cell's window opens.
+    #[serde(default = "yes")]
+    pub prime: bool,
 }
 
 impl Default for Workload {
@@ -53,6 +72,7 @@ impl Default for Workload {
             stall_timeout: default_stall_timeout(),
             seed: default_seed(),
             kv_overflow: super::telemetry::KvOverflow::default(),
+            prefix: None,
         }
     }
 }

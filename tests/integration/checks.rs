@@ -353,6 +353,32 @@ fn cases() -> Vec<Case> {
             want: vec![(E, "/phases/decode/duration", 13, 15, "longer than 0s")],
         },
         Case {
+            name: "a shared prefix as long as the shortest context",
+            text: spec_with(
+                ENGINE,
+                MODEL,
+                MATRIX,
+                "workload:\n  prefix:\n    groups: 2\n    tokens: 8K\n",
+            ),
+            want: vec![(
+                E,
+                "/workload/prefix/tokens",
+                14,
+                13,
+                "a prefix of 8K leaves no room for a unique rest in the 8K context",
+            )],
+        },
+        Case {
+            name: "a shared prefix that fits",
+            text: spec_with(
+                ENGINE,
+                MODEL,
+                MATRIX,
+                "workload:\n  prefix: {groups: 4, tokens: 8176}\n",
+            ),
+            want: vec![],
+        },
+        Case {
             name: "max output leaves no room",
             text: spec_with(
                 ENGINE,

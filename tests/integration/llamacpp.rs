@@ -346,3 +346,42 @@ fn init_from_llama_cpp_writes_a_spec_that_validates_and_runs() {
         "{records:#?}"
     );
 }
+
+#[test]
+fn llama_cpp_reuses_the_shared_prefixes() {
+    let _cpu = super::cpu();
+    let root = super::root();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = std::fs::read_to_string(root.join("specs/llamacpp-smollm2.yaml"))
+        .unwrap()
+        .edit("8080", &port.to_string())
+        .edit("contexts: [256, 1K, 2K]", "contexts: [1K]")
+        .edit("concurrency: [1, 2, 4]", "concurrency: [2]")
+        .edit(
+            "  ignore_eos: true",
+            "  ignore_eos: true\n  prompt_cache: cold\n  prefix: {groups: 2, tokens: 512}",
+        )
+        .edit("duration: 3s", "duration: 2s");
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("llamacpp.yaml", &text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    for r in &records {
+        assert_eq!(r.status, Status::Valid, "{r:#?}");
+        assert_eq!(r.server_prompt_tokens, Some(1024), "exact: {r:#?}");
+        assert_eq!(r.prefix_hit_expected, Some(0.5), "{}", r.cell);
+    }
+    // llama.cpp's own count (`prompt_tokens_cached_total` over the window): each new prompt
+    // finds its group's 512 tokens in a slot's cache.
+    let decode = records.iter().find(|r| r.cell == "decode/1K/c2").unwrap();
+    let hit = decode.server.as_ref().and_then(|s| s.prefix_hit_rate);
+    eprintln!("llama.cpp prefix hit rate over decode/1K/c2: {hit:?}");
+    assert!(hit.is_some_and(|h| h > 0.3), "{:#?}", decode.server);
+}

@@ -17,6 +17,7 @@ mod merge;
 mod messages;
 mod open;
 mod plan;
+mod prefix;
 mod props;
 mod repeats;
 mod report;

@@ -45,7 +45,7 @@ impl Ctx {
         Ctx {
             probe,
             client,
-            synth: Mutex::new(Synth::new(workload.seed)),
+            synth: Mutex::new(Synth::new(workload.seed, workload.prefix)),
             workload: workload.clone(),
             requests: save_requests.then(|| std::sync::Mutex::new(Vec::new())),
             dataset: None,
@@ -61,11 +61,39 @@ impl Ctx {
         tokens: u64,
         slot: usize,
     ) -> Result<String, PromptError> {
-        self.synth
-            .lock()
+        let mut synth = self.synth.lock().await;
+        let group = synth.slot_group(slot);
+        synth
+            .exact_in(
+                &self.client,
+                tokens,
+                &format!("slot{slot}x{context}"),
+                group,
+            )
             .await
-            .exact(&self.client, tokens, &format!("slot{slot}x{context}"))
-            .await
+    }
+
+    /// Send each shared prefix once (one output token), together, and wait for them, when
+    /// the workload primes its prefixes; an error when every one failed.
+    async fn prime(&self, rec: &mut Record) -> Result<(), CellFailure> {
+        let Some(prefix) = self.workload.prefix.filter(|p| p.prime) else {
+            return Ok(());
+        };
+        let texts = self.synth.lock().await.prefix_texts(&self.client).await?;
+        let bodies: Vec<_> = texts.iter().map(|t| self.client.prepare(t, 1)).collect();
+        let outs =
+            futures_util::future::join_all(bodies.iter().map(|b| self.client.generate(b, |_| {})))
+                .await;
+        if outs.iter().all(|o| o.failure.is_some()) && prefix.groups > 0 {
+            for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
+                rec.errors += 1;
+                *rec.error_kinds.entry(f.kind()).or_default() += 1;
+            }
+            return Err(CellFailure::Prime {
+                kinds: rec.error_kinds.keys().cloned().collect(),
+            });
+        }
+        Ok(())
     }
 
     /// A prompt never sent before.
@@ -88,6 +116,11 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     };
     let mut rates = Vec::new();
     let mut ttft = Latencies::default();
+    if let Err(e) = cx.prime(&mut rec).await {
+        return failed(rec, &e);
+    }
+    // The engine's view covers the measured requests, not the primes before them.
+    cx.marks.open(tokio::time::Instant::now());
     for r in 0..repeats {
         let prompt = if how == Prefill::DecodeWarmup {
             cx.slot_prompt(cell.context, cell.prompt_tokens, 0).await
@@ -122,6 +155,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
             rec.completed += 1;
         }
     }
+    cx.marks.close(tokio::time::Instant::now());
     rec.ttft_ms = ttft.summary();
     if rates.len() > 1 {
         // Several cold requests: each value, and the interval of their mean.
@@ -131,6 +165,12 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     // The median, not the mean: one request slowed by the machine does not move it.
     rec.prefill_tok_s = median(&mut rates).map(|v| (v * 10.0).round() / 10.0);
     rec.measured_s = rec.ttft_ms.map(|t| t.p50 / 1000.0);
+    let n = rec.requests_started;
+    rec.prefix_hit_expected = hit_expected(
+        &cx.workload,
+        fresh_reusable(&cx.workload, n),
+        n * cell.prompt_tokens,
+    );
     let errors = rec.errors;
     verdict(rec, errors, repeats as u64, &[])
 }
@@ -144,6 +184,26 @@ fn check_prompt(rec: &mut Record, out: &Outcome, expected: u64) {
             ));
         }
     }
+}
+
+/// `prefix_hit_expected` with shared prefixes: `reusable` of the window's `tokens` prompt
+/// tokens were sent before (none without `workload.prefix`).
+pub(super) fn hit_expected(w: &Workload, reusable: u64, tokens: u64) -> Option<f64> {
+    w.prefix?;
+    (tokens > 0).then(|| crate::results::stats::round(reusable as f64 / tokens as f64, 4))
+}
+
+/// The tokens of `n` new prompts that a perfect prefix cache holds: each one's shared
+/// prefix, once its group was sent — primed before the window, or else by the group's first
+/// prompt (groups are taken in turn).
+pub(super) fn fresh_reusable(w: &Workload, n: u64) -> u64 {
+    let Some(p) = w.prefix else { return 0 };
+    let firsts = if p.prime {
+        0
+    } else {
+        n.min(u64::from(p.groups))
+    };
+    (n - firsts) * p.tokens.0
 }
 
 pub(super) fn rand_tag() -> u64 {
@@ -165,6 +225,15 @@ pub(super) enum CellFailure {
     /// Every warm-up request failed (their kinds).
     #[error("every warm-up request failed ({})", readable_kinds(kinds))]
     WarmUp {
+        /// The failure kinds.
+        kinds: Vec<String>,
+    },
+    /// Every request priming the shared prefixes failed (their kinds).
+    #[error(
+        "every request priming the shared prefixes failed ({})",
+        readable_kinds(kinds)
+    )]
+    Prime {
         /// The failure kinds.
         kinds: Vec<String>,
     },

@@ -34,6 +34,7 @@ pub async fn load(
         Ok(b) => b,
         Err(why) => return failed(rec, &why),
     };
+    let expected = expected(&cx.workload, cell, &prompts);
     reset_peak_rss();
     let mut cpu = Cpu {
         open: cx.probe.sample(),
@@ -58,6 +59,7 @@ pub async fn load(
     fill(&mut rec, &finished, &load, &cx.workload.slo);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
     keep_requests(&cx, cell, &finished);
+    rec.prefix_hit_expected = expected;
     let reasons = reasons(&rec, &cx.workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
@@ -106,6 +108,7 @@ async fn bodies(
     if let Some(entries) = &cx.dataset {
         return Ok(from_dataset(cx, entries, &outs, seed));
     }
+    cx.prime(rec).await?;
     let longest = outs.iter().copied().max().unwrap_or(0);
     let room = w
         .max_model_len
@@ -146,6 +149,19 @@ async fn bodies(
         bodies.push(cx.client.prepare(&prompt, out));
     }
     Ok((bodies, ins))
+}
+
+/// `prefix_hit_expected` of arrivals of `prompts` tokens each: with a warm cache an
+/// arrival resends its slot's prompt, or shares it up to the shorter of the two (same
+/// header and body); with a cold one it shares its group's prefix.
+fn expected(w: &crate::plan::Workload, cell: &Cell, prompts: &[u64]) -> Option<f64> {
+    let tokens: u64 = prompts.iter().sum();
+    let reusable = if w.warm() {
+        prompts.iter().map(|&p| p.min(cell.prompt_tokens)).sum()
+    } else {
+        super::fresh_reusable(w, prompts.len() as u64)
+    };
+    super::hit_expected(w, reusable, tokens)
 }
 
 /// The dataset's requests, cycled in an order drawn from the seed; their prompts keep their

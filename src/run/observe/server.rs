@@ -25,6 +25,9 @@ pub struct Names {
     kv_usage: &'static [&'static str],
     prefix_queries: &'static [&'static str],
     prefix_hits: &'static [&'static str],
+    /// Prompt tokens computed rather than found cached, where the engine counts those
+    /// instead of lookups (llama.cpp): the lookups are these and the hits together.
+    prompt_computed: &'static [&'static str],
     /// A hit-rate gauge, where the engine gives a rate rather than counters.
     hit_rate: &'static [&'static str],
     preemptions: &'static [&'static str],
@@ -48,6 +51,7 @@ pub const FAMILIES: [Names; 4] = [
             "vllm:prefix_cache_hits_total",
             "vllm:gpu_prefix_cache_hits_total",
         ],
+        prompt_computed: &[],
         hit_rate: &["vllm:gpu_prefix_cache_hit_rate"],
         preemptions: &["vllm:num_preemptions_total"],
         ttft: &["vllm:time_to_first_token_seconds"],
@@ -64,6 +68,7 @@ pub const FAMILIES: [Names; 4] = [
         kv_usage: &["sglang:token_usage"],
         prefix_queries: &[],
         prefix_hits: &[],
+        prompt_computed: &[],
         hit_rate: &["sglang:cache_hit_rate"],
         preemptions: &["sglang:num_retracted_reqs_total"],
         ttft: &["sglang:time_to_first_token_seconds"],
@@ -79,7 +84,8 @@ pub const FAMILIES: [Names; 4] = [
         waiting: &["llamacpp:requests_deferred"],
         kv_usage: &["llamacpp:kv_cache_usage_ratio"],
         prefix_queries: &[],
-        prefix_hits: &[],
+        prefix_hits: &["llamacpp:prompt_tokens_cached_total"],
+        prompt_computed: &["llamacpp:prompt_tokens_total"],
         hit_rate: &[],
         preemptions: &[],
         ttft: &[],
@@ -95,6 +101,7 @@ pub const FAMILIES: [Names; 4] = [
         kv_usage: &["trtllm:kv_cache_usage"],
         prefix_queries: &[],
         prefix_hits: &[],
+        prompt_computed: &[],
         hit_rate: &["trtllm:kv_cache_hit_rate"],
         preemptions: &[],
         ttft: &["trtllm:time_to_first_token_seconds"],
@@ -117,6 +124,7 @@ pub fn wanted(name: &str) -> bool {
                 f.kv_usage,
                 f.prefix_queries,
                 f.prefix_hits,
+                f.prompt_computed,
                 f.hit_rate,
                 f.preemptions,
                 f.ttft,
@@ -240,7 +248,12 @@ impl Scrapes {
         let running = gauge(&inside, names.running);
         let waiting = gauge(&inside, names.waiting);
         // Over the window, as the histograms: a cell's cold warm-up is not its hit rate.
-        let hit_rate = match increase(from, to, names.prefix_queries) {
+        let queries = increase(from, to, names.prefix_queries).or_else(|| {
+            Some(
+                increase(from, to, names.prompt_computed)? + increase(from, to, names.prefix_hits)?,
+            )
+        });
+        let hit_rate = match queries {
             Some(q) if q > 0.0 => increase(from, to, names.prefix_hits).map(|h| h / q),
             _ => mean(&gauge(&inside, names.hit_rate)),
         };
@@ -317,6 +330,33 @@ mod tests {
         // From the scrape at 1000 ms to the one at 3000: 4 observations in (10, 100] ms.
         assert_eq!(u.ttft_ms_p50, Some(55.0));
         assert_eq!(u.itl_ms_p50, None);
+    }
+
+    #[test]
+    fn llama_cpps_cached_prompt_tokens_give_its_hit_rate() {
+        // llama.cpp counts prompt tokens it computed and those it found cached, apart.
+        let text = |computed: u32, cached: u32| {
+            format!(
+                "llamacpp:requests_processing 1\nllamacpp:prompt_tokens_total {computed}\n\
+                 llamacpp:prompt_tokens_cached_total {cached}\n"
+            )
+        };
+        let t = Instant::now();
+        let s = Scrapes {
+            before: at(t, 0, &text(1000, 0)),
+            during: vec![at(t, 1000, &text(1000, 0)), at(t, 2000, &text(1400, 1200))],
+            after: at(t, 3000, &text(1600, 1800)),
+        };
+        let seen = s
+            .summarize(
+                t + Duration::from_millis(500),
+                t + Duration::from_millis(2500),
+            )
+            .unwrap_or_else(|| unreachable!());
+        assert_eq!(seen.server.source, "llamacpp");
+        // From the scrape at 0 (before the opening) to the one at 3000 (after the close):
+        // 600 computed, 1800 cached.
+        assert_eq!(seen.server.prefix_hit_rate, Some(0.75));
     }
 
     #[test]

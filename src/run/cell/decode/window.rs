@@ -8,7 +8,7 @@ use crate::client::Prepared;
 use crate::plan::{Cell, Decode};
 use crate::results::Record;
 use crate::run::cell::filled::fill;
-use crate::run::cell::{CellFailure, Ctx, failed, rand_tag};
+use crate::run::cell::{CellFailure, Ctx, failed, fresh_reusable, hit_expected, rand_tag};
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::rundir::{Request, RequestLine};
 use std::sync::Arc;
@@ -121,7 +121,17 @@ pub async fn decode(
     }
     keep_requests(&cx, cell, &mut totals);
     rec.client = cpu.usage(&cx.probe, totals.length_s);
-    fill(rec, &mut totals, cell, window, &cx.workload)
+    let mut rec = fill(rec, &mut totals, cell, window, &cx.workload);
+    // Warm: every measured request resends a prompt sent before; cold: new prompts.
+    let n = rec.requests_started;
+    let tokens = n * cell.prompt_tokens;
+    let reusable = if cx.workload.warm() {
+        tokens
+    } else {
+        fresh_reusable(&cx.workload, n)
+    };
+    rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, tokens);
+    rec
 }
 
 /// End the cell now (the window closes, if it has not), and gather the slots' tallies,
@@ -197,6 +207,7 @@ async fn warm_up(
     cell: &Cell,
     rec: &mut Record,
 ) -> Result<(Vec<Prepared>, Vec<u64>), CellFailure> {
+    cx.prime(rec).await?;
     if !cx.workload.warm() {
         return Ok((Vec::new(), Vec::new()));
     }
