@@ -6,6 +6,7 @@
 //! becomes record fields and validity reasons; a missing endpoint is a note, never a failure.
 
 pub mod gpu;
+mod prefix;
 pub mod prom;
 pub mod server;
 pub mod trtllm;
@@ -386,49 +387,12 @@ fn server_verdict(rec: &mut Record, seen: &server::Seen, fraction: f64) {
             rec.status = Status::Invalid;
         }
     }
-    if let Some(w) = prefix_warning(rec.prefix_hit_expected, s.prefix_hit_rate) {
+    if let Some(w) = prefix::prefix_warning(rec.prefix_hit_expected, s.prefix_hit_rate) {
         rec.warnings.push(w);
     }
     if let Some(p) = s.preemptions.filter(|p| *p > 0.0) {
         rec.warnings.push(format!(
             "the engine preempted {p:.0} request(s) during the cell (its KV cache was full)"
         ));
-    }
-}
-
-/// A warning when the server reused far fewer prompt tokens from its prefix cache than the
-/// prompts sent let it (less than half of `expected`, itself 10% or more).
-fn prefix_warning(expected: Option<f64>, server: Option<f64>) -> Option<String> {
-    let (e, s) = (expected?, server?);
-    (e >= 0.1 && s < e / 2.0).then(|| {
-        format!(
-            "prefix caching looks disabled: server hit rate {:.0}% vs {:.0}% expected (is the engine's prefix caching on, and its KV cache large enough to keep the shared prefixes?)",
-            s * 100.0,
-            e * 100.0
-        )
-    })
-}
-
-#[cfg(test)]
-mod prefix_tests {
-    #[test]
-    fn a_server_reusing_far_less_than_expected_is_warned_about() {
-        let cases = [
-            (Some(0.5), Some(0.03), true),
-            (Some(0.5), Some(0.26), false),
-            (Some(0.5), Some(0.24), true),
-            (Some(0.05), Some(0.0), false),
-            (None, Some(0.0), false),
-            (Some(0.5), None, false),
-        ];
-        for (expected, server, warned) in cases {
-            let w = super::prefix_warning(expected, server);
-            assert_eq!(w.is_some(), warned, "{expected:?} {server:?}: {w:?}");
-        }
-        let w = super::prefix_warning(Some(0.5), Some(0.03)).unwrap_or_default();
-        assert!(
-            w.starts_with("prefix caching looks disabled: server hit rate 3% vs 50% expected"),
-            "{w}"
-        );
     }
 }
