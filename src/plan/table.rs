@@ -24,6 +24,18 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         "max_model_len {max_len}, max output {} tokens",
         plan.max_output_tokens
     );
+    if let Some(p) = plan.workload.prefix {
+        let primed = if p.prime {
+            ", each primed before every window"
+        } else {
+            ", not primed"
+        };
+        let _ = writeln!(
+            out,
+            "shared prefixes: {} × {} tokens at the start of every prompt{primed}",
+            p.groups, p.tokens
+        );
+    }
     let _ = writeln!(
         out,
         "{} cells to run: {kinds}{}\n",

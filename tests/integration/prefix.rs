@@ -75,3 +75,18 @@ fn a_shared_prefix_shortens_time_to_first_token_and_without_one_nothing_is_expec
         }
     }
 }
+
+#[test]
+fn plan_says_the_prompts_share_prefixes() {
+    let done = super::cli::Bench::new(&["plan"])
+        .spec("s.yaml", &shipped())
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stdout.contains(
+            "shared prefixes: 2 × 512 tokens at the start of every prompt, each primed before every window"
+        ),
+        "{}",
+        done.stdout
+    );
+}
