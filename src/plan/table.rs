@@ -24,18 +24,7 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         "max_model_len {max_len}, max output {} tokens",
         plan.max_output_tokens
     );
-    if let Some(p) = plan.workload.prefix {
-        let primed = if p.prime {
-            ", each primed before every window"
-        } else {
-            ", not primed"
-        };
-        let _ = writeln!(
-            out,
-            "shared prefixes: {} × {} tokens at the start of every prompt{primed}",
-            p.groups, p.tokens
-        );
-    }
+    prefixes(&mut out, plan);
     let _ = writeln!(
         out,
         "{} cells to run: {kinds}{}\n",
@@ -197,5 +186,21 @@ fn how_once(c: &Cell) -> String {
             s.max,
             s.max_probes()
         ),
+    }
+}
+
+/// The line naming the shared prefixes, when prompts have them.
+fn prefixes(out: &mut String, plan: &Plan) {
+    if let Some(p) = plan.workload.prefix {
+        let primed = if p.prime {
+            ", each primed before every window"
+        } else {
+            ", not primed"
+        };
+        let _ = writeln!(
+            out,
+            "shared prefixes: {} × {} tokens at the start of every prompt{primed}",
+            p.groups, p.tokens
+        );
     }
 }

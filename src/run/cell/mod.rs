@@ -76,24 +76,34 @@ impl Ctx {
     /// Send each shared prefix once (one output token), together, and wait for them, when
     /// the workload primes its prefixes; an error when every one failed.
     async fn prime(&self, rec: &mut Record) -> Result<(), CellFailure> {
-        let Some(prefix) = self.workload.prefix.filter(|p| p.prime) else {
+        if !self.workload.prefix.is_some_and(|p| p.prime) {
             return Ok(());
-        };
+        }
         let texts = self.synth.lock().await.prefix_texts(&self.client).await?;
         let bodies: Vec<_> = texts.iter().map(|t| self.client.prepare(t, 1)).collect();
-        let outs =
-            futures_util::future::join_all(bodies.iter().map(|b| self.client.generate(b, |_| {})))
-                .await;
-        if outs.iter().all(|o| o.failure.is_some()) && prefix.groups > 0 {
+        self.send_once(&bodies, rec)
+            .await
+            .map(|_| ())
+            .map_err(|kinds| CellFailure::Prime { kinds })
+    }
+
+    /// Send `bodies` once, together, before a window; their outcomes, or, when every one
+    /// failed, the failure kinds (each failure counted in `rec`).
+    async fn send_once(
+        &self,
+        bodies: &[crate::client::Prepared],
+        rec: &mut Record,
+    ) -> Result<Vec<Outcome>, Vec<String>> {
+        let sends = bodies.iter().map(|b| self.client.generate(b, |_| {}));
+        let outs = futures_util::future::join_all(sends).await;
+        if !outs.is_empty() && outs.iter().all(|o| o.failure.is_some()) {
             for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
                 rec.errors += 1;
                 *rec.error_kinds.entry(f.kind()).or_default() += 1;
             }
-            return Err(CellFailure::Prime {
-                kinds: rec.error_kinds.keys().cloned().collect(),
-            });
+            return Err(rec.error_kinds.keys().cloned().collect());
         }
-        Ok(())
+        Ok(outs)
     }
 
     /// A prompt never sent before.
@@ -166,11 +176,8 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     rec.prefill_tok_s = median(&mut rates).map(|v| (v * 10.0).round() / 10.0);
     rec.measured_s = rec.ttft_ms.map(|t| t.p50 / 1000.0);
     let n = rec.requests_started;
-    rec.prefix_hit_expected = hit_expected(
-        &cx.workload,
-        fresh_reusable(&cx.workload, n),
-        n * cell.prompt_tokens,
-    );
+    let reusable = fresh_reusable(&cx.workload, n);
+    rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, n * cell.prompt_tokens);
     let errors = rec.errors;
     verdict(rec, errors, repeats as u64, &[])
 }

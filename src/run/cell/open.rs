@@ -191,18 +191,10 @@ fn from_dataset(cx: &Ctx, entries: &[Entry], outs: &[u64], seed: u64) -> (Vec<Pr
 
 /// Send each warm prompt once, together; an error when every one failed.
 async fn warm_up(cx: &Ctx, warm: &[Prepared], rec: &mut Record) -> Result<(), CellFailure> {
-    let outs =
-        futures_util::future::join_all(warm.iter().map(|w| cx.client.generate(w, |_| {}))).await;
-    if !outs.is_empty() && outs.iter().all(|o| o.failure.is_some()) {
-        for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
-            rec.errors += 1;
-            *rec.error_kinds.entry(f.kind()).or_default() += 1;
-        }
-        return Err(CellFailure::WarmUp {
-            kinds: rec.error_kinds.keys().cloned().collect(),
-        });
-    }
-    Ok(())
+    cx.send_once(warm, rec)
+        .await
+        .map(|_| ())
+        .map_err(|kinds| CellFailure::WarmUp { kinds })
 }
 
 /// Why the cell is not valid, if it is not.

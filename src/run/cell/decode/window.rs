@@ -222,17 +222,10 @@ async fn warm_up(
         warm.push(body.with_max_tokens(1));
         bodies.push(body);
     }
-    let warmups = warm.iter().map(|w| cx.client.generate(w, |_| {}));
-    let outs = futures_util::future::join_all(warmups).await;
-    if outs.iter().all(|o| o.failure.is_some()) {
-        for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
-            rec.errors += 1;
-            *rec.error_kinds.entry(f.kind()).or_default() += 1;
-        }
-        return Err(CellFailure::WarmUp {
-            kinds: rec.error_kinds.keys().cloned().collect(),
-        });
-    }
+    let outs = cx
+        .send_once(&warm, rec)
+        .await
+        .map_err(|kinds| CellFailure::WarmUp { kinds })?;
     let counts = outs.iter().filter_map(|o| o.usage_prompt).collect();
     Ok((bodies, counts))
 }
