@@ -49,6 +49,7 @@ impl Client {
             last: last_part(limit, max_tokens),
             max_tokens,
             limit,
+            keep_text: false,
         }
     }
 

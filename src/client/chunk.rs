@@ -31,6 +31,38 @@ struct Usage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    /// OpenAI's, vLLM's and llama.cpp's `cached_tokens`: the prompt's tokens found in the
+    /// prefix cache.
+    #[serde(default)]
+    prompt_tokens_details: Option<Details>,
+}
+
+#[derive(Deserialize)]
+struct Details {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+/// The generated text of a chunk's first choice, read only for a request that keeps its
+/// answer (a session's turn): `text`, or the chat delta's `content`.
+#[derive(Deserialize)]
+struct TextEvent<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<TextChoice<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TextChoice<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delta: Option<TextDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TextDelta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
 }
 
 /// What the first choice says: does it carry generated text, did it finish.
@@ -144,6 +176,23 @@ pub(super) struct ChunkState {
     pub(super) finished: bool,
     /// Some token-bearing chunk came without usage: usage is then only a final total.
     lost_usage: bool,
+    /// The generated text is kept in the outcome.
+    pub(super) keep_text: bool,
+}
+
+/// Append a token-bearing chunk's text (`text`, or the chat delta's `content`) to the
+/// outcome's answer.
+fn keep_text(data: &str, out: &mut Outcome) {
+    let Ok(ev) = serde_json::from_str::<TextEvent>(data) else {
+        return;
+    };
+    let Some(choice) = ev.choices.into_iter().next() else {
+        return;
+    };
+    let piece = choice.text.or_else(|| choice.delta.and_then(|d| d.content));
+    if let Some(piece) = piece {
+        out.text.get_or_insert_with(String::new).push_str(&piece);
+    }
 }
 
 impl ChunkState {
@@ -164,9 +213,13 @@ impl ChunkState {
         let usage = ev.usage.unwrap_or(Usage {
             prompt_tokens: None,
             completion_tokens: None,
+            prompt_tokens_details: None,
         });
         if let Some(p) = usage.prompt_tokens {
             out.usage_prompt = Some(p);
+        }
+        if let Some(c) = usage.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+            out.usage_cached = Some(c);
         }
         let completion = usage.completion_tokens;
         if let Some(c) = completion {
@@ -180,6 +233,9 @@ impl ChunkState {
             return Ok(None);
         }
         out.chunks += 1;
+        if self.keep_text {
+            keep_text(data, out);
+        }
         // Cumulative usage on every chunk gives each chunk's tokens; usage that appears only
         // on the last chunk (llama.cpp) is a total, reconciled by the caller.
         let (tokens, from_usage) = match completion {
@@ -243,6 +299,8 @@ mod tests {
             counted: 0,
             usage_completion: None,
             usage_prompt: None,
+            usage_cached: None,
+            text: None,
             all_usage: true,
             failure: None,
             retry_after: None,
@@ -277,6 +335,33 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_answer_is_the_text_as_received_and_cached_tokens_are_read() {
+        let now = Instant::now();
+        let stream = [
+            r#"{"choices":[{"delta":{"role":"assistant"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"Hello"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#,
+            r#"{"choices":[{"delta":{"content":", \"world\"\n"}}]}"#,
+            r#"{"choices":[{"text":" and more"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":8}}}"#,
+        ];
+        for keep in [true, false] {
+            let mut st = ChunkState {
+                keep_text: keep,
+                ..ChunkState::default()
+            };
+            let mut out = outcome(now);
+            for data in stream {
+                assert!(st.event(data, now, &mut out).is_ok(), "{data}");
+            }
+            let want = keep.then(|| "Hello, \"world\"\n and more".to_string());
+            assert_eq!(out.text, want, "reasoning is not part of the answer");
+            assert_eq!(out.chunks, 4);
+            assert_eq!(out.usage_cached, Some(8));
+        }
+    }
+
+    #[test]
     fn usage_differences_count_several_tokens_per_chunk() {
         let mut st = ChunkState::default();
         let now = Instant::now();
@@ -286,6 +371,8 @@ mod tests {
             counted: 0,
             usage_completion: None,
             usage_prompt: None,
+            usage_cached: None,
+            text: None,
             all_usage: true,
             failure: None,
             retry_after: None,

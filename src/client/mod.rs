@@ -380,7 +380,7 @@ impl Client {
             Ok(w) => return refused(out, &w),
             Err(f) => return fail(out, f),
         };
-        let mut events = Events::default();
+        let mut events = Events::keeping_text(req.keep_text);
         // One timer for the stall timeout, moved on only when it fires: a timer per read
         // would cost a timer-wheel update per chunk.
         let mut at = Instant::now();

@@ -107,6 +107,11 @@ pub struct Outcome {
     pub usage_completion: Option<u64>,
     /// The server's `usage.prompt_tokens`.
     pub usage_prompt: Option<u64>,
+    /// The server's `usage.prompt_tokens_details.cached_tokens`: prompt tokens it found in
+    /// its prefix cache.
+    pub usage_cached: Option<u64>,
+    /// The generated text (`text`, or the chat `content`), for a request that keeps it.
+    pub text: Option<String>,
     /// Whether every token-bearing chunk carried usage.
     pub all_usage: bool,
     /// Why it failed, if it did.
@@ -124,6 +129,8 @@ impl Outcome {
             counted: 0,
             usage_completion: None,
             usage_prompt: None,
+            usage_cached: None,
+            text: None,
             all_usage: true,
             failure: None,
             retry_after: None,

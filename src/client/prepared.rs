@@ -18,6 +18,8 @@ pub struct Prepared {
     /// The name of the output limit: `max_tokens`, or `max_completion_tokens` for a hosted
     /// API's chat endpoint.
     pub(super) limit: &'static str,
+    /// The answer's text is kept in the outcome (a session's turn).
+    pub(super) keep_text: bool,
 }
 
 impl Prepared {
@@ -28,6 +30,12 @@ impl Prepared {
             max_tokens,
             ..self.clone()
         }
+    }
+
+    /// The same request, keeping its answer's text in the outcome.
+    pub fn keeping_text(mut self) -> Prepared {
+        self.keep_text = true;
+        self
     }
 
     /// The parts of the body, in order.

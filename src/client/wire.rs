@@ -100,6 +100,13 @@ struct Faults {
 }
 
 impl Events {
+    /// Events of a response whose generated text is kept (`keep`) or skipped.
+    pub fn keeping_text(keep: bool) -> Events {
+        let mut e = Events::default();
+        e.state.keep_text = keep;
+        e
+    }
+
     /// Parse `bytes` of the body, arrived `at`; every token-bearing chunk to `on_chunk`.
     pub fn feed(
         &mut self,

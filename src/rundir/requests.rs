@@ -57,6 +57,10 @@ pub struct WindowRequest {
     pub usage_completion_tokens: Option<u64>,
     /// The server's `usage.prompt_tokens`.
     pub usage_prompt_tokens: Option<u64>,
+    /// The server's `usage.prompt_tokens_details.cached_tokens`: the prompt's tokens it
+    /// found in its prefix cache (where it says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_cached_tokens: Option<u64>,
     /// Its failure, as counted in `error_kinds`.
     #[schemars(with = "Option<String>")]
     pub error: Option<Failure>,
@@ -85,6 +89,10 @@ pub struct OpenRequest {
     pub output_tokens: u64,
     /// The server's `usage.prompt_tokens`.
     pub usage_prompt_tokens: Option<u64>,
+    /// The server's `usage.prompt_tokens_details.cached_tokens`: the prompt's tokens it
+    /// found in its prefix cache (where it says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_cached_tokens: Option<u64>,
     /// Its failure, as counted in `error_kinds`.
     #[schemars(with = "Option<String>")]
     pub error: Option<Failure>,

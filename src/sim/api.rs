@@ -176,8 +176,8 @@ pub fn too_long(prompt_len: usize, max_tokens: usize, max_model_len: usize) -> S
 }
 
 /// Usage as vLLM writes it.
-pub fn usage(prompt: usize, completion: usize) -> Value {
-    json!({"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion, "prompt_tokens_details": null})
+pub fn usage(prompt: usize, completion: usize, cached: usize) -> Value {
+    json!({"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion, "prompt_tokens_details": {"cached_tokens": cached}})
 }
 
 /// Which endpoint a stream belongs to.

@@ -17,6 +17,8 @@ use tokio::time::Instant;
 /// What a request's stream receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ev {
+    /// The prompt's tokens found in the prefix cache, sent before the first token.
+    Cached(usize),
     /// One more generated token.
     Token,
     /// The request reached its target.
@@ -142,7 +144,10 @@ impl Book {
         for id in &out.emitted {
             if let Some(s) = self.streams.get_mut(id) {
                 match s.last {
-                    None => self.snap.ttft.observe((now - s.arrived).as_secs_f64()),
+                    None => {
+                        self.snap.ttft.observe((now - s.arrived).as_secs_f64());
+                        let _ = s.tx.send(Ev::Cached(engine.cached_tokens(*id)));
+                    }
                     Some(last) => self.snap.itl.observe((now - last).as_secs_f64()),
                 }
                 s.last = Some(now);

@@ -156,6 +156,13 @@ impl Engine {
         self.kv.usage()
     }
 
+    /// The prompt tokens request `id` found in the prefix cache when it was admitted.
+    pub fn cached_tokens(&self, id: ReqId) -> usize {
+        self.reqs
+            .get(&id)
+            .map_or(0, |r| (r.hit * BLOCK_TOKENS).min(r.prompt_len))
+    }
+
     /// Prefix-cache queries and hits, in prompt tokens.
     pub fn prefix_cache(&self) -> (u64, u64) {
         (self.kv.queries, self.kv.hits)

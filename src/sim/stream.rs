@@ -38,6 +38,8 @@ pub fn target(req: &GenRequest, limit: usize, ids: &[u32], seed: u64) -> usize {
 pub struct Plan {
     head: Head,
     prompt_len: usize,
+    /// The prompt's tokens the engine found in its prefix cache (known at the first token).
+    cached: usize,
     target: usize,
     finish: &'static str,
     per_chunk: usize,
@@ -80,6 +82,7 @@ impl Plan {
             },
             head,
             prompt_len,
+            cached: 0,
             target,
             finish: if limit_hit { "length" } else { "stop" },
             per_chunk: opts.tokens_per_chunk.max(1),
@@ -163,6 +166,7 @@ impl State {
         }
         loop {
             match self.rx.recv().await {
+                Some(Ev::Cached(n)) => self.plan.cached = n,
                 Some(Ev::Token) => {
                     if let Some(piece) = self.token(&mut out).await {
                         return Some(piece);
@@ -207,7 +211,7 @@ impl State {
     fn done(&mut self, mut out: String) -> Bytes {
         out.push_str(&flush(self));
         if self.plan.include_usage {
-            let usage = api::usage(self.plan.prompt_len, self.generated);
+            let usage = api::usage(self.plan.prompt_len, self.generated, self.plan.cached);
             out.push_str(&event(&self.plan.head.usage_chunk(usage)));
         }
         out.push_str("data: [DONE]\n\n");
@@ -225,7 +229,7 @@ fn flush(st: &mut State) -> String {
     let p = &st.plan;
     let finish = (to >= p.target).then_some(p.finish);
     let last_usage = p.usage_in_last && finish.is_some();
-    let usage = (p.continuous || last_usage).then(|| api::usage(p.prompt_len, to));
+    let usage = (p.continuous || last_usage).then(|| api::usage(p.prompt_len, to, p.cached));
     let reasoning = to <= p.reasoning;
     event(
         &p.head
@@ -236,13 +240,14 @@ fn flush(st: &mut State) -> String {
 /// The whole answer of a non-streamed request; `None` when the engine stopped first.
 pub async fn collect(
     mut rx: mpsc::UnboundedReceiver<Ev>,
-    plan: Plan,
+    mut plan: Plan,
     _guard: CancelOnDrop,
 ) -> Option<Value> {
     let mut generated = 0;
     let mut done = false;
     while let Some(ev) = rx.recv().await {
         match ev {
+            Ev::Cached(n) => plan.cached = n,
             Ev::Token => generated += 1,
             Ev::Done => {
                 done = true;
@@ -260,6 +265,6 @@ pub async fn collect(
         reasoning.trim_start(),
         &content,
         plan.finish,
-        api::usage(plan.prompt_len, generated),
+        api::usage(plan.prompt_len, generated, plan.cached),
     ))
 }

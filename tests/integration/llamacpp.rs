@@ -368,7 +368,7 @@ fn llama_cpp_reuses_the_shared_prefixes() {
         .edit("duration: 3s", "duration: 2s");
     let dir = super::cli::tempdir::Dir::new();
     let out = dir.path().join("run");
-    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+    let done = Bench::new(&["run", "--save-requests", "--out", out.to_str().unwrap()])
         .spec("llamacpp.yaml", &text)
         .run();
     assert_eq!(done.code, 0, "{}", done.stderr);
@@ -384,4 +384,18 @@ fn llama_cpp_reuses_the_shared_prefixes() {
     let hit = decode.server.as_ref().and_then(|s| s.prefix_hit_rate);
     eprintln!("llama.cpp prefix hit rate over decode/1K/c2: {hit:?}");
     assert!(hit.is_some_and(|h| h > 0.3), "{:#?}", decode.server);
+    // Request by request, llama.cpp's own `cached_tokens`: a new prompt finds at least its
+    // group's 512 tokens in a slot's cache.
+    let text = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let cached: Vec<u64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["usage_cached_tokens"].as_u64())
+        .collect();
+    eprintln!("llama.cpp cached_tokens per request: {cached:?}");
+    assert!(!cached.is_empty(), "{text}");
+    assert!(
+        cached.iter().all(|&c| (511..1024).contains(&c)),
+        "{cached:?}"
+    );
 }

@@ -17,7 +17,7 @@ fn find<'a>(records: &'a [Record], id: &str) -> &'a Record {
 
 #[test]
 fn the_server_reuses_exactly_the_shared_prefix_of_every_prompt() {
-    let (records, _dir) = run_spec_paused(&shipped());
+    let (records, dir) = run_spec_paused(&shipped());
     let ids = [
         ("prefill/1K", 0.5),
         ("prefill/4K", 0.125),
@@ -44,6 +44,17 @@ fn the_server_reuses_exactly_the_shared_prefix_of_every_prompt() {
         }
         assert!(r.warnings.is_empty(), "{id}: {:?}", r.warnings);
     }
+    // Request by request, the server's own `cached_tokens`: exactly the shared 512.
+    let text = std::fs::read_to_string(dir.path().join("run/requests.jsonl")).unwrap();
+    let mut seen = 0;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["error"].is_null() && !v["usage_prompt_tokens"].is_null() {
+            assert_eq!(v["usage_cached_tokens"], 512, "{line}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 100, "{seen} requests");
 }
 
 #[test]

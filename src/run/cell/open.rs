@@ -229,6 +229,7 @@ fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
             prompt_tokens: d.prompt_target,
             output_tokens: d.tokens,
             usage_prompt_tokens: d.usage_prompt,
+            usage_cached_tokens: d.usage_cached,
             error: d.failure.clone(),
         });
         lines.push(RequestLine::unnumbered(&cell.id, request));

@@ -38,6 +38,8 @@ pub struct Done {
     pub failure: Option<Failure>,
     /// `usage.prompt_tokens` as the server counted it.
     pub usage_prompt: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`, where the server gives it.
+    pub usage_cached: Option<u64>,
     /// The exact prompt length sent.
     pub prompt_target: u64,
 }
@@ -228,6 +230,7 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
         gaps,
         failure: out.failure.clone(),
         usage_prompt: out.usage_prompt,
+        usage_cached: out.usage_cached,
         prompt_target: s.prompts.get(i).copied().unwrap_or_default(),
     };
     ended(&s, done);

@@ -326,6 +326,7 @@ impl Tally {
             chunks: out.map(|o| o.chunks),
             usage_completion_tokens: out.and_then(|o| o.usage_completion),
             usage_prompt_tokens: out.and_then(|o| o.usage_prompt),
+            usage_cached_tokens: out.and_then(|o| o.usage_cached),
             error: out.and_then(|o| o.failure.clone()),
             cancelled_at_close: out.is_none(),
         });

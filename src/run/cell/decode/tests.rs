@@ -105,6 +105,8 @@ fn outcome(sent: Instant, k: u64, usage: Option<f64>, failed: bool) -> Outcome {
         counted: k,
         usage_completion: usage.map(|f| (k as f64 * f) as u64),
         usage_prompt: Some(100),
+        usage_cached: None,
+        text: None,
         all_usage: usage.is_none(),
         failure: failed.then_some(Failure::Disconnect),
         retry_after: None,
