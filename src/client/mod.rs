@@ -162,6 +162,11 @@ impl Client {
         self
     }
 
+    /// Whether generation requests go to the chat endpoint (with messages).
+    pub fn chat(&self) -> bool {
+        self.api == Api::Chat
+    }
+
     /// Whether requests go to a server in this process.
     pub fn is_in_process(&self) -> bool {
         self.inner.is_some()

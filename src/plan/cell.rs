@@ -24,6 +24,8 @@ pub enum Phase {
     Load,
     /// A capacity search's summary.
     Capacity,
+    /// Multi-turn conversations.
+    Sessions,
 }
 
 impl Phase {
@@ -34,6 +36,7 @@ impl Phase {
             Phase::Decode => "decode",
             Phase::Load => "load",
             Phase::Capacity => "capacity",
+            Phase::Sessions => "sessions",
         }
     }
 }
@@ -54,6 +57,8 @@ pub enum Mode {
     OpenLoop,
     /// Bisection over measured probes (a capacity cell).
     Search,
+    /// Multi-turn conversations (a session cell).
+    Sessions,
 }
 
 /// How a prefill cell is measured.
@@ -88,6 +93,8 @@ pub enum Measure {
     Load(OpenLoad),
     /// A capacity search.
     Capacity(Search),
+    /// Multi-turn conversations.
+    Sessions(super::sessions::SessionLoad),
 }
 
 /// One cell of the plan.
@@ -130,6 +137,7 @@ impl Cell {
             Measure::Decode(_) => Phase::Decode,
             Measure::Load(_) => Phase::Load,
             Measure::Capacity(_) => Phase::Capacity,
+            Measure::Sessions(_) => Phase::Sessions,
         }
     }
 
@@ -142,6 +150,7 @@ impl Cell {
             Measure::Decode(Decode::RequestCount(_)) => Mode::RequestCount,
             Measure::Load(_) => Mode::OpenLoop,
             Measure::Capacity(_) => Mode::Search,
+            Measure::Sessions(_) => Mode::Sessions,
         }
     }
 }

@@ -79,7 +79,27 @@ pub(super) fn apply(cells: &mut [Cell], rates: &Rates, workload: &Workload) {
                 let drain = out / rates.decode_tok_s.max(0.001);
                 f64::from(s.max_probes()) * (s.window.as_secs_f64() + drain)
             }
+            Measure::Sessions(s) => sessions(cell, &s, rates),
         } * f64::from(cell.repeats.max(1));
+    }
+}
+
+/// A session cell: its window and the last turn's drain, or (a count of sessions) the
+/// rounds of sessions its users or arrivals take, each turn a prefill of the grown history
+/// and its output, with the think times between.
+fn sessions(cell: &Cell, s: &crate::plan::sessions::SessionLoad, rates: &Rates) -> f64 {
+    let turns = s.turns_mean();
+    let history = cell.prompt_tokens as f64
+        + (turns - 1.0).max(0.0) / 2.0 * (s.output_tokens + s.user_tokens) as f64;
+    let turn = history / rates.prefill_tok_s.max(1.0)
+        + REQUEST_OVERHEAD_S
+        + s.output_tokens as f64 / rates.decode_tok_s.max(0.001);
+    let session = turns * turn + (turns - 1.0).max(0.0) * s.think_s;
+    match (s.duration_s, s.sessions, s.users, s.rate) {
+        (Some(d), _, _, _) => d + turn,
+        (None, Some(n), Some(u), _) => (f64::from(n) / f64::from(u.max(1))).ceil() * session,
+        (None, Some(n), None, Some(r)) if !r.is_inf() => f64::from(n) / r.0 + session,
+        _ => session,
     }
 }
 

@@ -11,6 +11,7 @@ pub use config::{
 mod cell;
 mod estimate;
 mod open;
+pub mod sessions;
 mod shard;
 mod table;
 pub mod vocab;
@@ -274,6 +275,7 @@ fn expand_one(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
             .map(|max| format!("{} + {out} output tokens > max_model_len {max}", ctx.0));
         cells.extend(open::load_cells(spec, ctx.0, too_long.clone()));
         cells.extend(open::capacity_cell(spec, ctx.0, too_long));
+        cells.extend(sessions::session_cells(spec, ctx.0, max_len));
     }
     let workload = Workload {
         max_model_len: max_len,

@@ -3,6 +3,7 @@
 
 use super::estimate::human_duration;
 use super::{Bound, Cell, Decode, Measure, Phase, Plan, Prefill};
+use crate::spec::Rate;
 use std::fmt::Write as _;
 
 /// Render `plan` (of the spec at `path`) as text.
@@ -139,7 +140,7 @@ fn kinds(run: &[&Cell]) -> String {
         count(Phase::Prefill),
         count(Phase::Decode)
     );
-    for p in [Phase::Load, Phase::Capacity] {
+    for p in [Phase::Load, Phase::Capacity, Phase::Sessions] {
         let n = count(p);
         if n > 0 {
             let _ = write!(kinds, ", {n} {}", p.as_str());
@@ -186,6 +187,21 @@ fn how_once(c: &Cell) -> String {
             s.max,
             s.max_probes()
         ),
+        Measure::Sessions(s) => {
+            let turns = if s.turns_min == s.turns_max {
+                format!("{} turns", s.turns_min)
+            } else {
+                format!("{}-{} turns", s.turns_min, s.turns_max)
+            };
+            let bound = match (s.duration_s, s.sessions) {
+                (Some(d), _) => format!("{d} s"),
+                (None, n) => format!("{} sessions", n.unwrap_or(0)),
+            };
+            match (s.users, s.rate) {
+                (Some(u), _) => format!("{u} users, {turns}, {bound}"),
+                (None, r) => format!("{} sessions/s, {turns}, {bound}", r.unwrap_or(Rate(0.0))),
+            }
+        }
     }
 }
 

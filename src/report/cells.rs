@@ -105,6 +105,7 @@ fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellVie
             Phase::Decode => "Sustained decode",
             Phase::Load => "Open-loop load",
             Phase::Capacity => "Capacity search",
+            Phase::Sessions => "Sessions",
         }
         .into(),
         probe,

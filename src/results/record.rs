@@ -118,6 +118,12 @@ pub struct Record {
     /// what the client sent (primes excluded), with `workload.prefix`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_hit_expected: Option<f64>,
+    /// A session cell's turns: requests, prompt length and latencies per turn index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_turn: Option<Vec<super::TurnStats>>,
+    /// A session cell's sessions: started, completed, turns per completed session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<super::SessionCounts>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open::OpenFields,
@@ -215,6 +221,8 @@ impl Record {
             per_repeat: None,
             warnings: Vec::new(),
             prefix_hit_expected: None,
+            by_turn: None,
+            sessions: None,
             open: super::open::OpenFields::default(),
         }
     }

@@ -225,6 +225,23 @@ impl Synth {
     }
 }
 
+/// `n` words drawn from `seed`, each one token in most vocabularies (and in the
+/// simulator's): a session's new user message of `n` tokens.
+pub fn user_words(n: u64, seed: u64) -> String {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut text = String::with_capacity(n as usize * 5);
+    for i in 0..n {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        if i > 0 {
+            text.push(' ');
+        }
+        text.push_str(WORDS[(state % WORDS.len() as u64) as usize]);
+    }
+    text
+}
+
 /// The shared prefixes of a workload: their length and, once made, each group's text.
 #[derive(Debug)]
 struct Prefixes {

@@ -14,6 +14,7 @@ mod json;
 mod model;
 mod open;
 pub mod schema;
+mod sessions;
 pub mod telemetry;
 mod units;
 pub mod variant;
@@ -29,6 +30,7 @@ pub use open::{
     Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,
     SearchAxis, Slo, Spread,
 };
+pub use sessions::{DEFAULT_SESSIONS_DURATION, Sessions, Think, ThinkDist, Turns};
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{
     Api, Decode, DecodeMode, Format, Matrix, Phases, Prefill, PrefillMode, Prefix, PromptCache,

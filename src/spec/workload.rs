@@ -166,6 +166,9 @@ pub struct Phases {
     /// The highest concurrency or rate that meets the `slo`, searched by bisection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<super::open::Capacity>,
+    /// Multi-turn conversations (cells `sessions/<context>/u<users>` and `.../r<rate>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<super::sessions::Sessions>,
 }
 
 /// The prefill phase.

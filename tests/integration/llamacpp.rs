@@ -399,3 +399,71 @@ fn llama_cpp_reuses_the_shared_prefixes() {
         "{cached:?}"
     );
 }
+
+#[test]
+fn llama_cpp_runs_a_three_turn_session_from_its_cache() {
+    let _cpu = super::cpu();
+    let root = super::root();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = std::fs::read_to_string(root.join("specs/llamacpp-smollm2.yaml"))
+        .unwrap()
+        .edit("8080", &port.to_string())
+        .edit("contexts: [256, 1K, 2K]", "contexts: [512]")
+        .edit("concurrency: [1, 2, 4]", "concurrency: [1]")
+        .edit(
+            "phases:\n  decode:\n    duration: 3s",
+            "phases:\n  prefill: {enabled: false}\n  decode: {enabled: false}\n  sessions: {users: [2], sessions: 2, turns: 3, user_tokens: 32, output_tokens: 16}",
+        );
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("llamacpp.yaml", &text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    let r = records
+        .iter()
+        .find(|r| r.cell == "sessions/512/u2")
+        .unwrap();
+    assert_eq!(r.status, Status::Valid, "{r:#?}");
+    let by = r.by_turn.as_deref().unwrap_or_default();
+    assert_eq!(by.len(), 3, "{by:#?}");
+    assert_eq!(
+        by[0].input_tokens_mean,
+        Some(512.0),
+        "turn 1 is the context exactly"
+    );
+    let sessions = r.sessions.unwrap();
+    assert_eq!(
+        (sessions.started, sessions.completed),
+        (2, 2),
+        "{sessions:?}"
+    );
+    for k in 1..3 {
+        let (prev, now) = (&by[k - 1], &by[k]);
+        let (p, n) = (
+            prev.input_tokens_mean.unwrap(),
+            now.input_tokens_mean.unwrap(),
+        );
+        // The answer as received (16 tokens) and 32 new user tokens, give or take the
+        // tokenizer's merges at the joins.
+        assert!((n - p - 48.0).abs() <= 6.0, "turn {}: {p} -> {n}", k + 1);
+        // llama.cpp's own count: the slot holds the whole previous prompt.
+        let cached = now.cached_tokens_mean.unwrap();
+        assert!(
+            cached >= p - 1.0,
+            "turn {}: cached {cached} of the previous {p}",
+            k + 1
+        );
+    }
+    eprintln!(
+        "llama.cpp TTFT p50 by turn: {:?}",
+        by.iter()
+            .map(|t| t.ttft_ms.map(|s| s.p50))
+            .collect::<Vec<_>>()
+    );
+}

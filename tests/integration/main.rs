@@ -24,6 +24,7 @@ mod report;
 mod resume;
 mod run;
 mod schema;
+mod sessions;
 mod sim;
 mod telemetry;
 mod variants;

@@ -4,6 +4,7 @@
 
 use super::{Cell, Decode, Measure, Mode, Phase, Prefill};
 use crate::plan::open::{Bound, OpenLoad, Search};
+use crate::plan::sessions::SessionLoad;
 use crate::spec::{Arrivals, Rate, SearchAxis, Spread};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -47,6 +48,8 @@ pub(super) struct CellFile {
     max: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     precision: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sessions: Option<SessionLoad>,
     #[serde(default)]
     skip: Option<String>,
     #[serde(default)]
@@ -77,6 +80,7 @@ impl From<Cell> for CellFile {
             min: None,
             max: None,
             precision: None,
+            sessions: None,
             skip: c.skip,
             estimate_s: c.estimate_s,
         };
@@ -103,6 +107,7 @@ impl From<Cell> for CellFile {
                 f.arrivals = Some(s.arrivals);
                 f.burstiness = Some(s.burstiness);
             }
+            Measure::Sessions(s) => f.sessions = Some(s),
         }
         if c.repeats > 1 {
             f.repeats = Some(c.repeats);
@@ -190,6 +195,9 @@ impl CellFile {
                 arrivals: self.arrivals.unwrap_or_default(),
                 burstiness: self.burstiness.unwrap_or(1.0),
             }),
+            (Phase::Sessions, Mode::Sessions) => {
+                Measure::Sessions(self.need(self.sessions, "sessions")?)
+            }
             (phase, mode) => {
                 return Err(CellFileError::ModeOfPhase {
                     id: self.id.clone(),

@@ -5,9 +5,11 @@
 mod decode;
 mod filled;
 mod open;
+mod sessions;
 
 pub use decode::{Step, Tick, decode};
 pub use open::load;
+pub use sessions::sessions;
 
 use super::probe::Probe;
 use super::prompt::{PromptError, Synth};

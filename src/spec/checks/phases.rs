@@ -11,9 +11,11 @@ use crate::spec::workload::{DecodeMode, PrefillMode};
 pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let prefill_on = cx.or("/phases/prefill/enabled", true);
     let decode_on = cx.or("/phases/decode/enabled", true);
-    let open_on = ["/phases/load", "/phases/capacity"].iter().any(|p| {
-        cx.json.pointer(p).is_some() && cx.or(&format!("{p}/enabled"), true) == Some(true)
-    });
+    let open_on = ["/phases/load", "/phases/capacity", "/phases/sessions"]
+        .iter()
+        .any(|p| {
+            cx.json.pointer(p).is_some() && cx.or(&format!("{p}/enabled"), true) == Some(true)
+        });
     if prefill_on == Some(false) && decode_on == Some(false) && !open_on {
         out.push(Problem::error(
             "/phases",
@@ -23,6 +25,45 @@ pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     output_room(cx, out);
     decode_window(cx, decode_on == Some(true), out);
     prefill_repeats(cx, out);
+    sessions(cx, out);
+}
+
+/// A sessions phase names its cells (`users`, `rates` or both), and its turns' range is one.
+fn sessions(cx: &Checker<'_>, out: &mut Vec<Problem>) {
+    let Some(s) = cx.json.pointer("/phases/sessions") else {
+        return;
+    };
+    let empty = |k: &str| {
+        s.get(k)
+            .and_then(|v| v.as_array())
+            .is_none_or(Vec::is_empty)
+    };
+    if empty("users") && empty("rates") {
+        out.push(Problem::error(
+            "/phases/sessions",
+            "a sessions phase needs `users` (closed loop: users running sessions back to back), `rates` (open loop: new sessions per second) or both",
+        ));
+    }
+    if let (Ok(Some(min)), Ok(Some(max))) = (
+        cx.field::<u32>("/phases/sessions/turns/min"),
+        cx.field::<u32>("/phases/sessions/turns/max"),
+    ) && min > max
+    {
+        out.push(Problem::error(
+            "/phases/sessions/turns/min",
+            format!("`min` {min} is above `max` {max}; swap them"),
+        ));
+    }
+    if let Ok(Some(list)) = cx.field::<Vec<Tokens>>("/phases/sessions/contexts") {
+        let matrix: Option<Vec<Tokens>> = cx.field("/matrix/contexts").ok().flatten();
+        super::subset(
+            &list,
+            matrix.as_deref(),
+            "/phases/sessions/contexts",
+            "matrix.contexts",
+            out,
+        );
+    }
 }
 
 /// The output length leaves room for a prompt, and for each decode context.

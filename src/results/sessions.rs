@@ -1,0 +1,39 @@
+//! The fields of a session cell's record: per-turn latencies (`by_turn`) and the sessions'
+//! own counts (`sessions`).
+
+use super::Summary;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One turn index of a session cell: every session's turn `turn` inside the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnStats {
+    /// The turn, from 1 (the first prompt).
+    pub turn: u32,
+    /// Requests of this turn that ended inside the window.
+    pub requests: u64,
+    /// Their mean prompt length: the server's count, else the client's.
+    pub input_tokens_mean: Option<f64>,
+    /// Their mean prompt tokens the server found in its prefix cache, where it says
+    /// (`usage.prompt_tokens_details.cached_tokens`).
+    #[serde(default)]
+    pub cached_tokens_mean: Option<f64>,
+    /// Time to first token, ms.
+    pub ttft_ms: Option<Summary>,
+    /// Time per output token after the first, ms.
+    pub tpot_ms: Option<Summary>,
+}
+
+/// The sessions of a session cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionCounts {
+    /// Sessions begun inside the window.
+    pub started: u64,
+    /// Sessions that ran all their turns inside the window.
+    pub completed: u64,
+    /// Turns per completed session, on average.
+    pub turns_mean: Option<f64>,
+    /// Sessions ended early because their next turn would not fit `max_model_len`.
+    #[serde(default)]
+    pub ended_at_max_len: u64,
+}

@@ -1,0 +1,103 @@
+//! A session cell's record from its turns: `by_turn`, `sessions`, and the cell's own
+//! latencies, tokens and prefix-cache expectation.
+
+use super::{Shared, Turn};
+use crate::results::stats::{Latencies, round};
+use crate::results::{Record, SessionCounts, TurnStats};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Fill `rec` from the `turns` that ended in a window of `window_s` seconds.
+pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) {
+    let (mut ttft, mut tpot) = (Latencies::default(), Latencies::default());
+    let mut by: BTreeMap<u32, Vec<&Turn>> = BTreeMap::new();
+    let (mut tokens, mut input, mut reusable) = (0u64, 0u64, 0u64);
+    for t in turns {
+        rec.requests_started += 1;
+        if let Some(f) = &t.failure {
+            rec.errors += 1;
+            *rec.error_kinds.entry(f.kind()).or_default() += 1;
+            continue;
+        }
+        rec.completed += 1;
+        tokens += t.tokens;
+        input += t.input;
+        reusable += t.reusable;
+        if let Some(v) = first_token_s(t) {
+            ttft.record_s(v);
+        }
+        if let Some(v) = per_token_s(t) {
+            tpot.record_s(v);
+        }
+        by.entry(t.turn).or_default().push(t);
+    }
+    rec.by_turn = Some(by.iter().map(|(&turn, ts)| turn_stats(turn, ts)).collect());
+    let completed = s.completed.load(Relaxed);
+    rec.sessions = Some(SessionCounts {
+        started: s.started.load(Relaxed),
+        completed,
+        turns_mean: (completed > 0)
+            .then(|| round(s.completed_turns.load(Relaxed) as f64 / completed as f64, 2)),
+        ended_at_max_len: s.at_max_len.load(Relaxed),
+    });
+    rec.measured_s = Some(round(window_s, 3));
+    rec.output_tokens = Some(tokens);
+    rec.total_tok_s = (window_s > 0.0).then(|| round(tokens as f64 / window_s, 1));
+    rec.ttft_ms = ttft.summary();
+    let tpot_all = tpot.summary();
+    rec.per_request_tok_s = tpot_all
+        .filter(|t| t.p50 > 0.0)
+        .map(|t| round(1000.0 / t.p50, 1));
+    rec.prefix_hit_expected = (input > 0).then(|| round(reusable as f64 / input as f64, 4));
+    rec.server_prompt_tokens = turns
+        .iter()
+        .find(|t| t.turn == 1)
+        .and_then(|t| t.usage_input);
+}
+
+fn first_token_s(t: &Turn) -> Option<f64> {
+    Some((t.first? - t.sent).as_secs_f64())
+}
+
+/// Time per output token after the first.
+fn per_token_s(t: &Turn) -> Option<f64> {
+    let (first, last) = (t.first?, t.last?);
+    (t.tokens > 1).then(|| (last - first).as_secs_f64() / (t.tokens - 1) as f64)
+}
+
+fn turn_stats(turn: u32, ts: &[&Turn]) -> TurnStats {
+    let (mut ttft, mut tpot) = (Latencies::default(), Latencies::default());
+    for t in ts {
+        if let Some(v) = first_token_s(t) {
+            ttft.record_s(v);
+        }
+        if let Some(v) = per_token_s(t) {
+            tpot.record_s(v);
+        }
+    }
+    let n = ts.len() as f64;
+    let mean = |v: &mut dyn Iterator<Item = u64>| {
+        let (sum, count) = v.fold((0u64, 0u64), |(s, c), x| (s + x, c + 1));
+        (count > 0).then(|| round(sum as f64 / count as f64, 1))
+    };
+    TurnStats {
+        turn,
+        requests: ts.len() as u64,
+        input_tokens_mean: (n > 0.0)
+            .then(|| round(ts.iter().map(|t| t.input).sum::<u64>() as f64 / n, 1)),
+        cached_tokens_mean: mean(&mut ts.iter().filter_map(|t| t.cached)),
+        ttft_ms: ttft.summary(),
+        tpot_ms: tpot.summary(),
+    }
+}
+
+/// The first turn's prompt must be exactly the context, as the server counts it.
+pub(super) fn first_turn_reason(turns: &[Turn], context: u64) -> Option<String> {
+    let t = turns
+        .iter()
+        .find(|t| t.turn == 1 && t.usage_input.is_some_and(|u| u != context))?;
+    Some(format!(
+        "prompt length mismatch: sent {context} tokens on the first turn, the server counted {}",
+        t.usage_input.unwrap_or_default()
+    ))
+}

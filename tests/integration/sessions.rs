@@ -1,0 +1,73 @@
+//! Multi-turn sessions (`phases.sessions`): every later turn resends the conversation so far
+//! with each answer as received, so the server's prefix cache covers the history; TTFT by
+//! turn shows it.
+
+use super::open::run_spec_paused;
+use benchspec::results::{Record, Status, TurnStats};
+
+fn shipped() -> String {
+    std::fs::read_to_string(super::repo_path("specs/sessions.yaml")).unwrap()
+}
+
+fn find<'a>(records: &'a [Record], id: &str) -> &'a Record {
+    records
+        .iter()
+        .find(|r| r.cell == id)
+        .unwrap_or_else(|| panic!("no {id}"))
+}
+
+fn turns(r: &Record) -> &[TurnStats] {
+    r.by_turn.as_deref().unwrap_or_default()
+}
+
+#[test]
+fn each_turn_resends_the_history_and_the_server_finds_it_cached() {
+    let (records, _dir) = run_spec_paused(&shipped());
+    for id in ["sessions/2K/u4", "sessions/2K/u16", "sessions/2K/r2"] {
+        let r = find(&records, id);
+        assert_eq!(r.status, Status::Valid, "{id}: {:?}", r.reasons);
+        let by = turns(r);
+        assert_eq!(by.len(), 4, "{id}: {by:#?}");
+        let s = r.sessions.unwrap();
+        assert!(s.completed > 0 && s.started >= s.completed, "{id}: {s:?}");
+        assert_eq!(s.turns_mean, Some(4.0), "{id}");
+        for (k, t) in by.iter().enumerate() {
+            // Turn 1 is the context exactly; each later turn adds the 64-token answer as
+            // received and the 128-token user message, as the server counts them.
+            let want = 2048.0 + k as f64 * (64.0 + 128.0);
+            assert_eq!(t.input_tokens_mean, Some(want), "{id} turn {}", t.turn);
+            // The server's own count: the whole previous prompt is found in its prefix
+            // cache (the simulator caches prompts, not answers), the first turn's nothing.
+            let cached = if k == 0 { 0.0 } else { want - 192.0 };
+            assert_eq!(t.cached_tokens_mean, Some(cached), "{id} turn {}", t.turn);
+        }
+    }
+    // TTFT by turn: the cold first prompt against a history found in the cache.
+    let by = turns(find(&records, "sessions/2K/u4"));
+    let ttft = |t: &TurnStats| t.ttft_ms.unwrap().p50;
+    assert!(
+        ttft(&by[0]) > 1.5 * ttft(&by[1]),
+        "TTFT p50 turn 1 {} ms, turn 2 {} ms",
+        ttft(&by[0]),
+        ttft(&by[1])
+    );
+}
+
+#[test]
+fn chat_sessions_keep_the_roles_and_a_long_history_ends_at_max_model_len() {
+    let text = shipped()
+        .replace("  max_output_tokens: 64\n", "  max_output_tokens: 64\n  api: chat\n")
+        .replace("max_model_len: 131072", "max_model_len: 2500")
+        .replace("users: [4, 16]", "users: [2]")
+        .replace("    rates: [2]                # open loop: 2 new sessions per second (sessions/2K/r2)\n", "");
+    let (records, _dir) = run_spec_paused(&text);
+    let r = find(&records, "sessions/2K/u2");
+    assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    let by = turns(r);
+    assert_eq!(by[0].input_tokens_mean, Some(2048.0), "{by:#?}");
+    // Turns 1 and 2 fit in 2500 tokens; turn 3 (about 2.4K + 64 output) does not.
+    assert_eq!(by.len(), 2, "{by:#?}");
+    assert!(by[1].input_tokens_mean > Some(2048.0 + 192.0), "{by:#?}");
+    let s = r.sessions.unwrap();
+    assert!(s.ended_at_max_len > 0 && s.completed == 0, "{s:?}");
+}
