@@ -80,6 +80,8 @@ fn level_label(p: &Planned) -> String {
         (Phase::Load, Some("inf")) => "unlimited".into(),
         (Phase::Load, Some(rate)) => format!("{rate} req/s"),
         (Phase::Capacity, _) => "—".into(),
+        (Phase::Sessions, Some(rate)) => format!("{rate} sessions/s"),
+        (Phase::Sessions, None) => format!("{} users", p.concurrency),
         _ => p.concurrency.to_string(),
     }
 }

@@ -72,6 +72,9 @@ pub struct Context {
     pub load: Vec<CellView>,
     /// What each capacity search found, one line per context.
     pub capacity: Vec<CapacityView>,
+    /// Session cells (multi-turn conversations), by context and load; each record's
+    /// `by_turn` holds its turns.
+    pub sessions: Vec<CellView>,
     /// What the engine's `/metrics` and the GPUs showed.
     pub observed: ObservedView,
     /// Every cell: prefill cells, then decode cells, each in run order (records of cells the
@@ -192,6 +195,11 @@ impl Context {
             slo: slo_terms(&spec.slo),
             load,
             capacity,
+            sessions: cells
+                .iter()
+                .filter(|c| c.phase == Phase::Sessions)
+                .cloned()
+                .collect(),
             observed: super::observe::observed(&cells),
             cells,
             problems,

@@ -47,6 +47,19 @@ const SERVER: [&str; 9] = [
     "itl_ms_p50",
     "source",
 ];
+/// Shared prefixes and sessions: the expected prefix reuse, the sessions' counts, and each
+/// turn's figures in turn order, `; `-separated.
+const SESSIONS: [&str; 8] = [
+    "prefix_hit_expected",
+    "sessions_started",
+    "sessions_completed",
+    "sessions_turns_mean",
+    "sessions_ended_at_max_len",
+    "by_turn_input_tokens_mean",
+    "by_turn_ttft_ms_p50",
+    "by_turn_tpot_ms_p50",
+];
+
 /// The GPUs, added up over all of them.
 const GPU: [&str; 6] = [
     "gpu_count",
@@ -95,7 +108,31 @@ fn header() -> Vec<String> {
     }
     h.extend(SERVER.iter().map(|s| format!("server_{s}")));
     h.extend(GPU.iter().map(|s| s.to_string()));
+    h.extend(SESSIONS.iter().map(|s| s.to_string()));
     h
+}
+
+/// The prefix and session columns of `r`.
+fn sessions(r: &crate::results::Record) -> Vec<String> {
+    let s = r.sessions;
+    let turns = r.by_turn.as_deref().unwrap_or_default();
+    let each = |f: &dyn Fn(&crate::results::TurnStats) -> Option<f64>| {
+        turns
+            .iter()
+            .map(|t| opt(f(t)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    vec![
+        opt(r.prefix_hit_expected),
+        opt(s.map(|s| s.started)),
+        opt(s.map(|s| s.completed)),
+        opt(s.and_then(|s| s.turns_mean)),
+        opt(s.map(|s| s.ended_at_max_len)),
+        each(&|t| t.input_tokens_mean),
+        each(&|t| t.ttft_ms.map(|s| s.p50)),
+        each(&|t| t.tpot_ms.map(|s| s.p50)),
+    ]
 }
 
 /// A JSON scalar as a cell: null empty, strings bare.
@@ -199,6 +236,7 @@ pub fn render(cx: &Context) -> Result<String, ReportError> {
                     opt(c.map(|c| c.cpu_s)),
                 ]);
                 row.extend(observed(r));
+                row.extend(sessions(r));
             }
             None => row.resize(header().len(), String::new()),
         }

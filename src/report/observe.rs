@@ -36,6 +36,9 @@ pub struct ServerRow {
     pub kv_usage_pct: Option<f64>,
     /// Prefix-cache hit rate, percent.
     pub prefix_hit_pct: Option<f64>,
+    /// What a perfect prefix cache would have reused of what the client sent, percent
+    /// (with shared prefixes, and for session cells).
+    pub prefix_hit_expected_pct: Option<f64>,
     /// Preemptions during the cell.
     pub preemptions: Option<f64>,
     /// The client's TTFT p50, ms.
@@ -92,6 +95,7 @@ pub fn observed(cells: &[CellView]) -> ObservedView {
                 waiting_max: s.waiting_max,
                 kv_usage_pct: s.kv_usage_max.map(|k| k * 100.0),
                 prefix_hit_pct: s.prefix_hit_rate.map(|h| h * 100.0),
+                prefix_hit_expected_pct: r.prefix_hit_expected.map(|h| h * 100.0),
                 preemptions: s.preemptions,
                 client_ttft_ms: r.ttft_ms.map(|t| t.p50),
                 server_ttft_ms: s.ttft_ms_p50,

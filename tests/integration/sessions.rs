@@ -22,7 +22,7 @@ fn turns(r: &Record) -> &[TurnStats] {
 
 #[test]
 fn each_turn_resends_the_history_and_the_server_finds_it_cached() {
-    let (records, _dir) = run_spec_paused(&shipped());
+    let (records, dir) = run_spec_paused(&shipped());
     for id in ["sessions/2K/u4", "sessions/2K/u16", "sessions/2K/r2"] {
         let r = find(&records, id);
         assert_eq!(r.status, Status::Valid, "{id}: {:?}", r.reasons);
@@ -51,6 +51,29 @@ fn each_turn_resends_the_history_and_the_server_finds_it_cached() {
         ttft(&by[0]),
         ttft(&by[1])
     );
+    // The reports: a table of turns per session cell, and the turns in the CSV.
+    let run = dir.path().join("run");
+    let done = super::cli::Bench::new(&["report", run.to_str().unwrap()]).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(md.contains("## Sessions"), "{md}");
+    assert!(
+        md.contains("| Turn | Requests | Input tokens | Cached tokens (server) | TTFT p50 / p90 | TPOT p50 / p90 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 2 | ") && md.contains("| 2,240 | 2,048 |"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Sessions</h2>"));
+    let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
+    let head = csv.lines().next().unwrap_or_default();
+    assert!(
+        head.ends_with("by_turn_input_tokens_mean,by_turn_ttft_ms_p50,by_turn_tpot_ms_p50"),
+        "{head}"
+    );
+    assert!(csv.contains("2048; 2240; 2432; 2624"), "{csv}");
 }
 
 #[test]
