@@ -253,6 +253,12 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
     let mut plan = plan_of(&loaded.spec);
+    if let Some(r) = &loaded.spec.phases.replay {
+        let file = loaded.resolve(spec::files::FileRef::Trace, &r.trace);
+        if let Ok(entries) = spec::trace::read(&file, &r.trace) {
+            plan.with_trace(&entries);
+        }
+    }
     if let Some(s) = shard {
         plan = plan.shard(s);
     }

@@ -26,6 +26,8 @@ pub enum Phase {
     Capacity,
     /// Multi-turn conversations.
     Sessions,
+    /// A trace replayed at its own times.
+    Replay,
 }
 
 impl Phase {
@@ -37,6 +39,7 @@ impl Phase {
             Phase::Load => "load",
             Phase::Capacity => "capacity",
             Phase::Sessions => "sessions",
+            Phase::Replay => "replay",
         }
     }
 }
@@ -59,6 +62,8 @@ pub enum Mode {
     Search,
     /// Multi-turn conversations (a session cell).
     Sessions,
+    /// A trace replayed (a replay cell).
+    Replay,
 }
 
 /// How a prefill cell is measured.
@@ -95,6 +100,8 @@ pub enum Measure {
     Capacity(Search),
     /// Multi-turn conversations.
     Sessions(super::sessions::SessionLoad),
+    /// A trace replayed.
+    Replay(super::replay::ReplayLoad),
 }
 
 /// One cell of the plan.
@@ -138,6 +145,7 @@ impl Cell {
             Measure::Load(_) => Phase::Load,
             Measure::Capacity(_) => Phase::Capacity,
             Measure::Sessions(_) => Phase::Sessions,
+            Measure::Replay(_) => Phase::Replay,
         }
     }
 
@@ -151,6 +159,7 @@ impl Cell {
             Measure::Load(_) => Mode::OpenLoop,
             Measure::Capacity(_) => Mode::Search,
             Measure::Sessions(_) => Mode::Sessions,
+            Measure::Replay(_) => Mode::Replay,
         }
     }
 }

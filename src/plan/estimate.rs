@@ -80,9 +80,15 @@ pub(super) fn apply(cells: &mut [Cell], rates: &Rates, workload: &Workload) {
                 f64::from(s.max_probes()) * (s.window.as_secs_f64() + drain)
             }
             Measure::Sessions(s) => sessions(cell, &s, rates),
+            // The trace's span (known when the plan had the trace at hand) and the last
+            // requests' drain.
+            Measure::Replay(r) => r.span_s.unwrap_or(0.0) + REPLAY_DRAIN_S,
         } * f64::from(cell.repeats.max(1));
     }
 }
+
+/// What a replay cell is assumed to take past its trace's last arrival.
+pub(super) const REPLAY_DRAIN_S: f64 = 2.0;
 
 /// A session cell: its window and the last turn's drain, or (a count of sessions) the
 /// rounds of sessions its users or arrivals take, each turn a prefill of the grown history

@@ -11,6 +11,7 @@ pub use config::{
 mod cell;
 mod estimate;
 mod open;
+pub mod replay;
 pub mod sessions;
 mod shard;
 mod table;
@@ -277,6 +278,7 @@ fn expand_one(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
         cells.extend(open::capacity_cell(spec, ctx.0, too_long));
         cells.extend(sessions::session_cells(spec, ctx.0, max_len));
     }
+    cells.extend(replay::replay_cell(spec));
     let workload = Workload {
         max_model_len: max_len,
         kv_tokens,

@@ -140,7 +140,7 @@ fn kinds(run: &[&Cell]) -> String {
         count(Phase::Prefill),
         count(Phase::Decode)
     );
-    for p in [Phase::Load, Phase::Capacity, Phase::Sessions] {
+    for p in [Phase::Load, Phase::Capacity, Phase::Sessions, Phase::Replay] {
         let n = count(p);
         if n > 0 {
             let _ = write!(kinds, ", {n} {}", p.as_str());
@@ -187,6 +187,13 @@ fn how_once(c: &Cell) -> String {
             s.max,
             s.max_probes()
         ),
+        Measure::Replay(r) => {
+            let cap = r
+                .max_requests
+                .map(|n| format!(", first {n} requests"))
+                .unwrap_or_default();
+            format!("trace at {}× speed{cap}", r.speedup)
+        }
         Measure::Sessions(s) => {
             let turns = if s.turns_min == s.turns_max {
                 format!("{} turns", s.turns_min)

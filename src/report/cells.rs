@@ -81,6 +81,7 @@ fn level_label(p: &Planned) -> String {
         (Phase::Load, Some(rate)) => format!("{rate} req/s"),
         (Phase::Capacity, _) => "—".into(),
         (Phase::Sessions, Some(rate)) => format!("{rate} sessions/s"),
+        (Phase::Replay, _) => "trace".into(),
         (Phase::Sessions, None) => format!("{} users", p.concurrency),
         _ => p.concurrency.to_string(),
     }
@@ -108,6 +109,7 @@ fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellVie
             Phase::Load => "Open-loop load",
             Phase::Capacity => "Capacity search",
             Phase::Sessions => "Sessions",
+            Phase::Replay => "Trace replay",
         }
         .into(),
         probe,

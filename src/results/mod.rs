@@ -13,5 +13,5 @@ pub(crate) mod stats;
 pub use observe::{GpuUse, ServerUse};
 pub use open::OpenFields;
 pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text};
-pub use sessions::{SessionCounts, TurnStats};
+pub use sessions::{SessionCounts, TraceInfo, TurnStats};
 pub use stats::Summary;

@@ -124,6 +124,10 @@ pub struct Record {
     /// A session cell's sessions: started, completed, turns per completed session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::SessionCounts>,
+    /// A replay cell's trace: its file, requests, speed, and offered against achieved
+    /// requests second by second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<super::TraceInfo>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open::OpenFields,
@@ -223,6 +227,7 @@ impl Record {
             prefix_hit_expected: None,
             by_turn: None,
             sessions: None,
+            trace: None,
             open: super::open::OpenFields::default(),
         }
     }

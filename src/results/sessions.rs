@@ -1,5 +1,5 @@
-//! The fields of a session cell's record: per-turn latencies (`by_turn`) and the sessions'
-//! own counts (`sessions`).
+//! The fields of a session cell's record — per-turn latencies (`by_turn`) and the sessions'
+//! own counts (`sessions`) — and of a replay cell's (`trace`).
 
 use super::Summary;
 use schemars::JsonSchema;
@@ -36,4 +36,21 @@ pub struct SessionCounts {
     /// Sessions ended early because their next turn would not fit `max_model_len`.
     #[serde(default)]
     pub ended_at_max_len: u64,
+}
+
+/// The trace a replay cell sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TraceInfo {
+    /// The trace's file name as the spec gives it.
+    pub file: String,
+    /// Requests sent.
+    pub requests: u64,
+    /// Timestamps were divided by this.
+    pub speedup: f64,
+    /// The trace's length at that speed, seconds.
+    pub span_s: f64,
+    /// Requests due in each second of the trace.
+    pub offered_per_s: Vec<f64>,
+    /// Requests that finished in each second from the first send.
+    pub achieved_per_s: Vec<f64>,
 }

@@ -59,6 +59,9 @@ pub enum RunError {
     /// The load phase's dataset could not be read (it changed since it was checked).
     #[error(transparent)]
     Dataset(#[from] DatasetError),
+    /// The replay phase's trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] crate::plan::vocab::TraceError),
     /// The local tokenizer (`workload.tokenizer`) could not be loaded.
     #[error(transparent)]
     Tokenizer(#[from] crate::client::local::TokenizerError),
@@ -69,7 +72,10 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::Engine(_) | RunError::Config(_) | RunError::EngineLost { .. } => 3,
-            RunError::RunDir(_) | RunError::Dataset(_) | RunError::Tokenizer(_) => 2,
+            RunError::RunDir(_)
+            | RunError::Dataset(_)
+            | RunError::Trace(_)
+            | RunError::Tokenizer(_) => 2,
             RunError::Interrupted { .. } | RunError::InterruptedEarly { .. } => 1,
         }
     }

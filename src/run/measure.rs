@@ -39,6 +39,10 @@ async fn measure_only(
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             forward(cell::decode(cx.clone(), c, load, rec, tx), rx, &c.id, on).await
         }
+        Measure::Replay(r) => {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            forward(cell::replay(cx.clone(), c, r, rec, tx), rx, &c.id, on).await
+        }
         Measure::Sessions(load) => {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             forward(cell::sessions(cx.clone(), c, load, rec, tx), rx, &c.id, on).await

@@ -338,6 +338,29 @@ fn dataset(config: &RunConfig, dir: &RunDir) -> Result<Option<Arc<[Entry]>>, Run
     Ok(Some(entries.into()))
 }
 
+/// The replay phase's trace, read whole, when the spec names one: from the spec's file the
+/// first time (a copy kept in the run directory as `trace.jsonl`), from that copy after.
+fn trace(
+    config: &RunConfig,
+    dir: &RunDir,
+) -> Result<Option<cell::Trace>, RunError> {
+    let Some(file) = &config.trace else {
+        return Ok(None);
+    };
+    let copy = dir.file(crate::plan::vocab::KEPT_TRACE);
+    let kept = copy.is_file();
+    let path = if kept { copy } else { file.path.clone() };
+    let entries = crate::plan::vocab::read_trace(&path, &file.name)?;
+    if !kept {
+        let bytes = std::fs::read(&path).map_err(|e| crate::plan::vocab::TraceError::Read {
+            file: file.name.clone(),
+            why: e.to_string(),
+        })?;
+        dir.write_kept(crate::plan::vocab::KEPT_TRACE, &bytes)?;
+    }
+    Ok(Some((file.name.clone(), entries.into())))
+}
+
 impl RunSummary {
     fn recorded(&self) -> usize {
         self.valid + self.invalid + self.failed + self.skipped

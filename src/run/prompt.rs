@@ -64,7 +64,7 @@ const MAX_TRIES: usize = 12;
 
 impl Synth {
     /// A synthesizer whose bodies follow `seed`, with `prefix`'s shared prefixes.
-    pub fn new(seed: u64, prefix: Option<crate::spec::Prefix>) -> Synth {
+    pub fn new(seed: u64, prefix: Option<crate::plan::vocab::Prefix>) -> Synth {
         Synth {
             seed,
             body: Vec::new(),

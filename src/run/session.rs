@@ -7,7 +7,7 @@
 use super::engine::{EngineSide, manifest};
 use super::{
     Event, Interrupt, RunError, RunOptions, RunSummary, Start, cell, cells, dataset, observe,
-    probe, select,
+    probe, select, trace,
 };
 use crate::client::local::LocalTokenizer;
 use crate::plan::{Plan, RunConfig};
@@ -100,6 +100,7 @@ impl Session<'_> {
             manifest,
             cx: Arc::new(cell::Ctx {
                 dataset: dataset(self.config, self.dir)?,
+                trace: trace(self.config, self.dir)?,
                 observer,
                 ..cell::Ctx::new(
                     engine.client.clone(),

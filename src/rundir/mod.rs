@@ -226,6 +226,11 @@ impl RunDir {
         jsonl::append(&self.file(RESULTS), std::slice::from_ref(record))
     }
 
+    /// Keep a copy of a file the spec names (`bytes`) under its kept `name`.
+    pub fn write_kept(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.write(name, bytes)
+    }
+
     /// Keep a copy of the dataset's `bytes` as `dataset.jsonl`.
     pub fn write_dataset(&self, bytes: &[u8]) -> Result<()> {
         self.write(DATASET, bytes)

@@ -16,6 +16,8 @@ pub enum FileRef {
     Tokenizer,
     /// `phases.load.dataset`.
     Dataset,
+    /// `phases.replay.trace`.
+    Trace,
 }
 
 impl FileRef {
@@ -24,10 +26,13 @@ impl FileRef {
         match self {
             FileRef::Tokenizer => KEPT_TOKENIZER,
             FileRef::Dataset => KEPT_DATASET,
+            FileRef::Trace => KEPT_TRACE,
         }
     }
 }
 
+/// The run directory's copy of the replayed trace.
+pub const KEPT_TRACE: &str = "trace.jsonl";
 /// The run directory's copy of the dataset.
 pub const KEPT_DATASET: &str = "dataset.jsonl";
 /// The run directory's folder holding the tokenizer's `tokenizer.json` (and its

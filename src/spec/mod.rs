@@ -16,6 +16,7 @@ mod open;
 pub mod schema;
 mod sessions;
 pub mod telemetry;
+pub mod trace;
 mod units;
 pub mod variant;
 mod workload;
@@ -210,6 +211,7 @@ pub fn parse_in(
     problems.extend(checks::check(&json, stage, env));
     let resolve = |what, name: &str| files.resolve(path, what, name);
     problems.extend(dataset::check(&json, &resolve));
+    problems.extend(trace::check(&json, &resolve));
     problems.extend(dialect::check(&json, &resolve));
     let clean = problems.iter().all(|p| p.severity == Severity::Warning);
     let spec = match serde_json::from_value::<Spec>(json) {

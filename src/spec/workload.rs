@@ -169,6 +169,9 @@ pub struct Phases {
     /// Multi-turn conversations (cells `sessions/<context>/u<users>` and `.../r<rate>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::Sessions>,
+    /// Trace replay (a cell `replay/<trace file stem>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<super::trace::Replay>,
 }
 
 /// The prefill phase.

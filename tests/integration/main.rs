@@ -20,6 +20,7 @@ mod plan;
 mod prefix;
 mod props;
 mod repeats;
+mod replay;
 mod report;
 mod resume;
 mod run;

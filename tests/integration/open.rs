@@ -19,6 +19,11 @@ pub(super) fn run_spec_paused(yaml: &str) -> (Vec<Record>, Dir) {
     run_spec_with(yaml, &[], true)
 }
 
+/// [`run_spec_paused`] with `files` (name, text) beside the spec.
+pub(super) fn run_spec_with_files(yaml: &str, files: &[(&str, &str)]) -> (Vec<Record>, Dir) {
+    run_spec_with(yaml, files, true)
+}
+
 /// `fut` on a current-thread runtime whose clock is paused.
 pub(super) fn on_paused_clock<F: std::future::Future>(fut: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
@@ -48,7 +53,11 @@ pub(super) fn run_config(
 fn run_spec_with(yaml: &str, files: &[(&str, &str)], paused: bool) -> (Vec<Record>, Dir) {
     let dir = Dir::new();
     for (name, text) in files {
-        std::fs::write(dir.path().join(name), text).unwrap();
+        let path = dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(path, text).unwrap();
     }
     let path = dir.path().join("spec.yaml");
     std::fs::write(&path, yaml).unwrap();

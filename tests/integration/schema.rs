@@ -35,6 +35,10 @@ fn schema_is_draft_2020_12_with_descriptions() {
 fn shipped_specs_carry_the_schema_comment() {
     for entry in std::fs::read_dir(super::root().join("specs")).unwrap() {
         let path = entry.unwrap().path();
+        if path.is_dir() {
+            // Data the specs name (a trace), not specs.
+            continue;
+        }
         let text = std::fs::read_to_string(&path).unwrap();
         let first = text.lines().next().unwrap_or_default();
         let ok = match path.extension().and_then(|e| e.to_str()) {

@@ -50,6 +50,8 @@ pub(super) struct CellFile {
     precision: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sessions: Option<SessionLoad>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replay: Option<crate::plan::replay::ReplayLoad>,
     #[serde(default)]
     skip: Option<String>,
     #[serde(default)]
@@ -81,6 +83,7 @@ impl From<Cell> for CellFile {
             max: None,
             precision: None,
             sessions: None,
+            replay: None,
             skip: c.skip,
             estimate_s: c.estimate_s,
         };
@@ -108,6 +111,7 @@ impl From<Cell> for CellFile {
                 f.burstiness = Some(s.burstiness);
             }
             Measure::Sessions(s) => f.sessions = Some(s),
+            Measure::Replay(r) => f.replay = Some(r),
         }
         if c.repeats > 1 {
             f.repeats = Some(c.repeats);
@@ -198,6 +202,7 @@ impl CellFile {
             (Phase::Sessions, Mode::Sessions) => {
                 Measure::Sessions(self.need(self.sessions, "sessions")?)
             }
+            (Phase::Replay, Mode::Replay) => Measure::Replay(self.need(self.replay, "replay")?),
             (phase, mode) => {
                 return Err(CellFileError::ModeOfPhase {
                     id: self.id.clone(),

@@ -33,6 +33,8 @@ pub struct RunConfig {
     pub tokenizer: Option<TokenizerFile>,
     /// The load phase's dataset, when the spec names one.
     pub dataset: Option<DatasetFile>,
+    /// The replay phase's trace, when the spec names one.
+    pub trace: Option<TraceFile>,
     /// The report templates the run directory keeps copies of.
     pub templates: Vec<PathBuf>,
     /// `--base-url`: attach to this server instead of the spec's (or instead of launching).
@@ -57,6 +59,15 @@ pub struct DatasetFile {
     /// Where it is.
     pub path: PathBuf,
     api: Api,
+}
+
+/// The replay phase's trace (`phases.replay.trace`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceFile {
+    /// The name as the spec writes it (for messages and records).
+    pub name: String,
+    /// Where it is.
+    pub path: PathBuf,
 }
 
 impl DatasetFile {
@@ -85,7 +96,12 @@ impl RunConfig {
                 path: loaded.resolve(FileRef::Dataset, name),
                 api: w.api,
             });
+        let trace = spec.phases.replay.as_ref().map(|r| TraceFile {
+            name: r.trace.clone(),
+            path: loaded.resolve(FileRef::Trace, &r.trace),
+        });
         RunConfig {
+            trace,
             spec_path: loaded.path.clone(),
             spec_source: loaded.source.clone(),
             resume_repeats: spec.resume_repeats,

@@ -5,10 +5,12 @@
 mod decode;
 mod filled;
 mod open;
+mod replay;
 mod sessions;
 
 pub use decode::{Step, Tick, decode};
 pub use open::load;
+pub use replay::replay;
 pub use sessions::sessions;
 
 use super::probe::Probe;
@@ -20,6 +22,9 @@ use crate::results::stats::{Latencies, median};
 use crate::results::{Record, Status};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Mutex;
+
+/// A replay phase's trace: its name as the spec gives it, and its requests in time order.
+pub type Trace = (String, std::sync::Arc<[crate::plan::vocab::TraceEntry]>);
 
 /// What every cell of a run shares.
 pub struct Ctx {
@@ -35,6 +40,9 @@ pub struct Ctx {
     pub probe: Probe,
     /// The load phase's dataset, when the spec names one.
     pub dataset: Option<std::sync::Arc<[crate::plan::vocab::Entry]>>,
+    /// The replay phase's trace (its name as the spec gives it, and its requests in time
+    /// order), when the spec names one.
+    pub trace: Option<Trace>,
     /// The engine and GPU watcher.
     pub observer: super::observe::Observer,
     /// The measured window of the cell in progress, marked for the observer.
@@ -51,6 +59,7 @@ impl Ctx {
             workload: workload.clone(),
             requests: save_requests.then(|| std::sync::Mutex::new(Vec::new())),
             dataset: None,
+            trace: None,
             observer: super::observe::Observer::none(),
             marks: std::sync::Arc::default(),
         }

@@ -66,7 +66,7 @@ pub async fn load(
 }
 
 /// Run the cell, reporting output tok/s of the requests that ended, four times a second.
-async fn watch(
+pub(super) async fn watch(
     run: impl std::future::Future<Output = Finished>,
     progress: &Progress,
     ticks: &mpsc::UnboundedSender<Tick>,
@@ -214,7 +214,7 @@ fn reasons(rec: &Record, validity: &crate::plan::vocab::Validity) -> Vec<String>
 
 /// Each request's times for `requests.jsonl` (`--save-requests`), relative to the first
 /// arrival.
-fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
+pub(super) fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
     let Some(lines) = &cx.requests else { return };
     let Ok(mut lines) = lines.lock() else { return };
     let rel = |i: tokio::time::Instant| i.saturating_duration_since(f.start).as_secs_f64();

@@ -11,11 +11,14 @@ use crate::spec::workload::{DecodeMode, PrefillMode};
 pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     let prefill_on = cx.or("/phases/prefill/enabled", true);
     let decode_on = cx.or("/phases/decode/enabled", true);
-    let open_on = ["/phases/load", "/phases/capacity", "/phases/sessions"]
-        .iter()
-        .any(|p| {
-            cx.json.pointer(p).is_some() && cx.or(&format!("{p}/enabled"), true) == Some(true)
-        });
+    let open_on = [
+        "/phases/load",
+        "/phases/capacity",
+        "/phases/sessions",
+        "/phases/replay",
+    ]
+    .iter()
+    .any(|p| cx.json.pointer(p).is_some() && cx.or(&format!("{p}/enabled"), true) == Some(true));
     if prefill_on == Some(false) && decode_on == Some(false) && !open_on {
         out.push(Problem::error(
             "/phases",
