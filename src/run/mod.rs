@@ -340,10 +340,7 @@ fn dataset(config: &RunConfig, dir: &RunDir) -> Result<Option<Arc<[Entry]>>, Run
 
 /// The replay phase's trace, read whole, when the spec names one: from the spec's file the
 /// first time (a copy kept in the run directory as `trace.jsonl`), from that copy after.
-fn trace(
-    config: &RunConfig,
-    dir: &RunDir,
-) -> Result<Option<cell::Trace>, RunError> {
+fn trace(config: &RunConfig, dir: &RunDir) -> Result<Option<cell::Trace>, RunError> {
     let Some(file) = &config.trace else {
         return Ok(None);
     };
