@@ -134,6 +134,7 @@ pub fn prefill_tok_s(profile: &Profile, ctx: usize) -> f64 {
     e.add(NewRequest {
         tokens: slot_prompt(ctx, 0),
         target: 1,
+        output_seed: None,
     });
     while e.has_work() {
         e.step();
@@ -214,6 +215,7 @@ impl<'a> Replay<'a> {
             e.add(NewRequest {
                 tokens: p.clone(),
                 target: 1,
+                output_seed: None,
             });
         }
         while e.has_work() {
@@ -258,6 +260,7 @@ impl<'a> Replay<'a> {
             let id = self.e.add(NewRequest {
                 tokens: self.prompts[s].clone(),
                 target: self.max_tokens,
+                output_seed: None,
             });
             self.slot_of.insert(id, s);
             self.sent_at.insert(id, sent);

@@ -146,7 +146,8 @@ impl Book {
                 match s.last {
                     None => {
                         self.snap.ttft.observe((now - s.arrived).as_secs_f64());
-                        let _ = s.tx.send(Ev::Cached(engine.cached_tokens(*id)));
+                        let cached = out.cached.iter().find(|(c, _)| c == id);
+                        let _ = s.tx.send(Ev::Cached(cached.map_or(0, |(_, n)| *n)));
                     }
                     Some(last) => self.snap.itl.observe((now - last).as_secs_f64()),
                 }

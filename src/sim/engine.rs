@@ -20,6 +20,10 @@ pub struct NewRequest {
     /// Tokens to generate before the request ends (max_tokens, or fewer when the model
     /// "stops" on its own).
     pub target: usize,
+    /// The seed of the text the answer is streamed as, when the answer is resent as-is in a
+    /// later prompt (completions): its blocks are then kept in the prefix cache, as vLLM
+    /// keeps a finished request's generated blocks.
+    pub output_seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +46,10 @@ struct Req {
     private: usize,
     /// Blocks found in the prefix cache at admission.
     hit: usize,
+    /// The prompt's tokens past its last full block, and that block's hash: where the
+    /// answer's blocks chain on.
+    tail: (Vec<u32>, u64),
+    output_seed: Option<u64>,
 }
 
 impl Req {
@@ -60,6 +68,9 @@ pub struct StepOut {
     pub emitted: Vec<ReqId>,
     /// Requests that reached their target in this step.
     pub finished: Vec<ReqId>,
+    /// Requests whose prompt was computed in this step (their first token), with the prompt
+    /// tokens they found in the prefix cache.
+    pub cached: Vec<(ReqId, usize)>,
 }
 
 /// The scheduler.
@@ -106,9 +117,17 @@ impl Engine {
     pub fn add(&mut self, r: NewRequest) -> ReqId {
         let id = self.next_id;
         self.next_id += 1;
+        let hashes = block_hashes(&r.tokens);
+        let full = hashes.len() * BLOCK_TOKENS;
+        let tail = (
+            r.tokens[full.min(r.tokens.len())..].to_vec(),
+            hashes.last().copied().unwrap_or(super::kv::CHAIN_START),
+        );
         let req = Req {
             prompt_len: r.tokens.len(),
-            hashes: block_hashes(&r.tokens),
+            hashes,
+            tail,
+            output_seed: r.output_seed,
             target: r.target.max(1),
             generated: 0,
             state: State::Waiting,
@@ -120,6 +139,24 @@ impl Engine {
         self.reqs.insert(id, req);
         self.waiting.push_back(id);
         id
+    }
+
+    /// The blocks a finished request's answer adds after its prompt (to keep in the prefix
+    /// cache): the full blocks of the prompt's tail and the generated tokens, as the streamed
+    /// text tokenizes.
+    fn answer_blocks(&self, id: ReqId) -> Vec<u64> {
+        let Some(req) = self.reqs.get(&id) else {
+            return Vec::new();
+        };
+        let Some(seed) = req.output_seed else {
+            return Vec::new();
+        };
+        let mut tokens = req.tail.0.clone();
+        tokens.extend(
+            (0..req.generated)
+                .map(|i| super::tokenizer::token_id(super::tokenizer::output_piece(seed, i))),
+        );
+        super::kv::chain(req.tail.1, &tokens)
     }
 
     /// Drop a request wherever it is (a cancelled stream).
@@ -156,13 +193,6 @@ impl Engine {
         self.kv.usage()
     }
 
-    /// The prompt tokens request `id` found in the prefix cache when it was admitted.
-    pub fn cached_tokens(&self, id: ReqId) -> usize {
-        self.reqs
-            .get(&id)
-            .map_or(0, |r| (r.hit * BLOCK_TOKENS).min(r.prompt_len))
-    }
-
     /// Prefix-cache queries and hits, in prompt tokens.
     pub fn prefix_cache(&self) -> (u64, u64) {
         (self.kv.queries, self.kv.hits)
@@ -196,7 +226,9 @@ impl Engine {
             cost += self.profile.step_s;
         }
         for id in &out.finished {
+            let answer = self.answer_blocks(*id);
             self.cancel(*id);
+            self.kv.keep(&answer);
         }
         self.generation_tokens += out.emitted.len() as u64;
         if let Some(n) = &mut self.noise {
@@ -286,6 +318,8 @@ impl Engine {
         req.private = req.private.saturating_sub(full - from);
         req.state = State::Decode;
         req.generated += 1;
+        out.cached
+            .push((id, (req.hit * BLOCK_TOKENS).min(req.prompt_len)));
         let finished = req.generated >= req.target;
         let hashes = req.hashes.clone();
         self.kv.publish(&hashes, from);

@@ -46,6 +46,9 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
         req: NewRequest {
             tokens: ids,
             target,
+            // A completion's answer is resent as streamed (sessions); a chat answer comes
+            // back inside the template, after its reasoning.
+            output_seed: (kind == Kind::Completion).then_some(opts.seed ^ key),
         },
         tx,
     };

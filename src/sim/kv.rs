@@ -8,9 +8,17 @@ use std::collections::{BTreeSet, HashMap};
 /// Token positions per block (vLLM's default).
 pub const BLOCK_TOKENS: usize = 16;
 
+/// The hash a sequence's first block chains from.
+pub const CHAIN_START: u64 = 0xcbf2_9ce4_8422_2325;
+
 /// The chained hashes of the full blocks of a prompt.
 pub fn block_hashes(tokens: &[u32]) -> Vec<u64> {
-    let mut prev: u64 = 0xcbf2_9ce4_8422_2325;
+    chain(CHAIN_START, tokens)
+}
+
+/// The chained hashes of the full blocks of `tokens`, which follow the block hashed `prev`.
+pub fn chain(prev: u64, tokens: &[u32]) -> Vec<u64> {
+    let mut prev = prev;
     tokens
         .chunks_exact(BLOCK_TOKENS)
         .map(|block| {
@@ -156,6 +164,28 @@ impl Kv {
         // Tail first, so eviction takes a prompt's last blocks before its prefix.
         for &h in referenced.iter().rev() {
             self.release(h);
+        }
+    }
+
+    /// Keep blocks a finished request computed beyond its prompt (its answer) in the prefix
+    /// cache, unreferenced, as far as there is room for them.
+    pub fn keep(&mut self, hashes: &[u64]) {
+        for &h in hashes {
+            if self.cached.contains_key(&h) {
+                continue;
+            }
+            if !self.make_room(1) {
+                return;
+            }
+            self.tick += 1;
+            self.cached.insert(
+                h,
+                Entry {
+                    refs: 0,
+                    tick: self.tick,
+                },
+            );
+            self.idle.insert((self.tick, h));
         }
     }
 

@@ -36,9 +36,9 @@ fn each_turn_resends_the_history_and_the_server_finds_it_cached() {
             // received and the 128-token user message, as the server counts them.
             let want = 2048.0 + k as f64 * (64.0 + 128.0);
             assert_eq!(t.input_tokens_mean, Some(want), "{id} turn {}", t.turn);
-            // The server's own count: the whole previous prompt is found in its prefix
-            // cache (the simulator caches prompts, not answers), the first turn's nothing.
-            let cached = if k == 0 { 0.0 } else { want - 192.0 };
+            // The server's own count: the whole previous prompt and its answer are found in
+            // its prefix cache (everything but the new message), the first turn's nothing.
+            let cached = if k == 0 { 0.0 } else { want - 128.0 };
             assert_eq!(t.cached_tokens_mean, Some(cached), "{id} turn {}", t.turn);
         }
     }
@@ -62,7 +62,7 @@ fn each_turn_resends_the_history_and_the_server_finds_it_cached() {
         "{md}"
     );
     assert!(
-        md.contains("| 2 | ") && md.contains("| 2,240 | 2,048 |"),
+        md.contains("| 2 | ") && md.contains("| 2,240 | 2,112 |"),
         "{md}"
     );
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();

@@ -20,6 +20,7 @@ fn one_request_prefills_then_decodes_to_its_target() {
     let id = e.add(NewRequest {
         tokens: prompt(1, 1000),
         target: 5,
+        output_seed: None,
     });
     let mut tokens = 0;
     while e.has_work() {
@@ -38,6 +39,7 @@ fn prefix_cache_makes_the_second_prefill_cheap() {
         e.add(NewRequest {
             tokens: prompt(2, 4000),
             target: 1,
+            output_seed: None,
         });
         while e.has_work() {
             e.step();
@@ -71,6 +73,7 @@ fn requests_wait_when_the_kv_cache_is_full() {
         e.add(NewRequest {
             tokens: prompt(10 + s, 6000),
             target: 200,
+            output_seed: None,
         });
     }
     let mut max_running = 0;
@@ -93,6 +96,7 @@ fn cancel_frees_everything() {
     let a = e.add(NewRequest {
         tokens: prompt(3, 3000),
         target: 1000,
+        output_seed: None,
     });
     e.step();
     e.step();
@@ -100,4 +104,35 @@ fn cancel_frees_everything() {
     e.cancel(a);
     assert!(!e.has_work());
     assert!(e.kv_usage() < 1e-9);
+}
+
+#[test]
+fn a_finished_completions_answer_is_kept_after_its_prompt() {
+    use crate::sim::tokenizer::{output_piece, token_id};
+    let run = |e: &mut Engine, tokens: Vec<u32>, target: usize, seed: Option<u64>| {
+        let id = e.add(NewRequest {
+            tokens,
+            target,
+            output_seed: seed,
+        });
+        let mut cached = None;
+        while e.has_work() {
+            let out = e.step();
+            cached = cached.or(out.cached.iter().find(|(c, _)| *c == id).map(|(_, n)| *n));
+        }
+        cached.unwrap_or_default()
+    };
+    // A 1000-token prompt (62 full blocks and 8 tokens), a 40-token answer.
+    for (seed, kept) in [(Some(9), true), (None, false)] {
+        let mut e = Engine::new(tiny());
+        let first = prompt(3, 1000);
+        assert_eq!(run(&mut e, first.clone(), 40, seed), 0);
+        let mut next = first;
+        next.extend((0..40).map(|i| token_id(output_piece(9, i))));
+        next.extend(prompt(4, 100));
+        // The next turn: the prompt, the answer as streamed, a new message.
+        let cached = run(&mut e, next, 1, None);
+        let want = if kept { 1040 / 16 * 16 } else { 1000 / 16 * 16 };
+        assert_eq!(cached, want, "answer kept: {kept}");
+    }
 }
