@@ -75,6 +75,9 @@ pub struct Context {
     /// Session cells (multi-turn conversations), by context and load; each record's
     /// `by_turn` holds its turns.
     pub sessions: Vec<CellView>,
+    /// Replay cells (a trace sent at its own times); each record's `trace` holds the offered
+    /// and achieved requests second by second.
+    pub replay: Vec<CellView>,
     /// What the engine's `/metrics` and the GPUs showed.
     pub observed: ObservedView,
     /// Every cell: prefill cells, then decode cells, each in run order (records of cells the
@@ -195,11 +198,8 @@ impl Context {
             slo: slo_terms(&spec.slo),
             load,
             capacity,
-            sessions: cells
-                .iter()
-                .filter(|c| c.phase == Phase::Sessions)
-                .cloned()
-                .collect(),
+            sessions: of_phase(&cells, Phase::Sessions),
+            replay: of_phase(&cells, Phase::Replay),
             observed: super::observe::observed(&cells),
             cells,
             problems,
@@ -271,4 +271,9 @@ pub fn context_schema_text() -> String {
     }
     // `{:#}` is `to_string_pretty`, and cannot fail.
     format!("{schema:#}\n")
+}
+
+/// The cells of `phase`, in run order.
+fn of_phase(cells: &[CellView], phase: Phase) -> Vec<CellView> {
+    cells.iter().filter(|c| c.phase == phase).cloned().collect()
 }

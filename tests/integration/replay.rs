@@ -84,4 +84,14 @@ fn the_shipped_trace_is_replayed_on_time_with_exact_lengths_and_its_prefix_reuse
         matched >= 116,
         "{matched} of 120 requests found exactly their shared blocks"
     );
+    // The reports: the replay's row and its offered and achieved requests per second.
+    let done = super::cli::Bench::new(&["report", run.to_str().unwrap()]).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(md.contains("## Trace replay"), "{md}");
+    assert!(md.contains("| `traces/sample.jsonl` ×1.0 | 120 |"), "{md}");
+    assert!(
+        md.contains("`replay/sample` second by second — offered: "),
+        "{md}"
+    );
 }
