@@ -22,6 +22,9 @@ pub struct TurnStats {
     pub ttft_ms: Option<Summary>,
     /// Time per output token after the first, ms.
     pub tpot_ms: Option<Summary>,
+    /// With an `slo`: the fraction of this turn's requests that met every objective.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_fraction: Option<f64>,
 }
 
 /// The sessions of a session cell.

@@ -86,6 +86,8 @@ fn chat_sessions_keep_the_roles_and_a_long_history_ends_at_max_model_len() {
     let (records, _dir) = run_spec_paused(&text);
     let r = find(&records, "sessions/2K/u2");
     assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    // No SLO: nothing judged.
+    assert!(r.open.slo_met.is_none() && r.by_turn.as_ref().unwrap()[0].slo_fraction.is_none());
     let by = turns(r);
     assert_eq!(by[0].input_tokens_mean, Some(2048.0), "{by:#?}");
     // Turns 1 and 2 fit in 2500 tokens; turn 3 (about 2.4K + 64 output) does not.
@@ -93,4 +95,29 @@ fn chat_sessions_keep_the_roles_and_a_long_history_ends_at_max_model_len() {
     assert!(by[1].input_tokens_mean > Some(2048.0 + 192.0), "{by:#?}");
     let s = r.sessions.unwrap();
     assert!(s.ended_at_max_len > 0 && s.completed == 0, "{s:?}");
+}
+
+#[test]
+fn an_slo_judges_every_turn_and_the_cell() {
+    // Turn 1 is a cold 2K prefill (~100 ms TTFT on the simulated H200), later turns find
+    // their history cached (~55 ms): an 80 ms TTFT objective splits them.
+    let text = shipped().replace("phases:\n", "slo:\n  ttft: {p50: 80ms}\nphases:\n");
+    let (records, dir) = run_spec_paused(&text);
+    let r = find(&records, "sessions/2K/u4");
+    let by = turns(r);
+    let run = dir.path().join("run");
+    let done = super::cli::Bench::new(&["report", run.to_str().unwrap()]).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(md.contains("| TPOT p50 / p90 | Within the SLO |"), "{md}");
+    let f = |t: &TurnStats| t.slo_fraction.unwrap();
+    assert!(f(&by[0]) < 0.5, "turn 1: {}", f(&by[0]));
+    assert!(by[1..].iter().all(|t| f(t) > 0.9), "{by:#?}");
+    let (fraction, goodput) = (r.open.slo_fraction.unwrap(), r.open.goodput_rps.unwrap());
+    assert!(fraction > 0.6 && fraction < 0.95, "{fraction}");
+    assert!(
+        goodput > 0.0 && r.open.slo_met == Some(true),
+        "{:?}",
+        r.open
+    );
 }

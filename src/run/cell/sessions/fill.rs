@@ -2,6 +2,8 @@
 //! latencies, tokens and prefix-cache expectation.
 
 use super::{Shared, Turn};
+use crate::plan::vocab::Slo;
+use crate::results::slo::{self, Summaries};
 use crate::results::stats::{Latencies, round};
 use crate::results::{Record, SessionCounts, TurnStats};
 use std::collections::BTreeMap;
@@ -9,7 +11,12 @@ use std::sync::atomic::Ordering::Relaxed;
 
 /// Fill `rec` from the `turns` that ended in a window of `window_s` seconds.
 pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) {
-    let (mut ttft, mut tpot) = (Latencies::default(), Latencies::default());
+    let (mut ttft, mut tpot, mut e2e) = (
+        Latencies::default(),
+        Latencies::default(),
+        Latencies::default(),
+    );
+    let slo = &s.cx.workload.slo;
     let mut by: BTreeMap<u32, Vec<&Turn>> = BTreeMap::new();
     let (mut tokens, mut input, mut reusable) = (0u64, 0u64, 0u64);
     for t in turns {
@@ -29,9 +36,16 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
         if let Some(v) = per_token_s(t) {
             tpot.record_s(v);
         }
+        if let Some(v) = end_to_end_s(t) {
+            e2e.record_s(v);
+        }
         by.entry(t.turn).or_default().push(t);
     }
-    rec.by_turn = Some(by.iter().map(|(&turn, ts)| turn_stats(turn, ts)).collect());
+    rec.by_turn = Some(
+        by.iter()
+            .map(|(&turn, ts)| turn_stats(turn, ts, slo))
+            .collect(),
+    );
     let completed = s.completed.load(Relaxed);
     rec.sessions = Some(SessionCounts {
         started: s.started.load(Relaxed),
@@ -45,6 +59,20 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
     rec.total_tok_s = (window_s > 0.0).then(|| round(tokens as f64 / window_s, 1));
     rec.ttft_ms = ttft.summary();
     let tpot_all = tpot.summary();
+    rec.open.tpot_ms = tpot_all;
+    rec.open.e2e_ms = e2e.summary();
+    let requests: Vec<slo::Request> = turns.iter().map(slo_request).collect();
+    let summaries = Summaries {
+        ttft: rec.ttft_ms,
+        tpot: rec.open.tpot_ms,
+        itl: None,
+        e2e: rec.open.e2e_ms,
+    };
+    if let Some(v) = slo::judge(slo, &requests, &summaries, window_s) {
+        rec.open.goodput_rps = Some(round(v.goodput_rps, 3));
+        rec.open.slo_fraction = Some(round(v.fraction, 4));
+        rec.open.slo_met = Some(v.met);
+    }
     rec.per_request_tok_s = tpot_all
         .filter(|t| t.p50 > 0.0)
         .map(|t| round(1000.0 / t.p50, 1));
@@ -53,6 +81,22 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
         .iter()
         .find(|t| t.turn == 1)
         .and_then(|t| t.usage_input);
+}
+
+fn end_to_end_s(t: &Turn) -> Option<f64> {
+    Some((t.last? - t.sent).as_secs_f64())
+}
+
+/// A turn as the SLO judges a request (milliseconds; a turn has no gaps kept, so an ITL
+/// objective is judged on the cell's percentiles only).
+fn slo_request(t: &Turn) -> slo::Request {
+    slo::Request {
+        ok: t.failure.is_none() && t.tokens > 0,
+        ttft: first_token_s(t).map(|v| v * 1e3),
+        tpot: per_token_s(t).map(|v| v * 1e3),
+        e2e: end_to_end_s(t).map(|v| v * 1e3),
+        itl: Vec::new(),
+    }
 }
 
 fn first_token_s(t: &Turn) -> Option<f64> {
@@ -65,7 +109,7 @@ fn per_token_s(t: &Turn) -> Option<f64> {
     (t.tokens > 1).then(|| (last - first).as_secs_f64() / (t.tokens - 1) as f64)
 }
 
-fn turn_stats(turn: u32, ts: &[&Turn]) -> TurnStats {
+fn turn_stats(turn: u32, ts: &[&Turn], slo: &Slo) -> TurnStats {
     let (mut ttft, mut tpot) = (Latencies::default(), Latencies::default());
     for t in ts {
         if let Some(v) = first_token_s(t) {
@@ -88,6 +132,10 @@ fn turn_stats(turn: u32, ts: &[&Turn]) -> TurnStats {
         cached_tokens_mean: mean(&mut ts.iter().filter_map(|t| t.cached)),
         ttft_ms: ttft.summary(),
         tpot_ms: tpot.summary(),
+        slo_fraction: (!slo.is_empty() && !ts.is_empty()).then(|| {
+            let good = ts.iter().filter(|t| slo_request(t).good(slo)).count();
+            round(good as f64 / ts.len() as f64, 4)
+        }),
     }
 }
 
