@@ -1,10 +1,10 @@
 //! The copies a run keeps of the files its spec names — the local tokenizer and the report
-//! templates here (the dataset is copied as the load phase first reads it) — so that
+//! templates here (the dataset and the trace are copied as their phase first reads them) — so that
 //! `report`, `compare`, `merge` and `run --resume` work from the run directory alone,
 //! wherever it was moved and whether or not the sources still exist.
 
 use super::{Result, RunDir, RunDirError};
-use crate::spec::files::{KEPT_DATASET, KEPT_TEMPLATES, KEPT_TOKENIZER};
+use crate::spec::files::{KEPT_DATASET, KEPT_TEMPLATES, KEPT_TOKENIZER, KEPT_TRACE};
 use std::path::{Path, PathBuf};
 
 impl RunDir {
@@ -35,7 +35,9 @@ impl RunDir {
 
     /// Copy every file this run directory keeps into `other` (a merge's output).
     pub fn copy_kept_to(&self, other: &RunDir) -> Result<()> {
-        other.keep(&self.file(KEPT_DATASET), Path::new(KEPT_DATASET))?;
+        for file in [KEPT_DATASET, KEPT_TRACE] {
+            other.keep(&self.file(file), Path::new(file))?;
+        }
         for folder in [KEPT_TOKENIZER, KEPT_TEMPLATES] {
             let Ok(entries) = std::fs::read_dir(self.file(folder)) else {
                 continue;
