@@ -19,6 +19,7 @@ mod observe;
 mod open;
 mod svg;
 mod svg_capacity;
+mod svg_turns;
 mod svg_xy;
 pub(crate) mod templates;
 mod variants;

@@ -11,10 +11,10 @@ use crate::results::{Record, Summary};
 use std::fmt::Write;
 
 /// One line: its name, dash pattern and points (x, y).
-struct Line {
-    name: String,
-    dashed: bool,
-    points: Vec<(f64, f64)>,
+pub(super) struct Line {
+    pub(super) name: String,
+    pub(super) dashed: bool,
+    pub(super) points: Vec<(f64, f64)>,
 }
 
 fn lines(cx: &Context, pick: fn(&Record) -> Option<Summary>) -> Vec<Line> {
@@ -73,7 +73,7 @@ pub fn latency(
     let taken = slo_lines(&mut s, &plot, &limits);
     let rows = legend_rows(lines.len(), &taken);
     for (k, l) in lines.iter().enumerate() {
-        draw(&mut s, &plot, k, l, rows[k]);
+        draw(&mut s, &plot, (k, l), rows[k], |x| format!("{x:.2} req/s"));
     }
     s.push_str("</svg>");
     s
@@ -142,8 +142,15 @@ pub(super) fn x_axis(s: &mut String, plot: &Plot, step: f64, title: &str) {
     );
 }
 
-/// The `k`th line with a dot per point and its legend entry (a context's colour; p99 dashed).
-fn draw(s: &mut String, plot: &Plot, k: usize, l: &Line, legend_y: f64) {
+/// The `k`th line with a dot per point and its legend entry (a context's colour; p99
+/// dashed); `at` says where a point is in its tooltip.
+pub(super) fn draw(
+    s: &mut String,
+    plot: &Plot,
+    (k, l): (usize, &Line),
+    legend_y: f64,
+    at: impl Fn(f64) -> String,
+) {
     let color = PALETTE[(k / 2) % PALETTE.len()];
     let dash = if l.dashed {
         " stroke-dasharray=\"6 3\""
@@ -163,10 +170,11 @@ fn draw(s: &mut String, plot: &Plot, k: usize, l: &Line, legend_y: f64) {
     for (x, y) in &l.points {
         let _ = write!(
             s,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}: {y:.1} ms at {x:.2} req/s</title></circle>",
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{color}\"><title>{}: {y:.1} ms at {}</title></circle>",
             plot.x(*x),
             plot.y(*y),
-            esc(&l.name)
+            esc(&l.name),
+            at(*x)
         );
     }
     legend_at(s, legend_y, color, dash, &l.name);

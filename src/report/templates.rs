@@ -123,6 +123,7 @@ fn with_charts(env: &mut Environment<'static>, cx: &Context) {
             "load_ttft",
             svg_xy::latency(cx, |r| r.ttft_ms, "ttft", "TTFT ms"),
         ),
+        ("ttft_by_turn", super::svg_turns::ttft_by_turn(cx)),
         (
             "load_tpot",
             svg_xy::latency(cx, |r| r.open.tpot_ms, "tpot", "TPOT ms"),

@@ -302,6 +302,15 @@ fn the_shipped_reports_fit_1280_and_1920_px_and_show_what_ran() {
         .unwrap();
     assert!(grid < first, "the variant charts sit in the chart grid");
     check_layout("variants", &out.join("report.html"));
+
+    // Sessions (a table of turns per cell, the TTFT-by-turn chart) and a trace replay.
+    let out = measure(d, "sessions", &shipped("specs/sessions.yaml"));
+    check_layout("sessions", &out.join("report.html"));
+    std::fs::create_dir_all(d.join("traces")).unwrap();
+    let trace = shipped("specs/traces/sample.jsonl");
+    std::fs::write(d.join("traces/sample.jsonl"), trace).unwrap();
+    let out = measure(d, "replay", &shipped("specs/replay.yaml"));
+    check_layout("replay", &out.join("report.html"));
 }
 
 /// Item 13: rates on every row, the SLO's percentile, no disabled phase as skipped cells, no

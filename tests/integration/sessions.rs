@@ -67,6 +67,18 @@ fn each_turn_resends_the_history_and_the_server_finds_it_cached() {
     );
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(html.contains("<h2>Sessions</h2>"));
+    // The chart: a line per cell and percentile, a dot per turn.
+    let chart = html
+        .split("TTFT by turn of each session cell")
+        .nth(1)
+        .and_then(|rest| rest.split("</svg>").next())
+        .unwrap_or_default();
+    assert_eq!(chart.matches("<polyline").count(), 6, "{chart}");
+    assert_eq!(chart.matches("<circle").count(), 24, "{chart}");
+    assert!(
+        chart.contains("4 users p50: ") && chart.contains(" ms at turn 2</title>"),
+        "{chart}"
+    );
     let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
     let head = csv.lines().next().unwrap_or_default();
     assert!(
