@@ -197,8 +197,8 @@ async fn warm_up(cx: &Ctx, warm: &[Prepared], rec: &mut Record) -> Result<(), Ce
         .map_err(|kinds| CellFailure::WarmUp { kinds })
 }
 
-/// Why the cell is not valid, if it is not.
-fn reasons(rec: &Record, validity: &crate::plan::vocab::Validity) -> Vec<String> {
+/// Why an open-loop, session or replay cell is not valid, if it is not.
+pub(super) fn reasons(rec: &Record, validity: &crate::plan::vocab::Validity) -> Vec<String> {
     let mut reasons = Vec::new();
     if rec.output_tokens.unwrap_or(0) == 0 {
         reasons.push("no tokens were generated".into());

@@ -3,7 +3,7 @@
 //! the first send, so that equal `hash_ids` are equal token blocks (the same text wherever
 //! they appear) and the engine sees the trace's real prefix reuse.
 
-use super::{CellFailure, Ctx, Tick, failed, shared_reasons, verdict};
+use super::{CellFailure, Ctx, Tick, failed, verdict};
 use crate::client::Prepared;
 use crate::plan::replay::ReplayLoad;
 use crate::plan::vocab::{Arrivals, Rate, TraceEntry};
@@ -88,16 +88,7 @@ pub async fn replay(
         ..trace_info(&finished, &schedule, r, n)
     });
     super::open::keep_requests(&cx, cell, &finished);
-    let mut reasons = Vec::new();
-    if rec.output_tokens.unwrap_or(0) == 0 {
-        reasons.push("no tokens were generated".to_string());
-    }
-    reasons.extend(shared_reasons(
-        &rec,
-        rec.errors,
-        rec.requests_started,
-        &cx.workload.validity,
-    ));
+    let reasons = super::open::reasons(&rec, &cx.workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
 }

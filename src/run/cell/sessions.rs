@@ -4,7 +4,7 @@
 //! open loop: sessions start at the arrivals of `phases.load`'s process. At the window's
 //! end the turns in flight are cancelled; the turns that ended inside it are the cell's.
 
-use super::{Ctx, Step, Tick, failed, rand_tag, shared_reasons, verdict};
+use super::{Ctx, Step, Tick, failed, rand_tag, verdict};
 use crate::client::{Chunk, Failure, Prepared};
 use crate::plan::Cell;
 use crate::plan::sessions::SessionLoad;
@@ -96,17 +96,8 @@ pub async fn sessions(
     let turns = shared.turns.lock().map(|t| t.clone()).unwrap_or_default();
     fill::fill(&mut rec, &turns, &shared, (end - start).as_secs_f64());
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
-    let mut reasons = Vec::new();
-    if rec.output_tokens.unwrap_or(0) == 0 {
-        reasons.push("no tokens were generated".to_string());
-    }
+    let mut reasons = super::open::reasons(&rec, &cx.workload.validity);
     reasons.extend(fill::first_turn_reason(&turns, cell.prompt_tokens));
-    reasons.extend(shared_reasons(
-        &rec,
-        rec.errors,
-        rec.requests_started,
-        &cx.workload.validity,
-    ));
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
 }

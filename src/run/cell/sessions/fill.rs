@@ -61,6 +61,19 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
     let tpot_all = tpot.summary();
     rec.open.tpot_ms = tpot_all;
     rec.open.e2e_ms = e2e.summary();
+    judge(rec, turns, slo, window_s);
+    rec.per_request_tok_s = tpot_all
+        .filter(|t| t.p50 > 0.0)
+        .map(|t| round(1000.0 / t.p50, 1));
+    rec.prefix_hit_expected = (input > 0).then(|| round(reusable as f64 / input as f64, 4));
+    rec.server_prompt_tokens = turns
+        .iter()
+        .find(|t| t.turn == 1)
+        .and_then(|t| t.usage_input);
+}
+
+/// The cell against the SLO: every finished turn a request, the cell's percentiles.
+fn judge(rec: &mut Record, turns: &[Turn], slo: &Slo, window_s: f64) {
     let requests: Vec<slo::Request> = turns.iter().map(slo_request).collect();
     let summaries = Summaries {
         ttft: rec.ttft_ms,
@@ -73,14 +86,6 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
         rec.open.slo_fraction = Some(round(v.fraction, 4));
         rec.open.slo_met = Some(v.met);
     }
-    rec.per_request_tok_s = tpot_all
-        .filter(|t| t.p50 > 0.0)
-        .map(|t| round(1000.0 / t.p50, 1));
-    rec.prefix_hit_expected = (input > 0).then(|| round(reusable as f64 / input as f64, 4));
-    rec.server_prompt_tokens = turns
-        .iter()
-        .find(|t| t.turn == 1)
-        .and_then(|t| t.usage_input);
 }
 
 fn end_to_end_s(t: &Turn) -> Option<f64> {
