@@ -56,4 +56,8 @@ pub struct TraceInfo {
     pub offered_per_s: Vec<f64>,
     /// Requests that finished in each second from the first send.
     pub achieved_per_s: Vec<f64>,
+    /// On `--resume` after a stop: the trace's requests sent before it, not in this record
+    /// (the replay goes on from the next one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_after: Option<u64>,
 }

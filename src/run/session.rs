@@ -101,6 +101,7 @@ impl Session<'_> {
             cx: Arc::new(cell::Ctx {
                 dataset: dataset(self.config, self.dir)?,
                 trace: trace(self.config, self.dir)?,
+                out: Some(self.dir.path().to_path_buf()),
                 observer,
                 ..cell::Ctx::new(
                     engine.client.clone(),

@@ -95,3 +95,64 @@ fn the_shipped_trace_is_replayed_on_time_with_exact_lengths_and_its_prefix_reuse
         "{md}"
     );
 }
+
+#[test]
+fn a_stopped_replay_resumes_with_the_rest_of_the_trace() {
+    use benchspec::run::{self, Event, Interrupt, RunOptions};
+    use benchspec::spec::{self, Stage};
+    let text = std::fs::read_to_string(super::repo_path("specs/replay.yaml")).unwrap();
+    let trace = std::fs::read_to_string(super::repo_path("specs/traces/sample.jsonl")).unwrap();
+    let dir = super::cli::tempdir::Dir::new();
+    std::fs::create_dir_all(dir.path().join("traces")).unwrap();
+    std::fs::write(dir.path().join("traces/sample.jsonl"), &trace).unwrap();
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    let loaded = spec::parse(&path, &text, Stage::Run, &|_| None).unwrap();
+    let config = benchspec::plan::RunConfig::new(&loaded);
+    let out = dir.path().join("run");
+    let mut opts = RunOptions {
+        out: Some(out.clone()),
+        ..RunOptions::default()
+    };
+    // A stop 10 s into the trace (as Ctrl-C or SIGTERM asks for one).
+    let interrupt = Interrupt::new();
+    let stop = |e: Event| {
+        if let Event::Tick { tick, .. } = e
+            && tick.window_s >= 10.0
+        {
+            interrupt.request();
+        }
+    };
+    let first =
+        super::open::on_paused_clock(run::run_in_process(&config, &opts, &interrupt, &stop));
+    assert!(first.is_err(), "the stop ends the run");
+    let progress = std::fs::read_to_string(out.join("replay-progress.json")).unwrap();
+    let v: Value = serde_json::from_str(&progress).unwrap();
+    let sent = v["sent"].as_u64().unwrap();
+    assert!((20..100).contains(&sent), "{progress}");
+    // --resume: the rest of the trace, from the first request not sent.
+    opts.resume = true;
+    let again = Interrupt::new();
+    let summary =
+        super::open::on_paused_clock(run::run_in_process(&config, &opts, &again, &|_| {}));
+    assert_eq!(summary.unwrap().exit_code(), 0);
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    let r = records.iter().find(|r| r.cell == "replay/sample").unwrap();
+    assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    let t = r.trace.as_ref().unwrap();
+    assert_eq!(t.resumed_after, Some(sent));
+    assert_eq!(t.requests, 120 - sent);
+    assert_eq!(r.requests_started, 120 - sent);
+    assert!(
+        r.warnings.iter().any(|w| w.starts_with(&format!(
+            "resumed: the first {sent} of the trace's 120 requests"
+        ))),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        !out.join("replay-progress.json").exists(),
+        "nothing left to resume"
+    );
+}

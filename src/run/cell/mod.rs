@@ -43,6 +43,8 @@ pub struct Ctx {
     /// The replay phase's trace (its name as the spec gives it, and its requests in time
     /// order), when the spec names one.
     pub trace: Option<Trace>,
+    /// The run directory, where a stopped replay leaves how far it got.
+    pub out: Option<std::path::PathBuf>,
     /// The engine and GPU watcher.
     pub observer: super::observe::Observer,
     /// The measured window of the cell in progress, marked for the observer.
@@ -60,6 +62,7 @@ impl Ctx {
             requests: save_requests.then(|| std::sync::Mutex::new(Vec::new())),
             dataset: None,
             trace: None,
+            out: None,
             observer: super::observe::Observer::none(),
             marks: std::sync::Arc::default(),
         }

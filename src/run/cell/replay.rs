@@ -35,11 +35,19 @@ pub async fn replay(
     let n = r
         .max_requests
         .map_or(trace.len(), |m| (m as usize).min(trace.len()));
-    let entries = &trace[..n];
+    let progress = Arc::new(Progress::default());
+    let mut resume = Resume::at(&cx, cell, progress.clone());
+    let entries = &trace[resume.base.min(n)..n];
+    if resume.base > 0 {
+        rec.warnings.push(format!(
+            "resumed: the first {} of the trace's {n} requests were sent before the stop and are not in this record",
+            resume.base
+        ));
+    }
     if let Err(e) = cx.prime(&mut rec).await {
         return failed(rec, &e);
     }
-    let (bodies, prompts) = match bodies(&cx, entries, r.block_tokens).await {
+    let (bodies, prompts) = match bodies(&cx, entries, r.block_tokens, resume.base).await {
         Ok(b) => b,
         Err(e) => return failed(rec, &e),
     };
@@ -68,7 +76,6 @@ pub async fn replay(
         open: cx.probe.sample(),
         ..Cpu::default()
     };
-    let progress = Arc::new(Progress::default());
     cx.marks.open(tokio::time::Instant::now());
     let run = dispatch(
         &cx.client,
@@ -83,9 +90,11 @@ pub async fn replay(
     cx.marks.close(tokio::time::Instant::now());
     fill(&mut rec, &finished, &load, &cx.workload.slo);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
+    resume.finished();
     rec.trace = Some(TraceInfo {
         file,
-        ..trace_info(&finished, &schedule, r, n)
+        resumed_after: (resume.base > 0).then_some(resume.base as u64),
+        ..trace_info(&finished, &schedule, r, entries.len())
     });
     super::open::keep_requests(&cx, cell, &finished);
     let reasons = super::open::reasons(&rec, &cx.workload.validity);
@@ -93,11 +102,72 @@ pub async fn replay(
     verdict(rec, errors, started, &reasons)
 }
 
-/// Every request's body and exact prompt length.
+/// Where a stopped replay leaves how many of its trace's requests it sent, for `--resume`.
+const PROGRESS: &str = "replay-progress.json";
+
+/// How far an earlier attempt got, and, when this cell is dropped unfinished (a stop), the
+/// record of how far this one got.
+struct Resume {
+    path: Option<std::path::PathBuf>,
+    cell: String,
+    /// Requests sent by earlier attempts.
+    base: usize,
+    progress: Arc<Progress>,
+    done: bool,
+}
+
+impl Resume {
+    fn at(cx: &Ctx, cell: &Cell, progress: Arc<Progress>) -> Resume {
+        let path = cx.out.as_ref().map(|d| d.join(PROGRESS));
+        let base = path
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .filter(|v| v["cell"].as_str() == Some(cell.id.as_str()))
+            .and_then(|v| v["sent"].as_u64())
+            .unwrap_or(0) as usize;
+        Resume {
+            path,
+            cell: cell.id.clone(),
+            base,
+            progress,
+            done: false,
+        }
+    }
+
+    /// The replay ended: nothing to resume.
+    fn finished(&mut self) {
+        self.done = true;
+        if let Some(p) = &self.path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for Resume {
+    /// A stop dropped the cell: keep how many requests were sent, for `--resume`.
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let sent = self
+            .progress
+            .sent
+            .load(std::sync::atomic::Ordering::Relaxed) as usize;
+        if let Some(p) = &self.path {
+            let line = serde_json::json!({"cell": self.cell, "sent": self.base + sent});
+            let _ = std::fs::write(p, line.to_string());
+        }
+    }
+}
+
+/// Every request's body and exact prompt length (`first`: the first entry's index in the
+/// trace, which a request's own words follow).
 async fn bodies(
     cx: &Ctx,
     entries: &[TraceEntry],
     block: u64,
+    first: usize,
 ) -> Result<(Vec<Prepared>, Vec<u64>), CellFailure> {
     // Tokens the engine adds to any prompt (a BOS): the first block holds that many fewer
     // words, so that block i is tokens [i × block, (i + 1) × block) of the prompt.
@@ -110,7 +180,7 @@ async fn bodies(
     let mut bodies = Vec::with_capacity(entries.len());
     let mut prompts = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
-        let text = exact(cx, e, i as u64, block, added).await?;
+        let text = exact(cx, e, (first + i) as u64, block, added).await?;
         bodies.push(cx.client.prepare(&text, e.output_length));
         prompts.push(e.input_length);
     }
@@ -242,6 +312,7 @@ fn trace_info(f: &Finished, schedule: &[Duration], r: ReplayLoad, n: usize) -> T
         span_s: round(span, 3),
         offered_per_s: offered,
         achieved_per_s: achieved,
+        resumed_after: None,
     }
 }
 

@@ -52,6 +52,8 @@ pub struct Progress {
     pub tokens: AtomicU64,
     /// Requests that ended.
     pub ended: AtomicU32,
+    /// Requests sent (their tasks started), in schedule order.
+    pub sent: AtomicU32,
 }
 
 /// What the dispatcher and the request tasks share.
@@ -169,6 +171,7 @@ async fn dispatcher(s: Arc<Shared>, start: Instant, schedule: Vec<Duration>) {
             return;
         }
         let task = tokio::spawn(request(s.clone(), i, due));
+        s.progress.sent.fetch_add(1, Relaxed);
         if let Ok(mut a) = s.aborts.lock() {
             a.push(task.abort_handle());
         }
