@@ -43,28 +43,6 @@ struct Details {
     cached_tokens: Option<u64>,
 }
 
-/// The generated text of a chunk's first choice, read only for a request that keeps its
-/// answer (a session's turn): `text`, or the chat delta's `content`.
-#[derive(Deserialize)]
-struct TextEvent<'a> {
-    #[serde(default, borrow)]
-    choices: Vec<TextChoice<'a>>,
-}
-
-#[derive(Deserialize)]
-struct TextChoice<'a> {
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    delta: Option<TextDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct TextDelta<'a> {
-    #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
-}
-
 /// What the first choice says: does it carry generated text, did it finish.
 #[derive(Deserialize, Default)]
 struct Choice {
@@ -180,21 +158,6 @@ pub(super) struct ChunkState {
     pub(super) keep_text: bool,
 }
 
-/// Append a token-bearing chunk's text (`text`, or the chat delta's `content`) to the
-/// outcome's answer.
-fn keep_text(data: &str, out: &mut Outcome) {
-    let Ok(ev) = serde_json::from_str::<TextEvent>(data) else {
-        return;
-    };
-    let Some(choice) = ev.choices.into_iter().next() else {
-        return;
-    };
-    let piece = choice.text.or_else(|| choice.delta.and_then(|d| d.content));
-    if let Some(piece) = piece {
-        out.text.get_or_insert_with(String::new).push_str(&piece);
-    }
-}
-
 impl ChunkState {
     /// Read one event that arrived at `at`; a token-bearing chunk is returned.
     pub(super) fn event(
@@ -234,7 +197,7 @@ impl ChunkState {
         }
         out.chunks += 1;
         if self.keep_text {
-            keep_text(data, out);
+            super::text::keep_text(data, out);
         }
         // Cumulative usage on every chunk gives each chunk's tokens; usage that appears only
         // on the last chunk (llama.cpp) is a total, reconciled by the caller.

@@ -17,6 +17,7 @@ mod prepared;
 pub mod scripted;
 mod settings;
 pub mod sse;
+mod text;
 mod tokenize;
 mod wire;
 

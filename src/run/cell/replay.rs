@@ -51,26 +51,7 @@ pub async fn replay(
         Ok(b) => b,
         Err(e) => return failed(rec, &e),
     };
-    let t0 = entries.first().map_or(0.0, |e| e.timestamp);
-    let speed = if r.speedup > 0.0 { r.speedup } else { 1.0 };
-    let schedule: Vec<Duration> = entries
-        .iter()
-        .map(|e| Duration::from_secs_f64((e.timestamp - t0).max(0.0) / 1000.0 / speed))
-        .collect();
-    let span = schedule.last().map_or(0.0, Duration::as_secs_f64);
-    let load = OpenLoad {
-        rate: Rate(if span > 0.0 {
-            n as f64 / span
-        } else {
-            n as f64
-        }),
-        arrivals: Arrivals::Constant,
-        burstiness: 1.0,
-        max_concurrency: None,
-        bound: Bound::Requests(n as u32),
-        input: None,
-        output: None,
-    };
+    let (schedule, load) = timing(entries, r.speedup);
     reset_peak_rss();
     let mut cpu = Cpu {
         open: cx.probe.sample(),
@@ -100,6 +81,29 @@ pub async fn replay(
     let reasons = super::open::reasons(&rec, &cx.workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
+}
+
+/// When each of `entries` is due (from the first, ÷ `speedup`), and the open-loop load they
+/// make: their number over their span, sent as scheduled.
+fn timing(entries: &[TraceEntry], speedup: f64) -> (Vec<Duration>, OpenLoad) {
+    let t0 = entries.first().map_or(0.0, |e| e.timestamp);
+    let speed = if speedup > 0.0 { speedup } else { 1.0 };
+    let schedule: Vec<Duration> = entries
+        .iter()
+        .map(|e| Duration::from_secs_f64((e.timestamp - t0).max(0.0) / 1000.0 / speed))
+        .collect();
+    let span = schedule.last().map_or(0.0, Duration::as_secs_f64);
+    let n = entries.len() as f64;
+    let load = OpenLoad {
+        rate: Rate(if span > 0.0 { n / span } else { n }),
+        arrivals: Arrivals::Constant,
+        burstiness: 1.0,
+        max_concurrency: None,
+        bound: Bound::Requests(entries.len() as u32),
+        input: None,
+        output: None,
+    };
+    (schedule, load)
 }
 
 /// Where a stopped replay leaves how many of its trace's requests it sent, for `--resume`.
