@@ -65,29 +65,8 @@ pub(super) fn session_cells(spec: &Spec, ctx: u64, max_len: Option<u64>) -> Vec<
     if !s.contexts.as_ref().is_none_or(|c| c.contains(&Tokens(ctx))) {
         return Vec::new();
     }
-    let (turns_min, turns_max) = s.turns.bounds();
-    let (think, think_drawn) = s.think_time.mean_and_drawn();
-    let load = spec.phases.load.as_ref();
-    let out = s
-        .output_tokens
-        .map_or(spec.workload.max_output_tokens.0, |t| t.0);
-    let base = SessionLoad {
-        users: None,
-        rate: None,
-        arrivals: load.map_or(Arrivals::Poisson, |l| l.arrivals),
-        burstiness: load.map_or(1.0, |l| l.burstiness),
-        turns_min,
-        turns_max,
-        user_tokens: s.user_tokens.0,
-        output_tokens: out,
-        think_s: think.as_secs_f64(),
-        think_drawn,
-        duration_s: match (s.sessions, s.duration) {
-            (Some(_), None) => None,
-            (_, d) => Some(d.map_or(DEFAULT_SESSIONS_DURATION, |d| d.0).as_secs_f64()),
-        },
-        sessions: s.sessions,
-    };
+    let base = base_load(spec, s);
+    let out = base.output_tokens;
     let skip = if !s.enabled {
         Some("`phases.sessions.enabled` is false".to_string())
     } else {
@@ -124,6 +103,33 @@ pub(super) fn session_cells(spec: &Spec, ctx: u64, max_len: Option<u64>) -> Vec<
             repeats: 1,
         })
         .collect()
+}
+
+/// A session cell's load as `s` (of `spec`) describes it, before its users or rate.
+fn base_load(spec: &Spec, s: &crate::spec::Sessions) -> SessionLoad {
+    let (turns_min, turns_max) = s.turns.bounds();
+    let (think, think_drawn) = s.think_time.mean_and_drawn();
+    let load = spec.phases.load.as_ref();
+    let out = s
+        .output_tokens
+        .map_or(spec.workload.max_output_tokens.0, |t| t.0);
+    SessionLoad {
+        users: None,
+        rate: None,
+        arrivals: load.map_or(Arrivals::Poisson, |l| l.arrivals),
+        burstiness: load.map_or(1.0, |l| l.burstiness),
+        turns_min,
+        turns_max,
+        user_tokens: s.user_tokens.0,
+        output_tokens: out,
+        think_s: think.as_secs_f64(),
+        think_drawn,
+        duration_s: match (s.sessions, s.duration) {
+            (Some(_), None) => None,
+            (_, d) => Some(d.map_or(DEFAULT_SESSIONS_DURATION, |d| d.0).as_secs_f64()),
+        },
+        sessions: s.sessions,
+    }
 }
 
 #[cfg(test)]

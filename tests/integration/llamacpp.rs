@@ -16,14 +16,8 @@ fn llama_cpp_end_to_end() {
         python.exists() && model.exists(),
         "the real test engine is missing: run `scripts/install-llamacpp` (the test command `scripts/test` does)"
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let text = std::fs::read_to_string(root.join("specs/llamacpp-smollm2.yaml"))
-        .unwrap()
-        .edit("8080", &port.to_string())
+    let port = super::free_port();
+    let text = shipped(port)
         .edit("contexts: [256, 1K, 2K]", "contexts: [256, 2K]")
         .edit("concurrency: [1, 2, 4]", "concurrency: [1, 4]")
         .edit("duration: 3s", "duration: 2s");
@@ -189,11 +183,7 @@ fn a_local_tokenizer_sizes_prompts_exactly_without_tokenize() {
         tokenizer.join("tokenizer.json").exists(),
         "the test engine's tokenizer is missing: run `scripts/install-llamacpp` (the test command `scripts/test` does)"
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = super::free_port();
     let _engine = Engine::start(port);
     for api in ["completions", "chat"] {
         let (proxy, seen) = recording_proxy(port);
@@ -241,14 +231,8 @@ fn sigterm_stops_llama_cpp_and_resume_completes() {
     use std::io::{BufRead, BufReader};
     let _cpu = super::cpu();
     let root = super::root();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let text = std::fs::read_to_string(root.join("specs/llamacpp-smollm2.yaml"))
-        .unwrap()
-        .edit("8080", &port.to_string())
+    let port = super::free_port();
+    let text = shipped(port)
         .edit("contexts: [256, 1K, 2K]", "contexts: [256]")
         .edit("concurrency: [1, 2, 4]", "concurrency: [1, 2]")
         .edit("duration: 3s", "duration: 2s");
@@ -308,11 +292,7 @@ fn sigterm_stops_llama_cpp_and_resume_completes() {
 #[test]
 fn init_from_llama_cpp_writes_a_spec_that_validates_and_runs() {
     let _cpu = super::cpu();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = super::free_port();
     let _engine = Engine::start(port);
     let dir = super::cli::tempdir::Dir::new();
     let spec = dir.path().join("llamacpp.yaml");
@@ -350,15 +330,8 @@ fn init_from_llama_cpp_writes_a_spec_that_validates_and_runs() {
 #[test]
 fn llama_cpp_reuses_the_shared_prefixes() {
     let _cpu = super::cpu();
-    let root = super::root();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let text = std::fs::read_to_string(root.join("specs/llamacpp-smollm2.yaml"))
-        .unwrap()
-        .edit("8080", &port.to_string())
+    let port = super::free_port();
+    let text = shipped(port)
         .edit("contexts: [256, 1K, 2K]", "contexts: [1K]")
         .edit("concurrency: [1, 2, 4]", "concurrency: [2]")
         .edit(
@@ -404,15 +377,8 @@ fn llama_cpp_reuses_the_shared_prefixes() {
 #[test]
 fn llama_cpp_runs_a_three_turn_session_from_its_cache() {
     let _cpu = super::cpu();
-    let root = super::root();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let text = std::fs::read_to_string(root.join("specs/llamacpp-smollm2.yaml"))
-        .unwrap()
-        .edit("8080", &port.to_string())
+    let port = super::free_port();
+    let text = shipped(port)
         .edit("contexts: [256, 1K, 2K]", "contexts: [512]")
         .edit("concurrency: [1, 2, 4]", "concurrency: [1]")
         .edit(
@@ -467,4 +433,11 @@ fn llama_cpp_runs_a_three_turn_session_from_its_cache() {
             .map(|t| t.ttft_ms.map(|s| s.p50))
             .collect::<Vec<_>>()
     );
+}
+
+/// The shipped llama.cpp spec, listening on `port`.
+fn shipped(port: u16) -> String {
+    std::fs::read_to_string(super::root().join("specs/llamacpp-smollm2.yaml"))
+        .unwrap()
+        .edit("8080", &port.to_string())
 }
