@@ -2,12 +2,14 @@
 //!
 //! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks
 //! a spec; [`plan`] expands it into cells; [`run`] measures them and [`results`] keeps the
-//! records; [`report`] renders them; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each stage has its own error type; [`Error`] joins
+//! records; [`report`] renders them; [`history`] keeps runs for trends; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each stage has its own error type; [`Error`] joins
 //! them and maps each to the exit code docs/cli.md gives it.
 
 pub mod cli;
 pub mod client;
+pub mod history;
 pub mod init;
+pub mod interop;
 pub mod plan;
 pub mod report;
 pub mod results;
@@ -38,6 +40,12 @@ pub enum Error {
     /// A report could not be rendered.
     #[error(transparent)]
     Report(#[from] report::ReportError),
+    /// The history database failed.
+    #[error(transparent)]
+    History(#[from] history::HistoryError),
+    /// A peer's file could not be imported, or a run exported.
+    #[error(transparent)]
+    Interop(#[from] interop::InteropError),
     /// `init` wrote no spec.
     #[error(transparent)]
     Init(#[from] init::InitError),
@@ -64,6 +72,8 @@ impl Error {
             Error::Report(e) => e.exit_code(),
             Error::RunDir(e) => e.exit_code(),
             Error::Init(e) => e.exit_code(),
+            Error::History(e) => e.exit_code(),
+            Error::Interop(e) => e.exit_code(),
             Error::Write { .. } | Error::Json(_) => 1,
         }
     }

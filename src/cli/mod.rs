@@ -2,7 +2,9 @@
 //! call the pipeline's stages and print what they return. Only this module prints.
 
 mod help;
+mod history;
 mod init;
+mod interop;
 mod output;
 mod probes;
 mod report;
@@ -105,6 +107,12 @@ pub enum Command {
         #[arg(long)]
         allow_missing: bool,
     },
+    /// Read a peer's result files (guidellm, vLLM's bench, AIPerf) into a run directory.
+    Import(interop::ImportArgs),
+    /// Write a run in another format: llm-d's Benchmark Report v0.2.1.
+    Export(interop::ExportArgs),
+    /// The history database: add runs, list them, trends with regression flags, a dashboard.
+    History(history::HistoryArgs),
     /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
     Sim(sim::SimArgs),
     /// Write a first spec: the quickstart, or one for the server at --from URL.
@@ -161,6 +169,9 @@ pub fn main() -> i32 {
             shard,
         } => plan_cmd(&spec, format, shard.as_deref(), &out),
         Command::Sim(args) => sim::run(&args, &out),
+        Command::History(args) => history::run(args, &out),
+        Command::Import(args) => interop::import(&args, &out),
+        Command::Export(args) => interop::export(&args, &out),
         Command::Init(args) => init::run(&args, &out),
         Command::Run(args) => run::run(&args, &out),
         Command::Report(args) => report::report(&args, &out),

@@ -43,6 +43,11 @@ pub struct RunArgs {
     /// busy they were; a client busier than `validity.max_client_busy` makes the cell invalid.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub client_threads: Option<u32>,
+    /// Add the run to the history database when it ends: `--history` alone uses
+    /// `BENCHSPEC_HISTORY`, else `./benchspec-history.sqlite`; `--history=DB` names an SQLite
+    /// file or a `postgres://` URL (`=` before a value).
+    #[arg(long, value_name = "DB", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub history: Option<String>,
 }
 
 /// The shard `--shard TEXT` names (`K/N`, or `auto` from the scheduler's environment, said
@@ -126,6 +131,15 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     };
     render_reports(&summary.out, &loaded, out);
     done(&summary, &probes, out);
+    if let Some(db) = &args.history {
+        let db = Some(db.as_str()).filter(|d| !d.is_empty());
+        // The run is on disk whatever the history says: a failed add is reported, and
+        // `history add` can add the run later.
+        if let Err(e) = super::history::add_now(std::slice::from_ref(&summary.out), db, out) {
+            out.error(&e, super::DiagFormat::Auto);
+            return Ok(summary.exit_code().max(e.exit_code()));
+        }
+    }
     Ok(summary.exit_code())
 }
 

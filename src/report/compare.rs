@@ -5,6 +5,7 @@
 //! also regressed; and the cells that only one run has. A base cell the new run lacks fails
 //! the comparison (unless allowed), and so does a comparison with no cell in common.
 
+use super::verdict::{LATENCIES, Pick, RATES, probe};
 pub use super::verdict::{Rules, Verdict};
 use super::{ReportError, context};
 use crate::results::significance::welch_p;
@@ -140,41 +141,6 @@ fn side(run: &RunDir) -> Side {
         reported_version: cx.run.engine_reported_version,
         started_at: cx.run.started_at,
     }
-}
-
-type Pick = fn(&Record) -> Option<f64>;
-
-const RATES: [(&str, &str, Pick); 7] = [
-    ("total_tok_s", "Total tok/s", |r| r.total_tok_s),
-    ("per_request_tok_s", "Per request tok/s", |r| {
-        r.per_request_tok_s
-    }),
-    ("prefill_tok_s", "Prefill tok/s", |r| r.prefill_tok_s),
-    ("rate_achieved", "Achieved req/s", |r| r.open.rate_achieved),
-    ("goodput_rps", "Goodput req/s", |r| r.open.goodput_rps),
-    ("capacity", "Capacity", |r| r.open.capacity),
-    ("tokens_per_joule", "Tokens per joule", |r| {
-        r.tokens_per_joule
-    }),
-];
-const LATENCIES: [(&str, &str, Pick); 5] = [
-    ("ttft_ms_p50", "TTFT p50", |r| r.ttft_ms.map(|s| s.p50)),
-    ("tbt_ms_p50", "TBT p50", |r| r.tbt_ms.map(|s| s.p50)),
-    ("ttft_ms_p99", "TTFT p99", |r| {
-        r.open.rate_offered.and(r.ttft_ms.map(|s| s.p99))
-    }),
-    ("tpot_ms_p50", "TPOT p50", |r| {
-        r.open.rate_offered.and(r.open.tpot_ms.map(|s| s.p50))
-    }),
-    ("e2e_ms_p99", "E2E p99", |r| {
-        r.open.rate_offered.and(r.open.e2e_ms.map(|s| s.p99))
-    }),
-];
-
-/// A capacity search's probe: its value differs from run to run, so only the search's
-/// summary record is compared.
-fn probe(r: &Record) -> bool {
-    r.cell.split('/').any(|s| s == "capacity") && r.phase != crate::plan::Phase::Capacity
 }
 
 fn values(r: &Record, key: &str) -> Option<Vec<f64>> {

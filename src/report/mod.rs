@@ -13,7 +13,7 @@ mod export;
 mod view;
 pub use export::{Exporter, exporter};
 mod facts;
-mod format;
+pub(crate) mod format;
 mod matrix;
 mod observe;
 mod open;
@@ -23,7 +23,7 @@ mod svg_turns;
 mod svg_xy;
 pub(crate) mod templates;
 mod variants;
-mod verdict;
+pub(crate) mod verdict;
 
 pub use capacity::summary as capacity_summary;
 pub use context::{Context, context_schema_text};

@@ -2,6 +2,7 @@
 //! — where both runs measured the cell several times — significant by Welch's t-test, into
 //! `regression`, `improvement`, `no significant change` or `not comparable`.
 
+use crate::results::Record;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -84,4 +85,54 @@ impl Rules {
             _ => Verdict::NotComparable,
         }
     }
+}
+
+/// A metric read off a record.
+pub(crate) type Pick = fn(&Record) -> Option<f64>;
+
+pub(crate) const RATES: [(&str, &str, Pick); 7] = [
+    ("total_tok_s", "Total tok/s", |r| r.total_tok_s),
+    ("per_request_tok_s", "Per request tok/s", |r| {
+        r.per_request_tok_s
+    }),
+    ("prefill_tok_s", "Prefill tok/s", |r| r.prefill_tok_s),
+    ("rate_achieved", "Achieved req/s", |r| r.open.rate_achieved),
+    ("goodput_rps", "Goodput req/s", |r| r.open.goodput_rps),
+    ("capacity", "Capacity", |r| r.open.capacity),
+    ("tokens_per_joule", "Tokens per joule", |r| {
+        r.tokens_per_joule
+    }),
+];
+pub(crate) const LATENCIES: [(&str, &str, Pick); 5] = [
+    ("ttft_ms_p50", "TTFT p50", |r| r.ttft_ms.map(|s| s.p50)),
+    ("tbt_ms_p50", "TBT p50", |r| r.tbt_ms.map(|s| s.p50)),
+    ("ttft_ms_p99", "TTFT p99", |r| {
+        r.open.rate_offered.and(r.ttft_ms.map(|s| s.p99))
+    }),
+    ("tpot_ms_p50", "TPOT p50", |r| {
+        r.open.rate_offered.and(r.open.tpot_ms.map(|s| s.p50))
+    }),
+    ("e2e_ms_p99", "E2E p99", |r| {
+        r.open.rate_offered.and(r.open.e2e_ms.map(|s| s.p99))
+    }),
+];
+
+/// A capacity search's probe: its value differs from run to run, so only the search's
+/// summary record is compared.
+pub(crate) fn probe(r: &Record) -> bool {
+    r.cell.split('/').any(|s| s == "capacity") && r.phase != crate::plan::Phase::Capacity
+}
+
+/// The headline metrics of a record that `compare` and the history judge: `(key, value,
+/// higher is better)`, none for a capacity search's probe.
+pub(crate) fn headline(r: &Record) -> Vec<(&'static str, f64, bool)> {
+    if probe(r) {
+        return Vec::new();
+    }
+    let rates = RATES.iter().map(|m| (m, true));
+    let latencies = LATENCIES.iter().map(|m| (m, false));
+    rates
+        .chain(latencies)
+        .filter_map(|((key, _, pick), higher)| Some((*key, pick(r)?, higher)))
+        .collect()
 }

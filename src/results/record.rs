@@ -30,6 +30,8 @@ pub enum TokenSource {
     Usage,
     /// One per token-bearing chunk, reconciled with the final usage.
     Chunks,
+    /// Read from a peer tool's result file (`benchspec import`): the peer's own counts.
+    Imported,
 }
 
 /// One cell's result.
@@ -162,11 +164,12 @@ pub fn record_schema_text() -> String {
 }
 
 impl TokenSource {
-    /// `usage` or `chunks`, as records write it.
+    /// `usage`, `chunks` or `imported`, as records write it.
     pub fn as_str(self) -> &'static str {
         match self {
             TokenSource::Usage => "usage",
             TokenSource::Chunks => "chunks",
+            TokenSource::Imported => "imported",
         }
     }
 }

@@ -16,6 +16,11 @@ pub struct Manifest {
     pub spec: String,
     /// The hex sha256 of the spec's bytes.
     pub spec_sha256: String,
+    /// The run's identity, made when it starts (kept by `--resume`; a merged run's is made
+    /// from its parts'): a history holds a run once, whatever path it is added from. Runs
+    /// written before it existed are identified by [`Manifest::identity`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     /// When the run first started (UTC, RFC 3339).
     pub started_at: String,
     /// When each `--resume` started.
@@ -24,6 +29,12 @@ pub struct Manifest {
     /// When the run ended; `None` while it runs or after it was cut short.
     #[serde(default)]
     pub ended_at: Option<String>,
+    /// The git commit of the repository the spec file lives in, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<String>,
+    /// For a run made by `benchspec import`: the peer tool, its version and the files read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<Imported>,
     /// The host the client ran on (several, comma-separated, for a merged run).
     #[serde(default)]
     pub host: String,
@@ -44,6 +55,17 @@ pub struct Manifest {
     /// The engine variants measured so far (`engine.variants`), in run order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variants: Vec<VariantFacts>,
+}
+
+/// The peer a run was imported from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Imported {
+    /// `guidellm`, `vllm` or `aiperf`.
+    pub tool: String,
+    /// The peer's version, as its file states it (`None` when it does not).
+    pub version: Option<String>,
+    /// The files read, as given.
+    pub files: Vec<String>,
 }
 
 /// One engine variant of a run: how it was launched and what it said about itself.
@@ -110,11 +132,14 @@ impl Manifest {
             tool: "benchspec".into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
             spec: spec_path.into(),
+            run_id: Some(new_run_id(&started_at)),
             spec_sha256,
             started_at,
             resumed_at: Vec::new(),
             ended_at: None,
             host: host(),
+            git_commit: None,
+            imported_from: None,
             engine: EngineFacts {
                 kind: engine_kind.into(),
                 reported_version: None,
@@ -128,6 +153,26 @@ impl Manifest {
             variants: Vec::new(),
         }
     }
+}
+
+impl Manifest {
+    /// The run's identity: its `run_id`, or for a run written before run ids, one derived
+    /// from its start, host and spec (the same for every copy of the directory).
+    pub fn identity(&self) -> String {
+        self.run_id.clone().unwrap_or_else(|| {
+            let seed = format!("{}|{}|{}", self.started_at, self.host, self.spec_sha256);
+            format!("legacy-{}", &super::spec_sha256(&seed)[..24])
+        })
+    }
+}
+
+/// A fresh run id: 24 hex digits from the start time, host, process and clock.
+pub fn new_run_id(started_at: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = format!("{started_at}|{}|{}|{nanos}", host(), std::process::id());
+    super::spec_sha256(&seed)[..24].to_string()
 }
 
 fn host() -> String {

@@ -298,6 +298,9 @@ fn joined_manifest(parts: &[Part]) -> Manifest {
     let mut hosts: Vec<String> = all().map(|m| m.host.clone()).collect();
     hosts.dedup();
     m.host = hosts.join(", ");
+    // The same parts merged again make the same run.
+    let ids: Vec<String> = all().map(Manifest::identity).collect();
+    m.run_id = Some(super::spec_sha256(&ids.join("|"))[..24].to_string());
     // Every variant any shard launched, once (the first shard's facts for one launched twice).
     m.variants.clear();
     for v in all().flat_map(|m| &m.variants) {

@@ -6,6 +6,7 @@
 //! is an error naming the file and line, and only a torn last line (a killed run) is repaired.
 
 mod error;
+pub mod git;
 mod jsonl;
 mod kept;
 mod leftovers;
@@ -18,7 +19,7 @@ mod merge;
 pub use error::RunDirError;
 
 pub use jsonl::read_records;
-pub use manifest::{EngineFacts, Manifest, MergedPart, VariantFacts};
+pub use manifest::{EngineFacts, Imported, Manifest, MergedPart, VariantFacts};
 pub use merge::{Merged, merge, run_dirs};
 
 use crate::plan::Plan;

@@ -149,6 +149,7 @@ pub(in crate::run) fn manifest(
     m.engine.max_model_len = server.max_model_len;
     m.engine.kv_tokens = server.kv_tokens;
     m.launch_command.clone_from(&engine.launch_command);
+    m.git_commit = crate::rundir::git::commit_of(std::path::Path::new(&config.spec_path));
     m.warnings
         .extend(engine.version_warning(server.version.as_deref()));
     m
@@ -181,6 +182,7 @@ pub(in crate::run) fn resumed(mut now: Manifest, earlier: &Manifest) -> Manifest
     now.resumed_at.clone_from(&earlier.resumed_at);
     now.resumed_at.push(this_start);
     now.variants.clone_from(&earlier.variants);
+    now.run_id.clone_from(&earlier.run_id);
     now
 }
 

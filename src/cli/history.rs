@@ -1,0 +1,290 @@
+//! `benchspec history add|list|trend|site`: the history database from the command line.
+
+use super::output::Out;
+use crate::Error;
+use crate::history::{self, HistoryError, Store, Target, TrendQuery};
+use crate::report::compare::{Rules, parse_threshold};
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::{Path, PathBuf};
+
+/// `benchspec history …`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The history command.
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+/// The database option every history command takes.
+#[derive(Debug, Args, Clone)]
+pub struct DbArg {
+    /// An SQLite file (created when missing) or a `postgres://` URL; else `BENCHSPEC_HISTORY`,
+    /// else `./benchspec-history.sqlite`.
+    #[arg(long, value_name = "DB")]
+    pub db: Option<String>,
+}
+
+/// How a change is judged (as `compare`).
+#[derive(Debug, Args, Clone)]
+pub struct JudgeArgs {
+    /// A rate down, or a latency up, by more than this from the earlier points' mean counts.
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+    /// With repeats, or ≥ 3 earlier points, a change counts only when the t-test's p is below.
+    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Latency changes smaller than this (ms) never count.
+    #[arg(long, value_name = "MS", default_value_t = 1.0)]
+    pub min_delta_ms: f64,
+    /// Rate changes smaller than this (tok/s) never count.
+    #[arg(long, value_name = "TOK_S", default_value_t = 1.0)]
+    pub min_delta_tok_s: f64,
+}
+
+/// The history commands.
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Add run directories (idempotent: a run is added once, by its run id, from any path).
+    Add {
+        /// The run directories.
+        #[arg(required = true, value_name = "RUN_DIR")]
+        dirs: Vec<PathBuf>,
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// List the runs, oldest first.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+        /// Only runs of the spec with this `name`.
+        #[arg(long, value_name = "NAME")]
+        spec: Option<String>,
+        /// `table` or `json` (one object per run).
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Series of each cell's metrics over the runs, each point judged against the points
+    /// before it; exits 1 when the newest point of a series is a regression.
+    Trend {
+        #[command(flatten)]
+        db: DbArg,
+        /// Only the spec with this `name`.
+        #[arg(long, value_name = "NAME")]
+        spec: Option<String>,
+        /// Only cells matching this glob (`decode/*/c16`).
+        #[arg(long, value_name = "GLOB")]
+        cell: Option<String>,
+        /// Only these metrics (`total_tok_s`, `ttft_ms_p50`, …); all headline metrics without.
+        #[arg(long, value_name = "M")]
+        metric: Vec<String>,
+        /// Show the last N points of each series.
+        #[arg(long, value_name = "N")]
+        last: Option<usize>,
+        /// Order points by this label (`engine_version`, or a spec label) instead of time.
+        #[arg(long, value_name = "LABEL")]
+        by: Option<String>,
+        /// `markdown`, `html`, `csv` or `json`.
+        #[arg(long, value_enum, default_value_t = TrendFormat::Markdown)]
+        format: TrendFormat,
+        /// Write `trend.<ext>` into DIR instead of printing.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        judge: JudgeArgs,
+    },
+    /// Write a static dashboard (index, a trend page per spec, each run's report) into DIR.
+    Site {
+        #[command(flatten)]
+        db: DbArg,
+        /// The folder to write (created when missing).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        #[command(flatten)]
+        judge: JudgeArgs,
+    },
+}
+
+/// How runs are listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// A Markdown table.
+    Table,
+    /// JSON.
+    Json,
+}
+
+/// How a trend is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TrendFormat {
+    /// One table per cell.
+    Markdown,
+    /// One chart per cell and metric.
+    Html,
+    /// One line per point.
+    Csv,
+    /// `{"series": [...]}`.
+    Json,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::History(HistoryError::Usage(format!("cannot start: {e}"))))
+}
+
+fn rules(j: &JudgeArgs) -> Result<Rules, Error> {
+    Ok(Rules {
+        threshold_pct: parse_threshold(&j.threshold)?,
+        alpha: j.alpha,
+        min_delta_ms: j.min_delta_ms,
+        min_delta_tok_s: j.min_delta_tok_s,
+    })
+}
+
+/// Run a history command; returns the exit code.
+pub fn run(args: HistoryArgs, out: &Out) -> Result<i32, Error> {
+    runtime()?.block_on(async move {
+        match args.command {
+            HistoryCommand::Add { dirs, db } => add(&dirs, db.db.as_deref(), out).await,
+            HistoryCommand::List { db, spec, format } => {
+                let store = Store::open(Target::resolve(db.db.as_deref())).await?;
+                let runs = history::list::list(&store, spec.as_deref()).await?;
+                out.print(&match format {
+                    ListFormat::Table => history::list::table(&runs),
+                    ListFormat::Json => {
+                        serde_json::to_string_pretty(&runs).map_err(Error::Json)? + "\n"
+                    }
+                });
+                Ok(0)
+            }
+            HistoryCommand::Trend {
+                db,
+                spec,
+                cell,
+                metric,
+                last,
+                by,
+                format,
+                out: dir,
+                judge,
+            } => {
+                let q = TrendQuery {
+                    spec,
+                    cells: cell,
+                    metrics: metric,
+                    last,
+                    by,
+                    rules: rules(&judge)?,
+                };
+                trend(db.db.as_deref(), &q, format, dir.as_deref(), out).await
+            }
+            HistoryCommand::Site {
+                db,
+                out: dir,
+                judge,
+            } => {
+                let store = Store::open(Target::resolve(db.db.as_deref())).await?;
+                let q = TrendQuery {
+                    rules: rules(&judge)?,
+                    ..TrendQuery::default()
+                };
+                let w = history::site::build(&store, &dir, &q).await?;
+                out.info(&format!(
+                    "wrote {}: {} spec(s), {} run(s), {} report(s) linked{}",
+                    w.index.display(),
+                    w.specs,
+                    w.runs,
+                    w.linked,
+                    if w.linked < w.runs {
+                        " (the other runs' directories have moved)"
+                    } else {
+                        ""
+                    }
+                ));
+                Ok(0)
+            }
+        }
+    })
+}
+
+/// Add `dirs` to the history at `db` now, on a runtime of its own (`run --history`).
+pub fn add_now(dirs: &[PathBuf], db: Option<&str>, out: &Out) -> Result<i32, Error> {
+    runtime()?.block_on(add(dirs, db, out))
+}
+
+/// Add `dirs` to the history at `db` (also `run --history`).
+pub async fn add(dirs: &[PathBuf], db: Option<&str>, out: &Out) -> Result<i32, Error> {
+    let store = Store::open(Target::resolve(db)).await?;
+    for dir in dirs {
+        let run = crate::rundir::RunDir::open(dir)
+            .and_then(|d| d.load())
+            .map_err(HistoryError::from)?;
+        let a = store.add(&run).await?;
+        out.info(&if a.new_run {
+            format!(
+                "added {} ({}, {} cells) to {}",
+                a.run_id,
+                dir.display(),
+                a.cells_added,
+                store.target().shown()
+            )
+        } else if a.cells_added > 0 {
+            format!(
+                "{} was already in {}: added its {} new cell(s)",
+                a.run_id,
+                store.target().shown(),
+                a.cells_added
+            )
+        } else {
+            format!(
+                "{} is already in {} (from any path): nothing added",
+                a.run_id,
+                store.target().shown()
+            )
+        });
+    }
+    store.close().await;
+    Ok(0)
+}
+
+async fn trend(
+    db: Option<&str>,
+    q: &TrendQuery,
+    format: TrendFormat,
+    dir: Option<&Path>,
+    out: &Out,
+) -> Result<i32, Error> {
+    let store = Store::open(Target::resolve(db)).await?;
+    let series = history::trend::trend(&store, q).await?;
+    let (text, ext) = match format {
+        TrendFormat::Markdown => (history::render::markdown(&series), "md"),
+        TrendFormat::Html => (
+            history::render::html(&series, "benchspec history trend", &|_| None),
+            "html",
+        ),
+        TrendFormat::Csv => (history::render::csv(&series), "csv"),
+        TrendFormat::Json => (history::render::json(&series), "json"),
+    };
+    match dir {
+        Some(d) => {
+            let path = d.join(format!("trend.{ext}"));
+            std::fs::create_dir_all(d)
+                .and_then(|()| std::fs::write(&path, &text))
+                .map_err(|source| HistoryError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+            out.info(&format!("wrote {}", path.display()));
+        }
+        None => out.print(&text),
+    }
+    let regressions = history::render::regressions(&series);
+    for r in &regressions {
+        out.info(&format!("regression: {}", r.replace('`', "")));
+    }
+    if series.is_empty() {
+        out.info("no series: the history has no run matching these filters");
+    }
+    Ok(if regressions.is_empty() { 0 } else { 1 })
+}

@@ -1,0 +1,265 @@
+//! `history site --out DIR`: a static dashboard, self-contained (inline CSS and SVG, no
+//! script, no server), publishable as GitHub Pages — `index.html` (every spec with its runs
+//! and the regressions at its newest point; every run, newest first, linked to its report),
+//! one trend page per spec, and each run's own HTML report under `runs/<run>/`, rendered from
+//! its directory when that is still where it was added.
+
+use super::render::{esc, short, value};
+use super::trend::{Flag, Series, TrendQuery};
+use super::{HistoryError, RunSummary, Store};
+use crate::spec::Format;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#1f2937;background:#fff}
+@media(prefers-color-scheme:dark){body{color:#e5e7eb;background:#111827}a{color:#93c5fd}}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border-bottom:1px solid #8884;padding:.25rem .6rem;text-align:left}
+code{font-size:92%}.bad{color:#dc2626}.ok{color:#059669}.charts{display:flex;flex-wrap:wrap;gap:1rem}
+figure{margin:0}figcaption{font-weight:600}svg{width:360px;height:170px}";
+
+/// An HTML page around `body`.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
+         <title>{t}</title><style>{CSS}</style></head>\n<body><h1>{t}</h1>\n{body}</body></html>\n",
+        t = esc(title)
+    )
+}
+
+/// One series as a small line chart: the 95% band where points have one, regressions red,
+/// improvements green, each point's run in its tooltip (and linked, when `link` gives one).
+pub fn chart(s: &Series, link: &dyn Fn(&str) -> Option<String>) -> String {
+    let (w, h, l, r, t, b) = (360.0, 170.0, 56.0, 12.0, 12.0, 28.0);
+    let lo = s
+        .points
+        .iter()
+        .map(|p| p.value - p.ci95.unwrap_or(0.0))
+        .fold(f64::INFINITY, f64::min);
+    let hi = s
+        .points
+        .iter()
+        .map(|p| p.value + p.ci95.unwrap_or(0.0))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = if hi > lo {
+        (lo - (hi - lo) * 0.1, hi + (hi - lo) * 0.1)
+    } else {
+        (lo * 0.9, hi * 1.1 + 1e-9)
+    };
+    let n = s.points.len().max(2) as f64 - 1.0;
+    let x = |i: usize| l + (w - l - r) * i as f64 / n;
+    let y = |v: f64| t + (h - t - b) * (1.0 - (v - lo) / (hi - lo));
+    let mut out = format!(
+        "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" role=\"img\" font-size=\"11\" fill=\"currentColor\"><title>{} {}</title>",
+        esc(&s.metric),
+        esc(&s.cell),
+        esc(&s.metric)
+    );
+    for v in [lo, hi] {
+        let _ = write!(
+            out,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            l - 4.0,
+            y(v) + 4.0,
+            esc(&value(&s.metric, v))
+        );
+    }
+    let _ = write!(
+        out,
+        "<line x1=\"{l}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"currentColor\" stroke-opacity=\".3\"/>",
+        h - b,
+        w - r
+    );
+    let band: Vec<(usize, f64, f64)> = s
+        .points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((i, p.value, p.ci95?)))
+        .collect();
+    if band.len() >= 2 {
+        let upper = band
+            .iter()
+            .map(|(i, v, c)| format!("{:.1},{:.1}", x(*i), y(v + c)));
+        let lower = band
+            .iter()
+            .rev()
+            .map(|(i, v, c)| format!("{:.1},{:.1}", x(*i), y(v - c)));
+        let _ = write!(
+            out,
+            "<polygon class=\"band\" points=\"{}\" fill=\"#3b82f6\" fill-opacity=\".18\"/>",
+            upper.chain(lower).collect::<Vec<_>>().join(" ")
+        );
+    }
+    let line: Vec<String> = s
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{:.1},{:.1}", x(i), y(p.value)))
+        .collect();
+    let _ = write!(
+        out,
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"#3b82f6\" stroke-width=\"2\"/>",
+        line.join(" ")
+    );
+    for (i, p) in s.points.iter().enumerate() {
+        let (colour, class) = match p.flag {
+            Some(Flag::Regression) => ("#dc2626", "regression"),
+            Some(Flag::Improvement) => ("#059669", "improvement"),
+            None => ("#3b82f6", "point"),
+        };
+        let dot = format!(
+            "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\" fill=\"{colour}\"><title>{} · {} · {}</title></circle>",
+            x(i),
+            y(p.value),
+            if p.flag.is_some() { 5 } else { 3 },
+            esc(short(&p.run)),
+            esc(&p.started_at),
+            esc(&value(&s.metric, p.value))
+        );
+        match link(&p.run) {
+            Some(href) => {
+                let _ = write!(out, "<a href=\"{}\">{dot}</a>", esc(&href));
+            }
+            None => out.push_str(&dot),
+        }
+    }
+    if let (Some(first), Some(last)) = (s.points.first(), s.points.last()) {
+        let _ = write!(
+            out,
+            "<text x=\"{l}\" y=\"{}\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            h - 8.0,
+            esc(first.started_at.get(..10).unwrap_or_default()),
+            w - r,
+            h - 8.0,
+            esc(last.started_at.get(..10).unwrap_or_default())
+        );
+    }
+    out.push_str("</svg></figure>\n");
+    out
+}
+
+/// A spec's page name: `spec-<name with only letters, digits and dashes>.html`.
+fn slug(spec: &str) -> String {
+    let s: String = spec
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("spec-{}.html", s.trim_matches('-'))
+}
+
+/// Render run `r`'s own HTML report into `out/runs/<run>/`, from its directory.
+fn run_report(r: &RunSummary, out: &Path) -> Option<String> {
+    let run = crate::report::load(Path::new(&r.path)).ok()?;
+    let dir = out.join("runs").join(&r.run);
+    crate::report::render(&run, &[Format::Html], &[], &dir).ok()?;
+    Some(format!(
+        "runs/{}/{}",
+        r.run,
+        crate::report::output_name(Format::Html)
+    ))
+}
+
+/// What `history site` wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The index page.
+    pub index: PathBuf,
+    /// Spec pages.
+    pub specs: usize,
+    /// Runs listed.
+    pub runs: usize,
+    /// Runs whose report was linked (the others' directories have moved).
+    pub linked: usize,
+}
+
+fn write(path: &Path, text: &str) -> Result<(), HistoryError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| HistoryError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    std::fs::write(path, text).map_err(|source| HistoryError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Write the dashboard of `store` into `out`.
+pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written, HistoryError> {
+    let runs = super::list::list(store, None).await?;
+    let series = super::trend::trend(store, q).await?;
+    let links: BTreeMap<String, String> = runs
+        .iter()
+        .filter_map(|r| Some((r.run.clone(), run_report(r, out)?)))
+        .collect();
+    let link = |run: &str| links.get(run).cloned();
+    let mut by_spec: BTreeMap<&str, Vec<Series>> = BTreeMap::new();
+    for s in &series {
+        by_spec.entry(&s.spec).or_default().push(s.clone());
+    }
+    let mut body = String::from(
+        "<h2>Specs</h2><table><tr><th>Spec</th><th>Runs</th><th>Newest run</th><th>Regressions at the newest point</th></tr>\n",
+    );
+    for (spec, group) in &by_spec {
+        let spec_runs: Vec<&RunSummary> = runs.iter().filter(|r| r.spec == *spec).collect();
+        let regs = super::render::regressions(group).len();
+        let newest = spec_runs
+            .last()
+            .map_or(String::new(), |r| r.started_at.clone());
+        let _ = writeln!(
+            body,
+            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
+            slug(spec),
+            esc(spec),
+            spec_runs.len(),
+            esc(&newest),
+            if regs > 0 { "bad" } else { "ok" },
+            regs
+        );
+        let page_html = super::render::html(group, &format!("{spec} — trends"), &|run| {
+            link(run).map(|l| l.to_string())
+        });
+        write(
+            &out.join(slug(spec)),
+            &page_html.replace("<h1>", "<p><a href=\"index.html\">← all specs</a></p><h1>"),
+        )?;
+    }
+    body.push_str("</table>\n<h2>Runs</h2><table><tr><th>Run</th><th>Spec</th><th>Started</th><th>Engine</th><th>Cells</th><th>Report</th></tr>\n");
+    for r in runs.iter().rev() {
+        let report = match link(&r.run) {
+            Some(href) => format!("<a class=\"report\" href=\"{}\">report</a>", esc(&href)),
+            None => format!("<span title=\"{}\">moved</span>", esc(&r.path)),
+        };
+        let engine = format!(
+            "{} {}",
+            r.engine.kind,
+            r.engine.version.clone().unwrap_or_default()
+        );
+        let _ = writeln!(
+            body,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}/{} valid</td><td>{report}</td></tr>",
+            esc(short(&r.run)),
+            esc(&r.spec),
+            esc(&r.started_at),
+            esc(engine.trim()),
+            r.valid,
+            r.cells
+        );
+    }
+    body.push_str("</table>\n");
+    let index = out.join("index.html");
+    write(&index, &page("benchspec history", &body))?;
+    Ok(Written {
+        index,
+        specs: by_spec.len(),
+        runs: runs.len(),
+        linked: links.len(),
+    })
+}

@@ -1,0 +1,373 @@
+//! The history store: one connection pool over SQLite or PostgreSQL (sqlx's `Any` driver, so
+//! every statement of [`super::sql`] is the same text on both), migrated on open, written in
+//! one transaction per run. Writes that meet another writer (SQLite's lock, PostgreSQL's
+//! race to create a table) are retried, so shards finishing together never fail or duplicate.
+
+use super::HistoryError;
+use super::sql;
+use crate::report::verdict::headline;
+use crate::results::Record;
+use crate::results::record::utc_now;
+use crate::rundir::Run;
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Row};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+type Result<T> = std::result::Result<T, HistoryError>;
+
+/// Where the history lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// An SQLite file (created when missing).
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL (`postgres://user:password@host:port/db`).
+    Postgres(String),
+}
+
+impl Target {
+    /// `--db` if given, else `BENCHSPEC_HISTORY`, else `./benchspec-history.sqlite`.
+    pub fn resolve(db: Option<&str>) -> Target {
+        let env = std::env::var(super::DB_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty());
+        let text = db.map(str::to_string).or(env);
+        Target::parse(text.as_deref().unwrap_or(super::DEFAULT_DB))
+    }
+
+    /// A `postgres://` or `postgresql://` URL, else an SQLite file path.
+    pub fn parse(text: &str) -> Target {
+        let t = text.trim();
+        if t.starts_with("postgres://") || t.starts_with("postgresql://") {
+            Target::Postgres(t.to_string())
+        } else {
+            Target::Sqlite(PathBuf::from(t.strip_prefix("sqlite://").unwrap_or(t)))
+        }
+    }
+
+    /// The target for messages: a URL's password replaced by `***`.
+    pub fn shown(&self) -> String {
+        match self {
+            Target::Sqlite(p) => p.display().to_string(),
+            Target::Postgres(url) => hide_password(url),
+        }
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Target::Postgres(url) => url.clone(),
+            Target::Sqlite(p) => {
+                let path = p.display().to_string();
+                let escaped = path
+                    .replace('%', "%25")
+                    .replace('?', "%3F")
+                    .replace('#', "%23");
+                format!("sqlite://{escaped}?mode=rwc")
+            }
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+fn hide_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.split_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let name = user.split(':').next().unwrap_or_default();
+            format!("{scheme}://{name}:***@{host}")
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// What adding a run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Added {
+    /// The run's identity.
+    pub run_id: String,
+    /// The run was not in the history before.
+    pub new_run: bool,
+    /// Cells added now (a resumed run added again adds the cells it gained).
+    pub cells_added: usize,
+}
+
+/// An open history.
+pub struct Store {
+    pool: AnyPool,
+    target: Target,
+}
+
+impl Store {
+    /// Open (creating and migrating as needed) the history at `target`.
+    pub async fn open(target: Target) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        let open_err = |e: sqlx::Error| HistoryError::Open {
+            target: target.shown(),
+            message: e.to_string(),
+        };
+        if let Target::Sqlite(p) = &target
+            && let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir).map_err(|e| HistoryError::Open {
+                target: target.shown(),
+                message: e.to_string(),
+            })?;
+        }
+        let pool = AnyPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect(&target.url())
+            .await
+            .map_err(open_err)?;
+        let store = Store { pool, target };
+        if matches!(store.target, Target::Sqlite(_)) {
+            store.exec("PRAGMA busy_timeout = 30000").await?;
+        }
+        retry(|| store.migrate()).await?;
+        Ok(store)
+    }
+
+    /// The database, for messages.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    fn err(&self, e: sqlx::Error) -> HistoryError {
+        HistoryError::Query {
+            target: self.target.shown(),
+            message: e.to_string(),
+        }
+    }
+
+    async fn exec(&self, statement: &str) -> Result<()> {
+        sqlx::query(statement)
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    async fn migrate(&self) -> Result<()> {
+        self.exec(sql::VERSION_TABLE).await?;
+        let row = sqlx::query(sql::VERSION)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        let found: i64 = row.try_get("version").map_err(|e| self.err(e))?;
+        let known = sql::MIGRATIONS.last().map_or(0, |m| m.0);
+        if found > known {
+            return Err(HistoryError::Newer {
+                target: self.target.shown(),
+                found,
+                known,
+            });
+        }
+        for (version, statements) in sql::MIGRATIONS.iter().filter(|m| m.0 > found) {
+            let mut tx = self.pool.begin().await.map_err(|e| self.err(e))?;
+            for s in *statements {
+                sqlx::query(s)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(|e| self.err(e))?;
+            }
+            sqlx::query(sql::SET_VERSION)
+                .bind(*version)
+                .bind(utc_now())
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.err(e))?;
+            tx.commit().await.map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// Add `run` (read from its directory) once, by its identity.
+    pub async fn add(&self, run: &Run) -> Result<Added> {
+        let facts = super::list::RunFacts::of(run);
+        retry(|| self.add_once(run, &facts)).await
+    }
+
+    async fn add_once(&self, run: &Run, f: &super::list::RunFacts) -> Result<Added> {
+        let e = |e| self.err(e);
+        let mut tx = self.pool.begin().await.map_err(e)?;
+        let inserted = sqlx::query(sql::INSERT_RUN)
+            .bind(f.run_id.clone())
+            .bind(f.spec.clone())
+            .bind(f.spec_sha256.clone())
+            .bind(f.started_at.clone())
+            .bind(f.ended_at.clone())
+            .bind(f.tool.clone())
+            .bind(f.tool_version.clone())
+            .bind(f.engine_kind.clone())
+            .bind(f.engine_version.clone())
+            .bind(f.variants.clone())
+            .bind(f.model.clone())
+            .bind(f.hardware.clone())
+            .bind(f.host.clone())
+            .bind(f.labels.clone())
+            .bind(f.git_commit.clone())
+            .bind(f.path.clone())
+            .bind(f.report.clone())
+            .bind(f.manifest.clone())
+            .bind(utc_now())
+            .execute(&mut *tx)
+            .await
+            .map_err(e)?;
+        let mut cells_added = 0;
+        for r in &run.records {
+            if add_cell(&mut tx, &f.run_id, r).await.map_err(e)? {
+                cells_added += 1;
+            }
+        }
+        tx.commit().await.map_err(e)?;
+        Ok(Added {
+            run_id: f.run_id.clone(),
+            new_run: inserted.rows_affected() > 0,
+            cells_added,
+        })
+    }
+
+    /// Every run, oldest first.
+    pub async fn rows(&self, statement: &str) -> Result<Vec<AnyRow>> {
+        sqlx::query(statement)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
+    /// Close the pool (waits for connections to finish).
+    pub async fn close(self) {
+        self.pool.close().await;
+    }
+}
+
+type Tx<'a> = sqlx::Transaction<'a, sqlx::Any>;
+
+/// Insert one record's cell and metrics; whether the cell was new.
+async fn add_cell(tx: &mut Tx<'_>, run_id: &str, r: &Record) -> sqlx::Result<bool> {
+    let json = serde_json::to_string(r).unwrap_or_default();
+    let reasons = serde_json::to_string(&r.reasons).unwrap_or_default();
+    // Not prepared once per connection: sqlx's `Any` types a NULL double as float4, so a
+    // statement prepared with one would refuse the next cell's value on PostgreSQL.
+    let inserted = sqlx::query(sql::INSERT_CELL)
+        .persistent(false)
+        .bind(run_id.to_string())
+        .bind(r.cell.clone())
+        .bind(r.variant.clone())
+        .bind(r.phase.as_str().to_string())
+        .bind(i64::try_from(r.context).unwrap_or(i64::MAX))
+        .bind(i64::from(r.concurrency))
+        .bind(r.status.as_str().to_string())
+        .bind(reasons)
+        .bind(r.total_tok_s)
+        .bind(r.per_request_tok_s)
+        .bind(r.ttft_ms.map(|s| s.p50))
+        .bind(r.tbt_ms.map(|s| s.p50))
+        .bind(json)
+        .execute(&mut **tx)
+        .await?;
+    if inserted.rows_affected() == 0 {
+        return Ok(false);
+    }
+    for (key, value, _) in headline(r) {
+        let ci95 = r.ci95.as_ref().and_then(|c| c.get(key).copied());
+        let repeats = r
+            .per_repeat
+            .as_ref()
+            .and_then(|p| p.get(key))
+            .and_then(|v| serde_json::to_string(v).ok());
+        sqlx::query(sql::INSERT_METRIC)
+            .persistent(false)
+            .bind(run_id.to_string())
+            .bind(r.cell.clone())
+            .bind(key.to_string())
+            .bind(value)
+            .bind(ci95)
+            .bind(repeats)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(true)
+}
+
+/// A lock or a race with another writer: worth trying again.
+fn contended(e: &HistoryError) -> bool {
+    let HistoryError::Query { message, .. } = e else {
+        return false;
+    };
+    let m = message.to_ascii_lowercase();
+    [
+        "locked",
+        "busy",
+        "deadlock",
+        "duplicate key",
+        "unique constraint",
+        "could not serialize",
+    ]
+    .iter()
+    .any(|w| m.contains(w))
+}
+
+/// Run `f` again (up to 8 times, backing off) while it meets another writer.
+async fn retry<T, F, Fut>(mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut wait = Duration::from_millis(20);
+    for _ in 0..8 {
+        match f().await {
+            Err(e) if contended(&e) => {
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+            }
+            other => return other,
+        }
+    }
+    f().await
+}
+
+/// The directory's absolute path, as text.
+pub(super) fn absolute(path: &Path) -> String {
+    std::fs::canonicalize(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        let cases = [
+            ("h.sqlite", Target::Sqlite("h.sqlite".into())),
+            ("sqlite://a/b.db", Target::Sqlite("a/b.db".into())),
+            (
+                "postgres://u:p@127.0.0.1:5/d",
+                Target::Postgres("postgres://u:p@127.0.0.1:5/d".into()),
+            ),
+            (
+                "postgresql://u@h/d",
+                Target::Postgres("postgresql://u@h/d".into()),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(Target::parse(text), want, "{text}");
+        }
+        let pg = Target::parse("postgres://bench:s3cret@127.0.0.1:5432/hist");
+        assert_eq!(pg.shown(), "postgres://bench:***@127.0.0.1:5432/hist");
+        assert!(!pg.shown().contains("s3cret"));
+        assert_eq!(
+            Target::parse("postgres://u@h/d").shown(),
+            "postgres://u@h/d"
+        );
+        assert_eq!(
+            Target::parse("a b/h?.sqlite").url(),
+            "sqlite://a b/h%3F.sqlite?mode=rwc"
+        );
+    }
+}
