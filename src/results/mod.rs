@@ -12,6 +12,6 @@ pub(crate) mod stats;
 
 pub use observe::{GpuUse, ServerUse};
 pub use open::OpenFields;
-pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text};
+pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text, rfc3339, utc_now};
 pub use sessions::{SessionCounts, TraceInfo, TurnStats};
 pub use stats::Summary;

@@ -282,3 +282,115 @@ fn sqlite_two_processes_add_shards_at_once() {
 fn postgres_two_processes_add_shards_at_once() {
     concurrent_adds(&postgres_db());
 }
+
+/// `history site`: the index lists every run linked to its own report (rendered from its
+/// directory), a run whose directory moved is listed unlinked, the spec's trend page has a
+/// chart per series; the pages render in headless Chromium (its DOM read back, a
+/// screenshot taken) without a request leaving the page.
+#[test]
+fn the_site_links_every_run_in_chromium() {
+    let work = Dir::new();
+    let db = work.path().join("h.sqlite");
+    let db = db.to_str().unwrap();
+    let dirs: Vec<Dir> = (0..3).map(|_| Dir::new()).collect();
+    for (i, dir) in dirs.iter().enumerate() {
+        let run = paused_run(
+            dir,
+            &spec_text(i as u32 + 1, 2.5),
+            None,
+            &format!("2026-12-0{}T02:00:00Z", i + 1),
+        );
+        assert_eq!(history(&["add", run.to_str().unwrap()], db).code, 0);
+    }
+    let list = json(&history(&["list", "--format", "json"], db).stdout);
+    let ids: Vec<String> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"].as_str().unwrap().to_string())
+        .collect();
+    let site = work.path().join("site");
+    let d = history(&["site", "--out", site.to_str().unwrap()], db);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert!(d.stderr.contains("3 report(s) linked"), "{}", d.stderr);
+    for id in &ids {
+        assert!(
+            site.join(format!("runs/{id}/report.html")).is_file(),
+            "{id}"
+        );
+    }
+    let page = site.join("spec-nightly.html");
+    let trend = std::fs::read_to_string(&page).unwrap();
+    assert!(trend.matches("<svg").count() >= 4, "2 cells × ≥2 metrics");
+
+    let shot = work.path().join("index.png");
+    let out = super::html::headless(work.path(), 1280, 900)
+        .arg("--dump-dom")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", site.join("index.html").display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    for id in &ids {
+        assert!(
+            dom.contains(&format!("href=\"runs/{id}/report.html\"")),
+            "run {id} linked:\n{dom}"
+        );
+    }
+    assert!(dom.contains("href=\"spec-nightly.html\""), "{dom}");
+    let png = std::fs::read(&shot).unwrap_or_default();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a screenshot of the page: {} bytes",
+        png.len()
+    );
+    let opened = super::html::open_in_chromium(&page, &work.path().join("trend.png"), false);
+    assert!(
+        opened.requests.is_empty(),
+        "the page is self-contained: {:?}",
+        opened.requests
+    );
+
+    // A run directory moved away: listed, not linked.
+    std::fs::rename(dirs[0].path().join("run"), work.path().join("moved")).unwrap();
+    let again = work.path().join("site2");
+    let d = history(&["site", "--out", again.to_str().unwrap()], db);
+    assert!(
+        d.stderr.contains("2 report(s) linked") && d.stderr.contains("moved"),
+        "{}",
+        d.stderr
+    );
+    let index = std::fs::read_to_string(again.join("index.html")).unwrap();
+    assert!(index.contains(">moved<") && !index.contains(&format!("runs/{}/report.html", ids[0])));
+}
+
+/// `run --history=DB` adds the run when it ends; running `history add` on it again adds
+/// nothing.
+#[test]
+fn run_adds_itself_with_history() {
+    let work = Dir::new();
+    let db = work.path().join("h.sqlite");
+    let out = work.path().join("run");
+    let spec = "version: 1
+name: cli-history
+engine: {kind: sim, sim: {profile: tiny}}
+model: {served_name: tiny}
+workload: {max_output_tokens: 16}
+matrix: {contexts: [256], concurrency: [2]}
+phases: {prefill: {enabled: false}, decode: {duration: 1s}}
+";
+    let d = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .arg(format!("--history={}", db.display()))
+        .spec("spec.yaml", spec)
+        .run();
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert!(d.stderr.contains("added"), "{}", d.stderr);
+    let again = history(&["add", out.to_str().unwrap()], db.to_str().unwrap());
+    assert!(again.stderr.contains("nothing added"), "{}", again.stderr);
+    let list = json(&history(&["list", "--format", "json"], db.to_str().unwrap()).stdout);
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["spec"], "cli-history");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(list[0]["run"], manifest["run_id"]);
+}

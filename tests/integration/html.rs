@@ -24,7 +24,7 @@ fn chromium() -> PathBuf {
 
 /// Headless Chromium with a fresh profile in `dir`, a `width` × `height` window, and
 /// nothing fetched on its own behalf.
-fn headless(dir: &Path, width: u32, height: u32) -> Command {
+pub(super) fn headless(dir: &Path, width: u32, height: u32) -> Command {
     let mut cmd = Command::new(chromium());
     cmd.args([
         "--headless",

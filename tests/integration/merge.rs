@@ -312,7 +312,7 @@ fn shard_auto_under_slurm_and_kubernetes_merges_into_the_unsharded_cells() {
     );
 }
 
-/// The scale-out recipes of `examples/`: each parses (YAML, or shell for the Slurm script),
+/// The scale-out and nightly recipes of `examples/`: each parses (YAML, or shell for the Slurm script),
 /// and every `benchspec` command in them exists with the options they give it.
 #[test]
 fn the_scale_out_recipes_parse_and_name_real_commands() {
@@ -320,10 +320,11 @@ fn the_scale_out_recipes_parse_and_name_real_commands() {
     let files = [
         "examples/github/shards.yml",
         "examples/github/validate-specs.yml",
+        "examples/github/nightly.yml",
         "examples/kubernetes/benchmark.yaml",
         "examples/slurm/benchmark.sbatch",
     ];
-    for f in &files[..3] {
+    for f in &files[..4] {
         let text = std::fs::read_to_string(root.join(f)).unwrap();
         let doc: serde_json::Value =
             serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
@@ -331,12 +332,12 @@ fn the_scale_out_recipes_parse_and_name_real_commands() {
     }
     let sh = std::process::Command::new("bash")
         .arg("-n")
-        .arg(root.join(files[3]))
+        .arg(root.join(files[4]))
         .status()
         .unwrap();
-    assert!(sh.success(), "{} is not valid shell", files[3]);
+    assert!(sh.success(), "{} is not valid shell", files[4]);
     let commands = [
-        "validate", "schema", "plan", "run", "report", "compare", "merge", "sim",
+        "validate", "schema", "plan", "run", "report", "compare", "merge", "sim", "history",
     ];
     let mut seen = 0;
     for f in files {
@@ -351,7 +352,11 @@ fn the_scale_out_recipes_parse_and_name_real_commands() {
                 commands.contains(cmd),
                 "{f}: `benchspec {cmd}` is no command"
             );
-            let help = Bench::new(&[cmd, "--help"]).run().stdout;
+            // `history` has subcommands: its flags are the subcommand's.
+            let help = match (*cmd, rest.get(1)) {
+                ("history", Some(sub)) => Bench::new(&[cmd, sub, "--help"]).run().stdout,
+                _ => Bench::new(&[cmd, "--help"]).run().stdout,
+            };
             for flag in rest
                 .iter()
                 .take_while(|t| **t != "||")
