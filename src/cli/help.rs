@@ -5,7 +5,7 @@
 use clap::CommandFactory;
 
 /// Each command's exit codes, as its `--help` lists them.
-const EXIT_CODES: [(&str, &str); 9] = [
+const EXIT_CODES: [(&str, &str); 12] = [
     (
         "validate",
         "0  every spec is valid (warnings allowed)\n2  some spec is invalid or cannot be read",
@@ -39,6 +39,18 @@ const EXIT_CODES: [(&str, &str); 9] = [
         "0  stopped\n2  bad usage or an unknown profile\n3  the port cannot be bound",
     ),
     (
+        "history",
+        "0  done\n1  trend: the newest point of a series is a regression\n2  bad usage, a run directory that cannot be read, or an output that cannot be written\n3  the database cannot be opened or queried",
+    ),
+    (
+        "import",
+        "0  imported\n2  bad usage, a file that cannot be read or is not the tool's, or a non-empty --out",
+    ),
+    (
+        "export",
+        "0  written\n2  bad usage, not a run directory, or a file that cannot be written",
+    ),
+    (
         "init",
         "0  the spec is written\n2  bad usage, or the file exists (add --force)\n3  the server cannot be reached or serves no model",
     ),
@@ -53,7 +65,10 @@ pub fn command() -> clap::Command {
     );
     cmd.mut_subcommands(
         |sub| match EXIT_CODES.iter().find(|(name, _)| *name == sub.get_name()) {
-            Some((_, codes)) => sub.after_help(format!("Exit codes:\n{codes}")),
+            // `history`'s subcommands say the same codes as `history`.
+            Some((_, codes)) => sub
+                .mut_subcommands(|inner| inner.after_help(format!("Exit codes:\n{codes}")))
+                .after_help(format!("Exit codes:\n{codes}")),
             None => sub,
         },
     )

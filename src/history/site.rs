@@ -263,3 +263,66 @@ pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written,
         linked: links.len(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::trend::Point;
+
+    fn series(ci: &[Option<f64>], flags: &[Option<Flag>]) -> Series {
+        let points = ci
+            .iter()
+            .zip(flags)
+            .enumerate()
+            .map(|(i, (c, f))| Point {
+                run: format!("run{i}"),
+                started_at: format!("2026-12-0{}T00:00:00Z", i + 1),
+                value: 100.0 + i as f64,
+                ci95: *c,
+                labels: Default::default(),
+                flag: *f,
+                change_pct: None,
+                p_value: None,
+                repeats: Vec::new(),
+            })
+            .collect();
+        Series {
+            spec: "s".into(),
+            cell: "decode/1K/c4".into(),
+            metric: "total_tok_s".into(),
+            higher_is_better: true,
+            points,
+        }
+    }
+
+    #[test]
+    fn a_chart_has_a_band_with_repeats_and_marks_flags() {
+        let none = |_: &str| None;
+        let cases = [
+            (vec![Some(2.0), Some(3.0), Some(2.5)], true),
+            (vec![None, None, None], false),
+            (vec![Some(2.0), None, None], false),
+        ];
+        for (ci, band) in cases {
+            let svg = chart(&series(&ci, &[None, None, Some(Flag::Regression)]), &none);
+            assert_eq!(svg.contains("class=\"band\""), band, "{ci:?}");
+            assert_eq!(svg.matches("class=\"regression\"").count(), 1);
+            assert_eq!(svg.matches("<circle").count(), 3);
+        }
+        let linked = chart(
+            &series(&[None, None], &[None, Some(Flag::Improvement)]),
+            &|r: &str| Some(format!("runs/{r}/report.html")),
+        );
+        assert!(linked.contains("href=\"runs/run1/report.html\""));
+        assert!(linked.contains("class=\"improvement\""));
+    }
+
+    #[test]
+    fn spec_pages_have_safe_names() {
+        assert_eq!(
+            slug("gemma-4-E2B-it on H200 NVL 141GB"),
+            "spec-gemma-4-e2b-it-on-h200-nvl-141gb.html"
+        );
+        assert_eq!(slug("../x"), "spec-x.html");
+    }
+}
