@@ -152,7 +152,7 @@ fn summary(row: &AnyRow) -> RunSummary {
 
 /// The runs of the history (of spec `spec` when given), oldest first.
 pub async fn list(store: &Store, spec: Option<&str>) -> Result<Vec<RunSummary>, HistoryError> {
-    let rows = store.rows(sql::RUNS).await?;
+    let rows = store.rows(sql::RUNS, &[]).await?;
     Ok(rows
         .iter()
         .map(summary)

@@ -115,8 +115,14 @@ impl Store {
                 message: e.to_string(),
             })?;
         }
+        // One connection to an SQLite file (its busy timeout set once, writes in order).
+        let connections = if matches!(target, Target::Sqlite(_)) {
+            1
+        } else {
+            2
+        };
         let pool = AnyPoolOptions::new()
-            .max_connections(2)
+            .max_connections(connections)
             .acquire_timeout(Duration::from_secs(30))
             .connect(&target.url())
             .await
@@ -229,12 +235,13 @@ impl Store {
         })
     }
 
-    /// Every run, oldest first.
-    pub async fn rows(&self, statement: &str) -> Result<Vec<AnyRow>> {
-        sqlx::query(statement)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| self.err(e))
+    /// The rows of `statement`, its `$1…` bound to `binds` in order.
+    pub async fn rows(&self, statement: &str, binds: &[String]) -> Result<Vec<AnyRow>> {
+        let mut q = sqlx::query(statement);
+        for b in binds {
+            q = q.bind(b.clone());
+        }
+        q.fetch_all(&self.pool).await.map_err(|e| self.err(e))
     }
 
     /// Close the pool (waits for connections to finish).

@@ -255,7 +255,22 @@ pub fn series(rows: Vec<Row0>, q: &TrendQuery) -> Vec<Series> {
 
 /// Read the store's points and make the series `q` asks for.
 pub async fn trend(store: &Store, q: &TrendQuery) -> Result<Vec<Series>, HistoryError> {
-    let rows = store.rows(super::sql::POINTS).await?;
+    // The spec and metrics are filtered by the database, the cell glob here.
+    let mut statement = format!("{} WHERE 1 = 1", super::sql::POINTS);
+    let mut binds = Vec::new();
+    if let Some(spec) = &q.spec {
+        binds.push(spec.clone());
+        statement.push_str(&format!(" AND r.spec = ${}", binds.len()));
+    }
+    if !q.metrics.is_empty() {
+        let mut marks = Vec::new();
+        for m in &q.metrics {
+            binds.push(m.clone());
+            marks.push(format!("${}", binds.len()));
+        }
+        statement.push_str(&format!(" AND m.metric IN ({})", marks.join(", ")));
+    }
+    let rows = store.rows(&statement, &binds).await?;
     let rows = rows
         .iter()
         .filter_map(|row| {
