@@ -18,6 +18,7 @@ pub mod run;
 pub mod rundir;
 pub mod sim;
 pub mod spec;
+pub mod twin;
 
 /// Any error that ends a command.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,9 @@ pub enum Error {
     /// A peer's file could not be imported, or a run exported.
     #[error(transparent)]
     Interop(#[from] interop::InteropError),
+    /// A twin could not be fitted, read or written.
+    #[error(transparent)]
+    Twin(#[from] twin::TwinError),
     /// `init` wrote no spec.
     #[error(transparent)]
     Init(#[from] init::InitError),
@@ -74,6 +78,7 @@ impl Error {
             Error::Init(e) => e.exit_code(),
             Error::History(e) => e.exit_code(),
             Error::Interop(e) => e.exit_code(),
+            Error::Twin(e) => e.exit_code(),
             Error::Write { .. } | Error::Json(_) => 1,
         }
     }

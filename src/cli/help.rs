@@ -5,7 +5,7 @@
 use clap::CommandFactory;
 
 /// Each command's exit codes, as its `--help` lists them.
-const EXIT_CODES: [(&str, &str); 12] = [
+const EXIT_CODES: [(&str, &str); 14] = [
     (
         "validate",
         "0  every spec is valid (warnings allowed)\n2  some spec is invalid or cannot be read",
@@ -49,6 +49,14 @@ const EXIT_CODES: [(&str, &str); 12] = [
     (
         "export",
         "0  written\n2  bad usage, not a run directory, or a file that cannot be written",
+    ),
+    (
+        "fit",
+        "0  fitted and written\n1  the twin file cannot be written\n2  bad usage, or no run directory with a measured cell",
+    ),
+    (
+        "predict",
+        "0  predicted\n2  bad usage, an invalid spec, or a twin file that cannot be read",
     ),
     (
         "init",

@@ -10,6 +10,7 @@ mod probes;
 mod report;
 mod run;
 mod sim;
+mod twin;
 
 use crate::Error;
 use crate::plan;
@@ -111,6 +112,10 @@ pub enum Command {
     Import(interop::ImportArgs),
     /// Write a run in another format: llm-d's Benchmark Report v0.2.1.
     Export(interop::ExportArgs),
+    /// Fit a twin of the engine (the simulator's cost model) to measured runs.
+    Fit(twin::FitArgs),
+    /// Predict a spec's cells with a twin, each with a 90% interval.
+    Predict(twin::PredictArgs),
     /// The history database: add runs, list them, trends with regression flags, a dashboard.
     History(history::HistoryArgs),
     /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
@@ -170,6 +175,8 @@ pub fn main() -> i32 {
         } => plan_cmd(&spec, format, shard.as_deref(), &out),
         Command::Sim(args) => sim::run(&args, &out),
         Command::History(args) => history::run(args, &out),
+        Command::Fit(args) => twin::fit(&args, &out),
+        Command::Predict(args) => twin::predict(&args, &out),
         Command::Import(args) => interop::import(&args, &out),
         Command::Export(args) => interop::export(&args, &out),
         Command::Init(args) => init::run(&args, &out),

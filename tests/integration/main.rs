@@ -30,6 +30,7 @@ mod schema;
 mod sessions;
 mod sim;
 mod telemetry;
+mod twin;
 mod variants;
 
 use std::path::PathBuf;

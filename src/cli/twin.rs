@@ -1,0 +1,99 @@
+//! `benchspec fit` and `benchspec predict`: a twin of the user's engine from measured cells.
+
+use super::output::Out;
+use crate::Error;
+use crate::twin::{self, predict};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// `benchspec fit RUN_DIR… --out TWIN.toml [--holdout F]`.
+#[derive(Debug, Args)]
+pub struct FitArgs {
+    /// Run directories of one engine (their prefill and decode cells are fitted).
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// The twin file to write (TOML, commented).
+    #[arg(long, value_name = "TWIN.toml")]
+    pub out: PathBuf,
+    /// Hold out this fraction of the cells (evenly through the run), fit the rest and predict
+    /// them; with fewer than 8 cells, leave each out in turn.
+    #[arg(long, value_name = "F")]
+    pub holdout: Option<f64>,
+}
+
+/// `benchspec predict SPEC --twin TWIN.toml`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The spec whose plan is predicted.
+    #[arg(value_name = "SPEC")]
+    pub spec: String,
+    /// The twin file (`benchspec fit`).
+    #[arg(long, value_name = "TWIN.toml")]
+    pub twin: PathBuf,
+    /// `table` or `json`.
+    #[arg(long, value_enum, default_value_t = PredictFormat::Table)]
+    pub format: PredictFormat,
+}
+
+/// How a prediction is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PredictFormat {
+    /// A Markdown table.
+    Table,
+    /// JSON.
+    Json,
+}
+
+/// Run `fit`.
+pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
+    let mut runs = Vec::new();
+    for d in &args.dirs {
+        runs.push(
+            crate::rundir::RunDir::open(d)
+                .and_then(|r| r.load())
+                .map_err(twin::TwinError::from)?,
+        );
+    }
+    let started = std::time::Instant::now();
+    let t = twin::fit_runs(&runs, args.holdout)?;
+    let took = started.elapsed();
+    twin::write_twin(&t, &args.out)?;
+    out.info(&format!(
+        "fitted {} cell(s) in {:.1} ms: 90% interval ±{:.1}% inside the fitted range; wrote {}",
+        t.fitted_on.len(),
+        took.as_secs_f64() * 1e3,
+        t.interval_pct,
+        args.out.display()
+    ));
+    if let Some(h) = &t.holdout {
+        for c in h.cells.iter().filter(|c| c.metric != "tbt_ms_p50") {
+            out.info(&format!("  {} {}: {:+.1}%", c.cell, c.metric, c.error_pct));
+        }
+        let cells = h
+            .cells
+            .iter()
+            .filter(|c| c.metric == "per_request_tok_s")
+            .count();
+        out.print(&format!(
+            "held-out error: median {:.1}%, max {:.1}% over {cells} cells{}\n",
+            h.median_pct,
+            h.max_pct,
+            h.ttft_median_pct
+                .map_or(String::new(), |t| format!(" (TTFT median {t:.1}%)"))
+        ));
+    }
+    Ok(0)
+}
+
+/// Run `predict`.
+pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
+    let loaded = crate::spec::load(&args.spec, crate::spec::Stage::Validate)?;
+    let plan = super::plan_of(&loaded.spec);
+    let t = twin::read_twin(&args.twin)?;
+    let p = predict::predict(&plan, &t);
+    out.print(&match args.format {
+        PredictFormat::Table => predict::table(&p) + "\n",
+        PredictFormat::Json => serde_json::to_string_pretty(&p).map_err(Error::Json)? + "\n",
+    });
+    Ok(0)
+}

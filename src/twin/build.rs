@@ -1,0 +1,285 @@
+//! A twin from run directories: observations, the fit, residuals, the held-out cells, the
+//! interval; and the twin file — TOML, commented (what each parameter is, in which unit, the
+//! cells fitted and each residual), versioned.
+
+use super::fit::{Obs, fit};
+use super::model::Params;
+use super::predict::widen;
+use super::{Holdout, Range, Residual, TWIN_VERSION, Twin, TwinError, quantile, residuals};
+use crate::rundir::Run;
+use std::path::Path;
+
+/// The limits the costs are fitted under: what the engine reported, else vLLM's defaults.
+fn base(run: &Run) -> Params {
+    let e = &run.manifest.engine;
+    Params {
+        step_s: 0.0,
+        per_seq_s: 0.0,
+        per_kv_token_s: 0.0,
+        prefill_token_s: 0.0,
+        prefill_quadratic_s: 0.0,
+        api_s: 0.0,
+        api_stream_s: 0.0,
+        cached_request_s: 0.0,
+        cached_token_s: 0.0,
+        max_batched_tokens: 8192,
+        max_num_seqs: 256,
+        kv_tokens: e.kv_tokens.unwrap_or(1 << 30),
+        max_model_len: e
+            .max_model_len
+            .or(run.plan.max_model_len)
+            .unwrap_or(131_072),
+    }
+}
+
+fn range(obs: &[&Obs]) -> Range {
+    let span = |f: &dyn Fn(&Obs) -> f64| {
+        let v = obs.iter().map(|o| f(o));
+        [
+            v.clone().fold(f64::INFINITY, f64::min),
+            v.fold(f64::NEG_INFINITY, f64::max),
+        ]
+    };
+    Range {
+        contexts: span(&|o| o.context),
+        concurrency: span(&|o| o.n),
+    }
+}
+
+fn abs_errors(r: &[Residual], metric: &str) -> Vec<f64> {
+    r.iter()
+        .filter(|x| x.metric == metric)
+        .map(|x| x.error_pct.abs())
+        .collect()
+}
+
+/// Fit on the cells `keep` says, predict the others.
+fn held_out(
+    obs: &[Obs],
+    b: Params,
+    keep: &dyn Fn(usize) -> bool,
+) -> (Vec<Residual>, Vec<(usize, Residual)>) {
+    let fitted: Vec<Obs> = obs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep(*i))
+        .map(|(_, o)| o.clone())
+        .collect();
+    let p = fit(&fitted, b);
+    let mut out = Vec::new();
+    for (i, o) in obs.iter().enumerate().filter(|(i, _)| !keep(*i)) {
+        out.extend(residuals(&p, o).into_iter().map(|r| (i, r)));
+    }
+    (fitted.iter().flat_map(|o| residuals(&p, o)).collect(), out)
+}
+
+/// The twin of `runs` (one engine's), holding out `holdout` of the cells when given.
+pub fn fit_runs(runs: &[Run], holdout: Option<f64>) -> Result<Twin, TwinError> {
+    let first = runs
+        .first()
+        .ok_or_else(|| TwinError::Usage("no run directory given".into()))?;
+    let obs: Vec<Obs> = runs
+        .iter()
+        .flat_map(|r| {
+            r.records
+                .iter()
+                .filter_map(|rec| Obs::of(rec, r.plan.max_output_tokens))
+        })
+        .filter(|o| o.tbt_s.is_some() || o.ttft_s.is_some())
+        .collect();
+    if obs.is_empty() {
+        return Err(TwinError::Nothing(first.path.display().to_string()));
+    }
+    let b = base(first);
+    let f = holdout.unwrap_or(0.0);
+    if !(0.0..1.0).contains(&f) {
+        return Err(TwinError::Usage(format!(
+            "--holdout takes a fraction in [0, 1), not {f}"
+        )));
+    }
+    let leave_one_out = holdout.is_some() && obs.len() < 8;
+    let keep = |i: usize| ((i + 1) as f64 * f).floor() == (i as f64 * f).floor();
+    let fitted: Vec<&Obs> = obs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| leave_one_out || keep(*i))
+        .map(|(_, o)| o)
+        .collect();
+    let params = fit(&fitted.iter().map(|o| (*o).clone()).collect::<Vec<_>>(), b);
+    let fit_residuals: Vec<Residual> = fitted.iter().flat_map(|o| residuals(&params, o)).collect();
+    let r = range(&fitted);
+    let mut interval = quantile(abs_errors(&fit_residuals, "per_request_tok_s"), 0.9);
+    let holdout = match (holdout, leave_one_out) {
+        (None, _) => None,
+        (Some(_), true) => {
+            let mut cells = Vec::new();
+            for j in 0..obs.len() {
+                cells.extend(held_out(&obs, b, &|i| i != j).1.into_iter().map(|(_, r)| r));
+            }
+            Some(summary(0.0, "leave-one-out", cells, &mut interval, &obs, r))
+        }
+        (Some(f), false) => {
+            let cells = held_out(&obs, b, &keep)
+                .1
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect();
+            Some(summary(
+                f,
+                "every cell not fitted: the fit keeps one cell in round(1 / (1 - F)), evenly through the run",
+                cells,
+                &mut interval,
+                &obs,
+                r,
+            ))
+        }
+    };
+    let e = &first.manifest.engine;
+    Ok(Twin {
+        version: TWIN_VERSION,
+        fitted_by: format!("benchspec {}", env!("CARGO_PKG_VERSION")),
+        engine: format!(
+            "{} {}",
+            e.kind,
+            e.reported_version.clone().unwrap_or_default()
+        )
+        .trim()
+        .to_string(),
+        model: first.spec.model.served_name.clone(),
+        runs: runs.iter().map(|r| r.path.display().to_string()).collect(),
+        params,
+        interval_pct: (interval.max(1.0) * 100.0).round() / 100.0,
+        ttft_interval_pct: {
+            let mut all = abs_errors(&fit_residuals, "ttft_ms_p50");
+            all.extend(
+                holdout
+                    .iter()
+                    .flat_map(|h| abs_errors(&h.cells, "ttft_ms_p50")),
+            );
+            (quantile(all, 0.9).max(1.0) * 100.0).round() / 100.0
+        },
+        range: r,
+        fitted_on: fitted.iter().map(|o| o.cell.clone()).collect(),
+        residuals: fit_residuals,
+        holdout,
+    })
+}
+
+/// The held-out figures; the interval grows to the held-out cells' 90% error when larger.
+fn summary(
+    fraction: f64,
+    method: &str,
+    cells: Vec<Residual>,
+    interval: &mut f64,
+    obs: &[Obs],
+    r: Range,
+) -> Holdout {
+    let tok = abs_errors(&cells, "per_request_tok_s");
+    let ttft = abs_errors(&cells, "ttft_ms_p50");
+    *interval = interval.max(quantile(tok.clone(), 0.9));
+    let covered = cells
+        .iter()
+        .filter(|c| c.metric == "per_request_tok_s")
+        .filter(|c| {
+            let o = obs.iter().find(|o| o.cell == c.cell);
+            let w = o.map_or(1.0, |o| widen(r, o.context, o.n));
+            c.error_pct.abs() <= *interval * w
+        })
+        .count();
+    Holdout {
+        fraction,
+        method: method.into(),
+        median_pct: quantile(tok.clone(), 0.5),
+        max_pct: tok.iter().copied().fold(0.0, f64::max),
+        ttft_median_pct: (!ttft.is_empty()).then(|| quantile(ttft, 0.5)),
+        covered: if tok.is_empty() {
+            0.0
+        } else {
+            covered as f64 / tok.len() as f64
+        },
+        cells,
+    }
+}
+
+const UNITS: [(&str, &str); 13] = [
+    ("step_s", "seconds: fixed cost of every engine step"),
+    ("per_seq_s", "seconds per running request per decode step"),
+    (
+        "per_kv_token_s",
+        "seconds per KV token read per decode step (attention over context)",
+    ),
+    ("prefill_token_s", "seconds per prompt token of prefill"),
+    (
+        "prefill_quadratic_s",
+        "seconds: a prompt token at position p costs p × this more",
+    ),
+    (
+        "api_s",
+        "seconds of API server before a request reaches the engine",
+    ),
+    (
+        "api_stream_s",
+        "seconds of API-server wait per ((running + 1)^1/4 - 1)",
+    ),
+    (
+        "cached_request_s",
+        "seconds: a decode cell's first token beyond api_s, fixed (a prefix-cached prompt's admission)",
+    ),
+    (
+        "cached_token_s",
+        "seconds per prompt token of a decode cell's first token beyond api_s",
+    ),
+    (
+        "max_batched_tokens",
+        "tokens per engine step; prefills are chunked to it (assumed: vLLM's default)",
+    ),
+    (
+        "max_num_seqs",
+        "requests scheduled at once (assumed: vLLM's default)",
+    ),
+    (
+        "kv_tokens",
+        "KV-cache capacity in tokens (as the engine reported it, else unbounded)",
+    ),
+    ("max_model_len", "longest prompt + output, tokens"),
+];
+
+/// Write `twin` to `path` as commented TOML.
+pub fn write_twin(twin: &Twin, path: &Path) -> Result<(), TwinError> {
+    let body = toml::to_string_pretty(twin).map_err(|e| TwinError::Usage(e.to_string()))?;
+    let mut out = String::from(
+        "# A benchspec twin: the simulator's step-cost model fitted to measured cells.\n\
+         # `benchspec predict SPEC --twin THIS` predicts a spec's cells with 90% intervals.\n\
+         # interval_pct (tok/s, TBT) and ttft_interval_pct: half-widths of 90% intervals inside\n\
+         # the fitted range, percent of the value (wider outside it).\n\
+         # residuals: each fitted cell's error; holdout: cells predicted without being fitted.\n",
+    );
+    for line in body.lines() {
+        let key = line.split(" = ").next().unwrap_or_default();
+        match UNITS.iter().find(|(k, _)| *k == key) {
+            Some((_, unit)) => out.push_str(&format!("# {unit}\n{line}\n")),
+            None => out.push_str(&format!("{line}\n")),
+        }
+    }
+    std::fs::write(path, out).map_err(|source| TwinError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Read a twin file.
+pub fn read_twin(path: &Path) -> Result<Twin, TwinError> {
+    let read = |message: String| TwinError::Read {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| read(e.to_string()))?;
+    let twin: Twin = toml::from_str(&text).map_err(|e| read(e.to_string()))?;
+    if twin.version != TWIN_VERSION {
+        return Err(read(format!(
+            "version {} (this benchspec reads {TWIN_VERSION})",
+            twin.version
+        )));
+    }
+    Ok(twin)
+}

@@ -1,0 +1,305 @@
+//! Fitting the twin's parameters to measured cells: decode cells' TBT by relative least
+//! squares in (1, N, N × (C + O/2)) — step, per-request and per-KV-token costs; prefill cells'
+//! (else single-stream decode cells') TTFT in (1, C, C²/2) after the steps of its chunks —
+//! API, per-token and attention costs; decode cells' TTFT in (1, C, N^¼ − 1) beyond those —
+//! admission, per-token and the API server's wait as concurrency grows. Coefficients stay ≥ 0 (a negative one is dropped and the rest refitted).
+//! Pure functions over observations read from records.
+
+use super::model::Params;
+use crate::plan::Phase;
+use crate::results::{Record, Status};
+
+/// One measured cell, as the fit sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Obs {
+    /// The cell id.
+    pub cell: String,
+    /// Prefill or decode.
+    pub phase: Phase,
+    /// Prompt tokens.
+    pub context: f64,
+    /// Requests in flight.
+    pub n: f64,
+    /// `max_tokens` of its requests.
+    pub output: f64,
+    /// Measured TTFT p50, seconds.
+    pub ttft_s: Option<f64>,
+    /// Measured TBT p50, seconds.
+    pub tbt_s: Option<f64>,
+    /// Measured per-request tok/s.
+    pub per_request_tok_s: Option<f64>,
+    /// Measured total tok/s.
+    pub total_tok_s: Option<f64>,
+}
+
+impl Obs {
+    /// The observation of a measured prefill or decode record; `output` the run's
+    /// `max_tokens`.
+    pub fn of(r: &Record, output: u64) -> Option<Obs> {
+        if !matches!(r.status, Status::Valid | Status::Invalid)
+            || !matches!(r.phase, Phase::Prefill | Phase::Decode)
+        {
+            return None;
+        }
+        Some(Obs {
+            cell: r.cell.clone(),
+            phase: r.phase,
+            context: r.prompt_tokens as f64,
+            n: f64::from(r.concurrency.max(1)),
+            output: output as f64,
+            ttft_s: r.ttft_ms.map(|s| s.p50 / 1e3).filter(|x| *x > 0.0),
+            tbt_s: r.tbt_ms.map(|s| s.p50 / 1e3).filter(|x| *x > 0.0),
+            per_request_tok_s: r.per_request_tok_s,
+            total_tok_s: r.total_tok_s,
+        })
+    }
+}
+
+/// Solve the least squares `rows · x ≈ y` relative to y (each row divided by its y), with
+/// x ≥ 0: a negative coefficient is fixed at 0 and the others refitted.
+pub fn nnls_relative(rows: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
+    let k = rows.first().map_or(0, Vec::len);
+    let mut free: Vec<bool> = vec![true; k];
+    loop {
+        let idx: Vec<usize> = (0..k).filter(|i| free[*i]).collect();
+        let mut x = vec![0.0; k];
+        if idx.is_empty() {
+            return x;
+        }
+        // Normal equations of the weighted problem.
+        let m = idx.len();
+        let mut a = vec![vec![0.0; m + 1]; m];
+        for (row, yi) in rows.iter().zip(y) {
+            let w = 1.0 / (yi * yi);
+            for (p, &i) in idx.iter().enumerate() {
+                for (q, &j) in idx.iter().enumerate() {
+                    a[p][q] += w * row[i] * row[j];
+                }
+                a[p][m] += w * row[i] * yi;
+            }
+        }
+        let Some(sol) = solve(a) else {
+            // Singular: drop the last free coefficient.
+            if let Some(last) = idx.last() {
+                free[*last] = false;
+            }
+            continue;
+        };
+        for (p, &i) in idx.iter().enumerate() {
+            x[i] = sol[p];
+        }
+        match idx
+            .iter()
+            .copied()
+            .filter(|i| x[*i] < 0.0)
+            .min_by(|a, b| x[*a].total_cmp(&x[*b]))
+        {
+            Some(worst) => free[worst] = false,
+            None => return x,
+        }
+    }
+}
+
+/// Gaussian elimination with partial pivoting of an augmented matrix.
+fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
+    let m = a.len();
+    for c in 0..m {
+        let p = (c..m).max_by(|i, j| a[*i][c].abs().total_cmp(&a[*j][c].abs()))?;
+        if a[p][c].abs() < 1e-300 {
+            return None;
+        }
+        a.swap(c, p);
+        let pivot = a[c].clone();
+        for (r, row) in a.iter_mut().enumerate() {
+            if r != c {
+                let f = row[c] / pivot[c];
+                for (x, p) in row.iter_mut().zip(&pivot).skip(c) {
+                    *x -= f * p;
+                }
+            }
+        }
+    }
+    let x: Vec<f64> = (0..m).map(|i| a[i][m] / a[i][i]).collect();
+    x.iter().all(|v| v.is_finite()).then_some(x)
+}
+
+/// Fit `base`'s costs (its limits kept) to `obs`.
+pub fn fit(obs: &[Obs], base: Params) -> Params {
+    let mut p = base;
+    let decode: Vec<&Obs> = obs
+        .iter()
+        .filter(|o| o.phase == Phase::Decode && o.tbt_s.is_some())
+        .collect();
+    if !decode.is_empty() {
+        let rows: Vec<Vec<f64>> = decode
+            .iter()
+            .map(|o| vec![1.0, o.n, o.n * (o.context + o.output / 2.0)])
+            .collect();
+        let y: Vec<f64> = decode.iter().filter_map(|o| o.tbt_s).collect();
+        let x = nnls_relative(&rows, &y);
+        (p.step_s, p.per_seq_s, p.per_kv_token_s) = (x[0], x[1], x[2]);
+    }
+    // Cold prompts: prefill cells, else decode cells of one stream (less half a step).
+    let mut cold: Vec<(f64, f64)> = obs
+        .iter()
+        .filter(|o| o.phase == Phase::Prefill)
+        .filter_map(|o| Some((o.context, o.ttft_s?)))
+        .collect();
+    if cold.is_empty() {
+        cold = decode
+            .iter()
+            .filter(|o| o.n <= 1.0)
+            .filter_map(|o| {
+                Some((
+                    o.context,
+                    o.ttft_s? - p.step(1.0, o.context, o.output) / 2.0,
+                ))
+            })
+            .collect();
+    }
+    let chunks = |c: f64| (c / p.max_batched_tokens.max(1) as f64).ceil().max(1.0);
+    let usable: Vec<(f64, f64)> = cold
+        .into_iter()
+        .map(|(c, t)| (c, t - p.step_s * chunks(c)))
+        .filter(|(_, t)| *t > 0.0)
+        .collect();
+    if !usable.is_empty() {
+        let quadratic = usable.len() >= 3;
+        let rows: Vec<Vec<f64>> = usable
+            .iter()
+            .map(|(c, _)| {
+                if quadratic {
+                    vec![1.0, *c, c * c]
+                } else {
+                    vec![1.0, *c]
+                }
+            })
+            .collect();
+        let y: Vec<f64> = usable.iter().map(|(_, t)| *t).collect();
+        let x = nnls_relative(&rows, &y);
+        p.api_s = x[0];
+        p.prefill_token_s = x[1];
+        p.prefill_quadratic_s = x.get(2).map_or(0.0, |q| 2.0 * q);
+    }
+    // Decode cells' first token, beyond the API server and half a step: (1, C, N^¼ − 1).
+    let firsts: Vec<(&Obs, f64)> = decode
+        .iter()
+        .filter_map(|o| {
+            Some((
+                *o,
+                o.ttft_s? - p.step(o.n, o.context, o.output) / 2.0 - p.api_s,
+            ))
+        })
+        .filter(|(_, y)| *y > 0.0)
+        .collect();
+    if !firsts.is_empty() {
+        let rows: Vec<Vec<f64>> = firsts
+            .iter()
+            .map(|(o, _)| vec![1.0, o.context, o.n.powf(0.25) - 1.0])
+            .collect();
+        let y: Vec<f64> = firsts.iter().map(|(_, y)| *y).collect();
+        let x = nnls_relative(&rows, &y);
+        (p.cached_request_s, p.cached_token_s, p.api_stream_s) = (x[0], x[1], x[2]);
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_squares_recovers_exact_coefficients_and_drops_negative_ones() {
+        // y = 2 + 3x exactly: recovered.
+        let rows: Vec<Vec<f64>> = (1..6).map(|x| vec![1.0, f64::from(x)]).collect();
+        let y: Vec<f64> = (1..6).map(|x| 2.0 + 3.0 * f64::from(x)).collect();
+        let x = nnls_relative(&rows, &y);
+        assert!(
+            (x[0] - 2.0).abs() < 1e-9 && (x[1] - 3.0).abs() < 1e-9,
+            "{x:?}"
+        );
+        // y = 10 − 0.5x wants a negative slope: held at 0, the intercept refitted.
+        let y: Vec<f64> = (1..6).map(|x| 10.0 - 0.5 * f64::from(x)).collect();
+        let x = nnls_relative(&rows, &y);
+        assert_eq!(x[1], 0.0);
+        assert!(x[0] > 8.0 && x[0] < 10.0, "{x:?}");
+        // A column of zeros: singular, dropped.
+        let rows: Vec<Vec<f64>> = (1..4).map(|x| vec![f64::from(x), 0.0]).collect();
+        let x = nnls_relative(&rows, &[1.0, 2.0, 3.0]);
+        assert!((x[0] - 1.0).abs() < 1e-9 && x[1] == 0.0, "{x:?}");
+    }
+
+    #[test]
+    fn decode_costs_come_back_from_cells_made_by_the_model() {
+        let truth = Params {
+            step_s: 4e-3,
+            per_seq_s: 20e-6,
+            per_kv_token_s: 3e-9,
+            prefill_token_s: 8e-6,
+            prefill_quadratic_s: 4e-10,
+            api_s: 0.02,
+            api_stream_s: 0.1,
+            cached_request_s: 3e-3,
+            cached_token_s: 1e-7,
+            max_batched_tokens: 8192,
+            max_num_seqs: 256,
+            kv_tokens: 1 << 30,
+            max_model_len: 131_072,
+        };
+        let mut obs = Vec::new();
+        for c in [1024.0, 8192.0, 32768.0] {
+            let pre = truth.prefill(c);
+            obs.push(Obs {
+                cell: format!("prefill/{c}"),
+                phase: Phase::Prefill,
+                context: c,
+                n: 1.0,
+                output: 256.0,
+                ttft_s: pre.ttft_ms_p50.map(|t| t / 1e3),
+                tbt_s: None,
+                per_request_tok_s: None,
+                total_tok_s: None,
+            });
+            for n in [1.0, 4.0, 16.0] {
+                let d = truth.decode(c, n, 256.0);
+                obs.push(Obs {
+                    cell: format!("decode/{c}/{n}"),
+                    phase: Phase::Decode,
+                    context: c,
+                    n,
+                    output: 256.0,
+                    ttft_s: d.ttft_ms_p50.map(|t| t / 1e3),
+                    tbt_s: d.tbt_ms_p50.map(|t| t / 1e3),
+                    per_request_tok_s: d.per_request_tok_s,
+                    total_tok_s: d.total_tok_s,
+                });
+            }
+        }
+        let zero = Params {
+            step_s: 0.0,
+            per_seq_s: 0.0,
+            per_kv_token_s: 0.0,
+            prefill_token_s: 0.0,
+            prefill_quadratic_s: 0.0,
+            api_s: 0.0,
+            api_stream_s: 0.0,
+            cached_request_s: 0.0,
+            cached_token_s: 0.0,
+            ..truth
+        };
+        let p = fit(&obs, zero);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1e-12) + 1e-12;
+        assert!(
+            close(p.step_s, truth.step_s)
+                && close(p.per_seq_s, truth.per_seq_s)
+                && close(p.per_kv_token_s, truth.per_kv_token_s),
+            "{p:?}"
+        );
+        assert!(
+            close(p.prefill_token_s, truth.prefill_token_s)
+                && close(p.prefill_quadratic_s, truth.prefill_quadratic_s),
+            "{p:?}"
+        );
+        assert!(close(p.api_stream_s, truth.api_stream_s), "{p:?}");
+    }
+}

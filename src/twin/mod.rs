@@ -1,0 +1,180 @@
+//! A digital twin of the user's own engine (docs/twin.md): `benchspec fit RUN_DIR… --out
+//! TWIN.toml` fits the simulator's step-cost model ([`model`]) to measured prefill and decode
+//! cells ([`fit`]), `--holdout F` predicts the cells it left out, and `benchspec predict SPEC
+//! --twin TWIN.toml` gives every prefill and decode cell of a plan a predicted value with a 90%
+//! interval, saying where it extrapolates ([`predict`]).
+
+pub mod fit;
+pub mod model;
+pub mod predict;
+
+use fit::Obs;
+use model::{Params, Predicted};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The twin file's format version.
+pub const TWIN_VERSION: u32 = 1;
+
+/// What can go wrong fitting or predicting.
+#[derive(Debug, thiserror::Error)]
+pub enum TwinError {
+    /// A run directory could not be read.
+    #[error("{0}")]
+    RunDir(#[from] crate::rundir::RunDirError),
+    /// Nothing to fit.
+    #[error(
+        "no measured prefill or decode cell with a TBT or TTFT in {0}: a twin is fitted to those"
+    )]
+    Nothing(String),
+    /// The twin file cannot be read.
+    #[error("cannot read the twin {path}: {message}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The twin file cannot be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A bad argument.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl TwinError {
+    /// 1 when the file cannot be written, else 2.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            TwinError::Write { .. } => 1,
+            TwinError::RunDir(e) => e.exit_code(),
+            _ => 2,
+        }
+    }
+}
+
+/// One cell's prediction against its measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Residual {
+    /// The cell id.
+    pub cell: String,
+    /// `per_request_tok_s`, `tbt_ms_p50` or `ttft_ms_p50`.
+    pub metric: String,
+    /// Measured.
+    pub measured: f64,
+    /// Predicted.
+    pub predicted: f64,
+    /// (predicted − measured) / measured, percent.
+    pub error_pct: f64,
+}
+
+/// Held-out cells: fitted without them, then predicted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Holdout {
+    /// The fraction of cells held out (0 for leave-one-out).
+    pub fraction: f64,
+    /// How: `every k-th cell` or `leave-one-out`.
+    pub method: String,
+    /// Median |error| over the held-out cells' tok/s, percent.
+    pub median_pct: f64,
+    /// Largest |error| of their tok/s, percent.
+    pub max_pct: f64,
+    /// Median |error| of their TTFT, percent, where measured.
+    pub ttft_median_pct: Option<f64>,
+    /// Held-out cells whose tok/s falls inside the 90% interval, fraction.
+    pub covered: f64,
+    /// Each held-out cell's errors.
+    pub cells: Vec<Residual>,
+}
+
+/// The range the twin was fitted on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Range {
+    /// Smallest and largest prompt tokens.
+    pub contexts: [f64; 2],
+    /// Smallest and largest concurrency.
+    pub concurrency: [f64; 2],
+}
+
+/// A twin file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Twin {
+    /// The format version ([`TWIN_VERSION`]).
+    pub version: u32,
+    /// The benchspec that fitted it.
+    pub fitted_by: String,
+    /// The engine: kind and reported version.
+    pub engine: String,
+    /// The model served.
+    pub model: String,
+    /// The runs fitted.
+    pub runs: Vec<String>,
+    /// The fitted parameters.
+    pub params: Params,
+    /// The half-width of a 90% interval inside the fitted range, percent of the value.
+    pub interval_pct: f64,
+    /// The same for TTFT (fitted and held-out cells' 90% error), percent.
+    pub ttft_interval_pct: f64,
+    /// The range of the fitted cells.
+    pub range: Range,
+    /// The cells fitted on.
+    pub fitted_on: Vec<String>,
+    /// Each fitted cell's residuals.
+    pub residuals: Vec<Residual>,
+    /// The held-out cells, with `--holdout`.
+    pub holdout: Option<Holdout>,
+}
+
+/// The model's value of `o`'s metrics.
+pub fn predicted(p: &Params, o: &Obs) -> Predicted {
+    match o.phase {
+        crate::plan::Phase::Prefill => p.prefill(o.context),
+        _ => p.decode(o.context, o.n, o.output),
+    }
+}
+
+/// `o`'s residuals under `p`: tok/s per request and TBT for decode cells, TTFT for all.
+pub fn residuals(p: &Params, o: &Obs) -> Vec<Residual> {
+    let pr = predicted(p, o);
+    let pairs = [
+        (
+            "per_request_tok_s",
+            o.per_request_tok_s,
+            pr.per_request_tok_s,
+        ),
+        ("tbt_ms_p50", o.tbt_s.map(|t| t * 1e3), pr.tbt_ms_p50),
+        ("ttft_ms_p50", o.ttft_s.map(|t| t * 1e3), pr.ttft_ms_p50),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(metric, m, q)| {
+            let (m, q) = (m?, q?);
+            (m > 0.0).then(|| Residual {
+                cell: o.cell.clone(),
+                metric: metric.into(),
+                measured: m,
+                predicted: q,
+                error_pct: ((q - m) / m * 1e4).round() / 100.0,
+            })
+        })
+        .collect()
+}
+
+/// The `q` quantile (0–1) of `v`.
+pub fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() - 1) as f64 * q).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+pub mod build;
+pub use build::{fit_runs, read_twin, write_twin};

@@ -1,0 +1,109 @@
+//! The twin's step-cost model — the simulator's, in closed form for the cells whose steady
+//! state it describes — and the parameters a fit gives it. A decode step of N requests each
+//! holding about C + O/2 KV tokens takes `step_s + per_seq_s × N + per_kv_token_s × N ×
+//! (C + O/2)`: that is the TBT, N over it the total tok/s. A cold prompt of C tokens reaches its
+//! first token after `api_s + prefill_token_s × C + prefill_quadratic_s × C² / 2` plus one
+//! `step_s` per chunk of `max_batched_tokens`. A decode cell's first token comes after `api_s +
+//! cached_request_s + cached_token_s × C` (its prompts may be prefix-cached, so it is fitted
+//! apart from prefill) plus `api_stream_s × (N^¼ − 1)` for the API server busy with N − 1
+//! streams, plus half a step.
+
+use serde::{Deserialize, Serialize};
+
+/// The fitted parameters (seconds unless said), named as the simulator's profile names them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Fixed cost of every engine step.
+    pub step_s: f64,
+    /// Decode cost per running request per step.
+    pub per_seq_s: f64,
+    /// Decode cost per KV token read per step.
+    pub per_kv_token_s: f64,
+    /// Prefill cost per prompt token.
+    pub prefill_token_s: f64,
+    /// Prefill attention: a token at position p costs p × this more.
+    pub prefill_quadratic_s: f64,
+    /// API-server time before a request reaches the engine.
+    pub api_s: f64,
+    /// API-server wait per ((running + 1)^¼ − 1).
+    pub api_stream_s: f64,
+    /// A decode cell's first token beyond `api_s`: fixed part (a prefix-cached prompt's
+    /// admission, when decode prompts are warm).
+    pub cached_request_s: f64,
+    /// A decode cell's first token beyond `api_s`: per prompt token.
+    pub cached_token_s: f64,
+    /// Tokens per engine step (prefills are chunked to it).
+    pub max_batched_tokens: u64,
+    /// Requests scheduled at once.
+    pub max_num_seqs: u64,
+    /// KV-cache capacity, tokens.
+    pub kv_tokens: u64,
+    /// Longest prompt + output.
+    pub max_model_len: u64,
+}
+
+/// What the model says of one cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Predicted {
+    /// Output tokens per second of all requests.
+    pub total_tok_s: Option<f64>,
+    /// Output tokens per second of one request.
+    pub per_request_tok_s: Option<f64>,
+    /// Time to first token, median, ms.
+    pub ttft_ms_p50: Option<f64>,
+    /// Time between tokens, median, ms.
+    pub tbt_ms_p50: Option<f64>,
+}
+
+impl Params {
+    /// Seconds of one decode step of `n` requests of `context` prompt tokens and `output`
+    /// output tokens each.
+    pub fn step(&self, n: f64, context: f64, output: f64) -> f64 {
+        self.step_s + self.per_seq_s * n + self.per_kv_token_s * n * (context + output / 2.0)
+    }
+
+    /// Seconds to the first token of a cold prompt of `context` tokens, alone.
+    pub fn cold_ttft(&self, context: f64) -> f64 {
+        let chunks = (context / self.max_batched_tokens.max(1) as f64)
+            .ceil()
+            .max(1.0);
+        self.api_s
+            + self.prefill_token_s * context
+            + self.prefill_quadratic_s * context * context / 2.0
+            + self.step_s * chunks
+    }
+
+    /// A decode cell's first token, less half a step: the API server, the prompt's admission
+    /// (fitted to decode cells, whose prompts may be prefix-cached), the wait for the streams.
+    pub fn decode_ttft(&self, context: f64, n: f64) -> f64 {
+        self.api_s + self.cached_request_s + self.cached_token_s * context + self.stream_wait(n)
+    }
+
+    /// The API server's extra wait for a request arriving among `n − 1` running ones.
+    pub fn stream_wait(&self, n: f64) -> f64 {
+        self.api_stream_s * (n.max(1.0).powf(0.25) - 1.0)
+    }
+
+    /// A prefill cell: one cold prompt of `context` tokens.
+    pub fn prefill(&self, context: f64) -> Predicted {
+        let ttft = self.cold_ttft(context);
+        Predicted {
+            ttft_ms_p50: Some(ttft * 1e3),
+            ..Predicted::default()
+        }
+    }
+
+    /// A decode cell: `n` requests of `context` tokens, `output` tokens each.
+    pub fn decode(&self, context: f64, n: f64, output: f64) -> Predicted {
+        let n_eff = n.min(self.max_num_seqs.max(1) as f64);
+        let step = self.step(n_eff, context, output);
+        // A new request waits for the API server, its prompt's admission, and half a step.
+        let ttft = self.decode_ttft(context, n_eff) + step / 2.0;
+        Predicted {
+            total_tok_s: Some(n_eff / step),
+            per_request_tok_s: Some(1.0 / step),
+            ttft_ms_p50: Some(ttft * 1e3),
+            tbt_ms_p50: Some(step * 1e3),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! `benchspec predict SPEC --twin TWIN.toml`: each prefill and decode cell of the spec's plan
+//! with the twin's values and a 90% interval — the twin's own (from its residuals and held-out
+//! cells) inside the fitted range, wider by half for every doubling of context or concurrency
+//! beyond it, the cell then marked `extrapolated`.
+
+use super::Twin;
+use super::model::Predicted;
+use super::{Range, model::Params};
+use crate::plan::{Phase, Plan};
+use serde::Serialize;
+
+/// How much wider an interval is at (`context`, `n`) than inside `r`: 1 + ½ per doubling out.
+pub fn widen(r: Range, context: f64, n: f64) -> f64 {
+    let out = |v: f64, [lo, hi]: [f64; 2]| {
+        if v > hi && hi > 0.0 {
+            (v / hi).log2()
+        } else if v < lo && v > 0.0 {
+            (lo / v).log2()
+        } else {
+            0.0
+        }
+    };
+    1.0 + 0.5 * (out(context, r.contexts) + out(n, r.concurrency))
+}
+
+/// One predicted cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// The cell id.
+    pub cell: String,
+    /// `prefill` or `decode`.
+    pub phase: String,
+    /// Prompt tokens.
+    pub context: u64,
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// Output tokens per second of all requests.
+    pub total_tok_s: Option<f64>,
+    /// Of one request.
+    pub per_request_tok_s: Option<f64>,
+    /// TTFT p50, ms.
+    pub ttft_ms_p50: Option<f64>,
+    /// TBT p50, ms.
+    pub tbt_ms_p50: Option<f64>,
+    /// The 90% interval's half-width of each value.
+    pub interval: Predicted,
+    /// Outside the contexts or concurrency the twin was fitted on.
+    pub extrapolated: bool,
+}
+
+/// `predict --format json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Prediction {
+    /// The predicted cells, in plan order.
+    pub cells: Vec<Cell>,
+    /// Capacity under the spec's SLO (not predicted yet: null).
+    pub capacity: Option<f64>,
+    /// The twin's interval inside its fitted range, percent.
+    pub interval_pct: f64,
+    /// Cells of the plan the twin does not predict (load, capacity, sessions, replay), with
+    /// why.
+    pub not_predicted: Vec<String>,
+}
+
+fn round(v: Option<f64>, d: i32) -> Option<f64> {
+    let f = 10f64.powi(d);
+    v.map(|x| (x * f).round() / f)
+}
+
+fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> Cell {
+    let (ctx, n) = (c.prompt_tokens as f64, f64::from(c.concurrency.max(1)));
+    let v = match c.phase() {
+        Phase::Prefill => p.prefill(ctx),
+        _ => p.decode(ctx, n, output),
+    };
+    let w = widen(twin.range, ctx, n);
+    let h = twin.interval_pct / 100.0 * w;
+    let half = |x: Option<f64>, d| round(x.map(|x| x * h), d);
+    let ttft_half = round(
+        v.ttft_ms_p50
+            .map(|x| x * twin.ttft_interval_pct / 100.0 * w),
+        1,
+    );
+    Cell {
+        cell: c.id.clone(),
+        phase: c.phase().as_str().into(),
+        context: c.prompt_tokens,
+        concurrency: c.concurrency,
+        total_tok_s: round(v.total_tok_s, 1),
+        per_request_tok_s: round(v.per_request_tok_s, 1),
+        ttft_ms_p50: round(v.ttft_ms_p50, 1),
+        tbt_ms_p50: round(v.tbt_ms_p50, 2),
+        interval: Predicted {
+            total_tok_s: half(v.total_tok_s, 1),
+            per_request_tok_s: half(v.per_request_tok_s, 1),
+            ttft_ms_p50: ttft_half,
+            tbt_ms_p50: half(v.tbt_ms_p50, 2),
+        },
+        extrapolated: w > 1.0,
+    }
+}
+
+/// The twin's prediction of `plan`'s cells.
+pub fn predict(plan: &Plan, twin: &Twin) -> Prediction {
+    let output = plan.max_output_tokens as f64;
+    let mut cells = Vec::new();
+    let mut not_predicted = Vec::new();
+    for c in plan.cells.iter().filter(|c| c.runs()) {
+        match c.phase() {
+            Phase::Prefill | Phase::Decode => cells.push(cell(&twin.params, twin, c, output)),
+            other => not_predicted.push(format!(
+                "{}: {} cells are not predicted in closed form",
+                c.id,
+                other.as_str()
+            )),
+        }
+    }
+    Prediction {
+        cells,
+        capacity: None,
+        interval_pct: twin.interval_pct,
+        not_predicted,
+    }
+}
+
+/// The prediction as a table.
+pub fn table(p: &Prediction) -> String {
+    let mut out = format!(
+        "predicted by the twin (90% intervals; ±{:.1}% inside the fitted range)\n\n| Cell | Total tok/s | Per request tok/s | TTFT p50 ms | TBT p50 ms | |\n|---|---|---|---|---|---|\n",
+        p.interval_pct
+    );
+    let f = |v: Option<f64>, h: Option<f64>| match (v, h) {
+        (Some(v), Some(h)) => format!("{v} ± {h}"),
+        (Some(v), None) => format!("{v}"),
+        _ => "—".into(),
+    };
+    for c in &p.cells {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            c.cell,
+            f(c.total_tok_s, c.interval.total_tok_s),
+            f(c.per_request_tok_s, c.interval.per_request_tok_s),
+            f(c.ttft_ms_p50, c.interval.ttft_ms_p50),
+            f(c.tbt_ms_p50, c.interval.tbt_ms_p50),
+            if c.extrapolated { "extrapolated" } else { "" }
+        ));
+    }
+    for n in &p.not_predicted {
+        out.push_str(&format!("\n{n}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_widen_by_half_per_doubling_outside_the_fitted_range() {
+        let r = Range {
+            contexts: [1024.0, 8192.0],
+            concurrency: [1.0, 8.0],
+        };
+        let cases = [
+            (4096.0, 4.0, 1.0),
+            (1024.0, 8.0, 1.0),
+            (16384.0, 4.0, 1.5),
+            (32768.0, 4.0, 2.0),
+            (512.0, 16.0, 2.0),
+            (4096.0, 64.0, 2.5),
+        ];
+        for (c, n, want) in cases {
+            assert!(
+                (widen(r, c, n) - want).abs() < 1e-9,
+                "{c} {n}: {}",
+                widen(r, c, n)
+            );
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! `fit` and `predict` on the seed's H200 table (tests/fixtures/seed-run, written by
+//! `scripts/seed-fixture`): fitted on 12 of its 45 measured cells, the other 33 predicted.
+
+use super::cli::Bench;
+use super::cli::tempdir::Dir;
+use serde_json::Value;
+
+#[test]
+fn the_seed_table_from_a_quarter_of_its_cells() {
+    let dir = Dir::new();
+    let twin = dir.path().join("twin.toml");
+    let d = Bench::new(&[
+        "fit",
+        "tests/fixtures/seed-run",
+        "--holdout",
+        "0.75",
+        "--out",
+        twin.to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    // `held-out error: median X%, max Y% over N cells (TTFT median Z%)`
+    let line = d
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("held-out error: median"))
+        .unwrap_or_else(|| panic!("{}", d.stdout));
+    let nums: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let (median, max, cells) = (nums[0], nums[1], nums[2]);
+    assert!(median <= 8.0 && max <= 20.0, "{line}");
+    assert!(cells >= 30.0, "{line}");
+    let text = std::fs::read_to_string(&twin).unwrap();
+    assert!(
+        text.starts_with("# A benchspec twin")
+            && text.contains("# seconds: fixed cost of every engine step")
+    );
+    let t: Value = toml::from_str::<toml::Value>(&text)
+        .map(|v| serde_json::to_value(v).unwrap())
+        .unwrap();
+    assert_eq!(t["version"], 1);
+    assert!(t["fitted_on"].as_array().unwrap().len() <= 12);
+    assert!(
+        t["holdout"]["covered"].as_f64().unwrap() >= 0.8,
+        "intervals cover {}",
+        t["holdout"]["covered"]
+    );
+    // The simulator's own H200 profile, which reproduces the page: the fit finds its decode costs.
+    let step = t["params"]["step_s"].as_f64().unwrap();
+    assert!((step - 3.75e-3).abs() < 0.3e-3, "step {step}");
+
+    let p = Bench::new(&[
+        "predict",
+        "specs/h200-nvl-gemma-4-e2b.yaml",
+        "--twin",
+        twin.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .run();
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    let doc: Value = serde_json::from_str(&p.stdout).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    let c = cells.iter().find(|c| c["cell"] == "decode/8K/c16").unwrap();
+    for k in [
+        "total_tok_s",
+        "per_request_tok_s",
+        "ttft_ms_p50",
+        "tbt_ms_p50",
+    ] {
+        assert!(
+            c[k].as_f64().unwrap() > 0.0 && c["interval"][k].as_f64().unwrap() > 0.0,
+            "{k}: {c:#}"
+        );
+    }
+    assert!(
+        (c["total_tok_s"].as_f64().unwrap() - 3529.7).abs() / 3529.7 < 0.05,
+        "{c:#}"
+    );
+    assert_eq!(c["extrapolated"], false);
+    assert!(doc["capacity"].is_null());
+    // Beyond the fitted 8K..123K: 128K prefill is extrapolated, with a wider interval.
+    let far = cells.iter().find(|c| c["cell"] == "prefill/128K").unwrap();
+    assert_eq!(far["extrapolated"], true, "{far:#}");
+}
