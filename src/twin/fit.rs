@@ -1,5 +1,6 @@
-//! Fitting the twin's parameters to measured cells: decode cells' TBT by relative least
-//! squares in (1, N, N × (C + O/2)) — step, per-request and per-KV-token costs; prefill cells'
+//! Fitting the twin's parameters to measured cells: decode cells' time per token (1 /
+//! per-request tok/s, else TBT) by relative least squares in (1, N, N × (C + O/2)) — step,
+//! per-request and per-KV-token costs; prefill cells'
 //! (else single-stream decode cells') TTFT in (1, C, C²/2) after the steps of its chunks —
 //! API, per-token and attention costs; decode cells' TTFT in (1, C, N^¼ − 1) beyond those —
 //! admission, per-token and the API server's wait as concurrency grows. Coefficients stay ≥ 0 (a negative one is dropped and the rest refitted).
@@ -135,7 +136,17 @@ pub fn fit(obs: &[Obs], base: Params) -> Params {
             .iter()
             .map(|o| vec![1.0, o.n, o.n * (o.context + o.output / 2.0)])
             .collect();
-        let y: Vec<f64> = decode.iter().filter_map(|o| o.tbt_s).collect();
+        // The mean time per token (1 / per-request tok/s) where measured: it holds the stalls
+        // of other requests' prefills, which TBT's median leaves out.
+        let y: Vec<f64> = decode
+            .iter()
+            .filter_map(|o| {
+                o.per_request_tok_s
+                    .filter(|t| *t > 0.0)
+                    .map(|t| 1.0 / t)
+                    .or(o.tbt_s)
+            })
+            .collect();
         let x = nnls_relative(&rows, &y);
         (p.step_s, p.per_seq_s, p.per_kv_token_s) = (x[0], x[1], x[2]);
     }
