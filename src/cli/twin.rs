@@ -19,6 +19,14 @@ pub struct FitArgs {
     /// them; with fewer than 8 cells, leave each out in turn.
     #[arg(long, value_name = "F")]
     pub holdout: Option<f64>,
+    /// Name the N cells to measure next (of --spec, else the first run's spec): the
+    /// unmeasured cells farthest from every measured one, corners beyond the fitted range
+    /// first.
+    #[arg(long, value_name = "N")]
+    pub suggest: Option<usize>,
+    /// The spec whose cells --suggest picks from.
+    #[arg(long, value_name = "SPEC", requires = "suggest")]
+    pub spec: Option<String>,
 }
 
 /// `benchspec predict SPEC --twin TWIN.toml`.
@@ -81,6 +89,26 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
             h.ttft_median_pct
                 .map_or(String::new(), |t| format!(" (TTFT median {t:.1}%)"))
         ));
+    }
+    if let Some(n) = args.suggest {
+        let spec = match &args.spec {
+            Some(path) => crate::spec::load(path, crate::spec::Stage::Validate)?.spec,
+            None => runs[0].spec.clone(),
+        };
+        let measured: Vec<String> = runs
+            .iter()
+            .flat_map(|r| r.records.iter().map(|x| x.cell.clone()))
+            .collect();
+        let cells = twin::suggest::suggest(&super::plan_of(&spec), &measured, n);
+        if cells.is_empty() {
+            out.print("measure next: nothing (every prefill and decode cell is measured)\n");
+        } else {
+            out.print(&format!(
+                "measure next: {}\n  benchspec run SPEC --only '{{{}}}'\n",
+                cells.join(", "),
+                cells.join(",")
+            ));
+        }
     }
     Ok(0)
 }

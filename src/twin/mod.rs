@@ -7,6 +7,7 @@
 pub mod fit;
 pub mod model;
 pub mod predict;
+pub mod suggest;
 
 use fit::Obs;
 use model::{Params, Predicted};

@@ -85,3 +85,51 @@ fn the_seed_table_from_a_quarter_of_its_cells() {
     let far = cells.iter().find(|c| c["cell"] == "prefill/128K").unwrap();
     assert_eq!(far["extrapolated"], true, "{far:#}");
 }
+
+/// `--suggest`: with the seed run cut to its 8K and 16K rows, the cells to measure next are
+/// the far corners of the matrix, none of them measured.
+#[test]
+fn suggest_names_the_far_corners_first() {
+    let dir = Dir::new();
+    let run = dir.path().join("part");
+    std::fs::create_dir_all(&run).unwrap();
+    let seed = super::root().join("tests/fixtures/seed-run");
+    for f in ["manifest.json", "plan.json", "spec.yaml"] {
+        std::fs::copy(seed.join(f), run.join(f)).unwrap();
+    }
+    let kept: String = std::fs::read_to_string(seed.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.contains("\"cell\": \"decode/8K/")
+                || l.contains("\"cell\": \"decode/16K/")
+                || l.contains("\"cell\": \"prefill/8K\"")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(kept.lines().count() >= 17, "{kept}");
+    std::fs::write(run.join("results.jsonl"), kept).unwrap();
+    let twin = dir.path().join("t.toml");
+    let d = Bench::new(&[
+        "fit",
+        run.to_str().unwrap(),
+        "--out",
+        twin.to_str().unwrap(),
+        "--suggest",
+        "3",
+    ])
+    .run();
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let line = d
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("measure next: "))
+        .unwrap_or_else(|| panic!("{}", d.stdout));
+    let cells: Vec<&str> = line["measure next: ".len()..].split(", ").collect();
+    assert_eq!(cells.len(), 3, "{line}");
+    // The longest prefill (only 8K was measured), the far decode corner, then another cell
+    // of the longest context (16 or 1 stream, equally far).
+    assert_eq!(cells[..2], ["prefill/128K", "decode/123K/c128"], "{line}");
+    assert!(cells[2].starts_with("decode/123K/"), "{line}");
+    assert!(d.stdout.contains("--only '{"), "{}", d.stdout);
+}
