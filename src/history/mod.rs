@@ -5,6 +5,7 @@
 //! before it ([`trend`]), rendered as Markdown, HTML, CSV or JSON ([`render`]) and as a static
 //! dashboard ([`site`]).
 
+mod chart;
 pub mod list;
 pub mod render;
 pub mod site;

@@ -4,8 +4,8 @@
 //! one trend page per spec, and each run's own HTML report under `runs/<run>/`, rendered from
 //! its directory when that is still where it was added.
 
-use super::render::{esc, short, value};
-use super::trend::{Flag, Series, TrendQuery};
+use super::render::{esc, short};
+use super::trend::{Series, TrendQuery};
 use super::{HistoryError, RunSummary, Store};
 use crate::spec::Format;
 use std::collections::BTreeMap;
@@ -27,116 +27,7 @@ pub fn page(title: &str, body: &str) -> String {
     )
 }
 
-/// One series as a small line chart: the 95% band where points have one, regressions red,
-/// improvements green, each point's run in its tooltip (and linked, when `link` gives one).
-pub fn chart(s: &Series, link: &dyn Fn(&str) -> Option<String>) -> String {
-    let (w, h, l, r, t, b) = (360.0, 170.0, 56.0, 12.0, 12.0, 28.0);
-    let lo = s
-        .points
-        .iter()
-        .map(|p| p.value - p.ci95.unwrap_or(0.0))
-        .fold(f64::INFINITY, f64::min);
-    let hi = s
-        .points
-        .iter()
-        .map(|p| p.value + p.ci95.unwrap_or(0.0))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let (lo, hi) = if hi > lo {
-        (lo - (hi - lo) * 0.1, hi + (hi - lo) * 0.1)
-    } else {
-        (lo * 0.9, hi * 1.1 + 1e-9)
-    };
-    let n = s.points.len().max(2) as f64 - 1.0;
-    let x = |i: usize| l + (w - l - r) * i as f64 / n;
-    let y = |v: f64| t + (h - t - b) * (1.0 - (v - lo) / (hi - lo));
-    let mut out = format!(
-        "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" role=\"img\" font-size=\"11\" fill=\"currentColor\"><title>{} {}</title>",
-        esc(&s.metric),
-        esc(&s.cell),
-        esc(&s.metric)
-    );
-    for v in [lo, hi] {
-        let _ = write!(
-            out,
-            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            l - 4.0,
-            y(v) + 4.0,
-            esc(&value(&s.metric, v))
-        );
-    }
-    let _ = write!(
-        out,
-        "<line x1=\"{l}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"currentColor\" stroke-opacity=\".3\"/>",
-        h - b,
-        w - r
-    );
-    let band: Vec<(usize, f64, f64)> = s
-        .points
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| Some((i, p.value, p.ci95?)))
-        .collect();
-    if band.len() >= 2 {
-        let upper = band
-            .iter()
-            .map(|(i, v, c)| format!("{:.1},{:.1}", x(*i), y(v + c)));
-        let lower = band
-            .iter()
-            .rev()
-            .map(|(i, v, c)| format!("{:.1},{:.1}", x(*i), y(v - c)));
-        let _ = write!(
-            out,
-            "<polygon class=\"band\" points=\"{}\" fill=\"#3b82f6\" fill-opacity=\".18\"/>",
-            upper.chain(lower).collect::<Vec<_>>().join(" ")
-        );
-    }
-    let line: Vec<String> = s
-        .points
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{:.1},{:.1}", x(i), y(p.value)))
-        .collect();
-    let _ = write!(
-        out,
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"#3b82f6\" stroke-width=\"2\"/>",
-        line.join(" ")
-    );
-    for (i, p) in s.points.iter().enumerate() {
-        let (colour, class) = match p.flag {
-            Some(Flag::Regression) => ("#dc2626", "regression"),
-            Some(Flag::Improvement) => ("#059669", "improvement"),
-            None => ("#3b82f6", "point"),
-        };
-        let dot = format!(
-            "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\" fill=\"{colour}\"><title>{} · {} · {}</title></circle>",
-            x(i),
-            y(p.value),
-            if p.flag.is_some() { 5 } else { 3 },
-            esc(short(&p.run)),
-            esc(&p.started_at),
-            esc(&value(&s.metric, p.value))
-        );
-        match link(&p.run) {
-            Some(href) => {
-                let _ = write!(out, "<a href=\"{}\">{dot}</a>", esc(&href));
-            }
-            None => out.push_str(&dot),
-        }
-    }
-    if let (Some(first), Some(last)) = (s.points.first(), s.points.last()) {
-        let _ = write!(
-            out,
-            "<text x=\"{l}\" y=\"{}\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            h - 8.0,
-            esc(first.started_at.get(..10).unwrap_or_default()),
-            w - r,
-            h - 8.0,
-            esc(last.started_at.get(..10).unwrap_or_default())
-        );
-    }
-    out.push_str("</svg></figure>\n");
-    out
-}
+pub use super::chart::chart;
 
 /// A spec's page name: `spec-<name with only letters, digits and dashes>.html`.
 fn slug(spec: &str) -> String {
@@ -191,17 +82,17 @@ fn write(path: &Path, text: &str) -> Result<(), HistoryError> {
     })
 }
 
-/// Write the dashboard of `store` into `out`.
-pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written, HistoryError> {
-    let runs = super::list::list(store, None).await?;
-    let series = super::trend::trend(store, q).await?;
-    let links: BTreeMap<String, String> = runs
-        .iter()
-        .filter_map(|r| Some((r.run.clone(), run_report(r, out)?)))
-        .collect();
-    let link = |run: &str| links.get(run).cloned();
+type Link<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// The spec table of the index, writing each spec's trend page.
+fn specs(
+    runs: &[RunSummary],
+    series: &[Series],
+    out: &Path,
+    link: Link,
+) -> Result<(String, usize), HistoryError> {
     let mut by_spec: BTreeMap<&str, Vec<Series>> = BTreeMap::new();
-    for s in &series {
+    for s in series {
         by_spec.entry(&s.spec).or_default().push(s.clone());
     }
     let mut body = String::from(
@@ -213,25 +104,28 @@ pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written,
         let newest = spec_runs
             .last()
             .map_or(String::new(), |r| r.started_at.clone());
+        let class = if regs > 0 { "bad" } else { "ok" };
         let _ = writeln!(
             body,
-            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
+            "<tr><td><a href=\"{}\">{}</a></td><td>{}</td><td>{}</td><td class=\"{class}\">{regs}</td></tr>",
             slug(spec),
             esc(spec),
             spec_runs.len(),
             esc(&newest),
-            if regs > 0 { "bad" } else { "ok" },
-            regs
         );
-        let page_html = super::render::html(group, &format!("{spec} — trends"), &|run| {
-            link(run).map(|l| l.to_string())
-        });
-        write(
-            &out.join(slug(spec)),
-            &page_html.replace("<h1>", "<p><a href=\"index.html\">← all specs</a></p><h1>"),
-        )?;
+        let page_html = super::render::html(group, &format!("{spec} — trends"), link);
+        let back = "<p><a href=\"index.html\">← all specs</a></p><h1>";
+        write(&out.join(slug(spec)), &page_html.replace("<h1>", back))?;
     }
-    body.push_str("</table>\n<h2>Runs</h2><table><tr><th>Run</th><th>Spec</th><th>Started</th><th>Engine</th><th>Cells</th><th>Report</th></tr>\n");
+    body.push_str("</table>\n");
+    Ok((body, by_spec.len()))
+}
+
+/// The run table of the index, newest first, each linked to its report.
+fn run_table(runs: &[RunSummary], link: Link) -> String {
+    let mut body = String::from(
+        "<h2>Runs</h2><table><tr><th>Run</th><th>Spec</th><th>Started</th><th>Engine</th><th>Cells</th><th>Report</th></tr>\n",
+    );
     for r in runs.iter().rev() {
         let report = match link(&r.run) {
             Some(href) => format!("<a class=\"report\" href=\"{}\">report</a>", esc(&href)),
@@ -254,11 +148,25 @@ pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written,
         );
     }
     body.push_str("</table>\n");
+    body
+}
+
+/// Write the dashboard of `store` into `out`.
+pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written, HistoryError> {
+    let runs = super::list::list(store, None).await?;
+    let series = super::trend::trend(store, q).await?;
+    let links: BTreeMap<String, String> = runs
+        .iter()
+        .filter_map(|r| Some((r.run.clone(), run_report(r, out)?)))
+        .collect();
+    let link = |run: &str| links.get(run).cloned();
+    let (spec_table, specs_written) = specs(&runs, &series, out, &link)?;
+    let body = spec_table + &run_table(&runs, &link);
     let index = out.join("index.html");
     write(&index, &page("benchspec history", &body))?;
     Ok(Written {
         index,
-        specs: by_spec.len(),
+        specs: specs_written,
         runs: runs.len(),
         linked: links.len(),
     })
@@ -267,7 +175,7 @@ pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::trend::Point;
+    use crate::history::trend::{Flag, Point};
 
     fn series(ci: &[Option<f64>], flags: &[Option<Flag>]) -> Series {
         let points = ci

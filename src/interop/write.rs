@@ -119,6 +119,90 @@ fn record(
     r
 }
 
+/// The spec text describing the import, parsed.
+fn described(text: &str, out: &Path) -> Result<spec::Loaded, InteropError> {
+    spec::parse("spec.yaml", text, Stage::Validate, &|_| None).map_err(|e| InteropError::Format {
+        path: out.to_path_buf(),
+        message: format!(
+            "the spec describing the import is invalid: {}",
+            e.diagnostics().first().map_or_else(
+                || e.to_string(),
+                |d| format!("{}:{}: {}", d.line, d.column, d.message)
+            )
+        ),
+    })
+}
+
+/// The plan's cells and records: one per benchmark of every file, in order.
+fn cells_and_records(
+    tool: Tool,
+    runs: &[(String, PeerRun)],
+    template: &Cell,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> (Vec<Cell>, Vec<Record>) {
+    let mut cells = Vec::new();
+    let mut records = Vec::new();
+    for (file, run) in runs {
+        for b in &run.benchmarks {
+            let id = format!("import/{}/{}", tool.as_str(), cells.len() + 1);
+            let c = cell(template, id, b);
+            let note = format!(
+                "imported from {} {}: {file} (benchmark {}); the peer's own statistics",
+                tool.as_str(),
+                run.version.as_deref().unwrap_or(""),
+                b.label
+            );
+            records.push(record(&c, b, labels, note.replace("  ", " ")));
+            cells.push(c);
+        }
+    }
+    (cells, records)
+}
+
+/// The manifest: the benchmarks' span, the peer, and an id from the peer's figures (the same
+/// files imported again are the same run).
+fn manifest(
+    tool: Tool,
+    engine: &str,
+    runs: &[(String, PeerRun)],
+    text: &str,
+    records: &[Record],
+) -> Manifest {
+    let benchmarks = || runs.iter().flat_map(|(_, r)| r.benchmarks.iter());
+    let start = benchmarks()
+        .filter_map(|b| b.started_at)
+        .fold(f64::INFINITY, f64::min);
+    let end = benchmarks()
+        .filter_map(|b| Some(b.started_at? + b.duration_s?))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let started_at = if start.is_finite() {
+        rfc3339(start as u64)
+    } else {
+        utc_now()
+    };
+    let mut m = Manifest::new("spec.yaml", spec_sha256(text), engine, started_at);
+    m.ended_at = end.is_finite().then(|| rfc3339(end.ceil() as u64));
+    let first = runs.first().map(|(_, r)| r);
+    m.engine.models = first.and_then(|r| r.model.clone()).into_iter().collect();
+    let figures: Vec<_> = records
+        .iter()
+        .map(|r| (&r.cell, r.total_tok_s, r.completed))
+        .collect();
+    let seed = format!(
+        "{}|{}|{}",
+        tool.as_str(),
+        m.started_at,
+        serde_json::to_string(&figures).unwrap_or_default()
+    );
+    m.run_id = Some(spec_sha256(&seed)[..24].to_string());
+    m.imported_from = Some(Imported {
+        tool: tool.as_str().into(),
+        version: first.and_then(|r| r.version.clone()),
+        files: runs.iter().map(|(f, _)| f.clone()).collect(),
+    });
+    m
+}
+
 /// Write the runs read from `files` (each `tool`'s) as the run directory `out`, the spec
 /// named `name`; returns its path.
 pub fn write_run(
@@ -128,12 +212,13 @@ pub fn write_run(
     out: &Path,
     name: Option<&str>,
 ) -> Result<PathBuf, InteropError> {
+    let format_error = |message: &str| InteropError::Format {
+        path: out.to_path_buf(),
+        message: message.into(),
+    };
     let first_run = &runs
         .first()
-        .ok_or_else(|| InteropError::Format {
-            path: out.to_path_buf(),
-            message: "no file to import".into(),
-        })?
+        .ok_or_else(|| format_error("no file to import"))?
         .1;
     let first = first_run.benchmarks.first().cloned().unwrap_or_default();
     let files: Vec<String> = runs.iter().map(|(f, _)| f.clone()).collect();
@@ -144,91 +229,18 @@ pub fn write_run(
     );
     let name = name.map_or(default_name, str::to_string);
     let text = spec_text(&name, engine, tool, first_run, &first, &files.join(", "));
-    let loaded = spec::parse("spec.yaml", &text, Stage::Validate, &|_| None).map_err(|e| {
-        InteropError::Format {
-            path: out.to_path_buf(),
-            message: format!(
-                "the spec describing the import is invalid: {}",
-                e.diagnostics().first().map_or_else(
-                    || e.to_string(),
-                    |d| format!("{}:{}: {}", d.line, d.column, d.message)
-                )
-            ),
-        }
-    })?;
+    let loaded = described(&text, out)?;
     let mut plan: Plan = crate::plan::expand(&loaded.spec, &crate::plan::sim::rates_for);
     let template = plan
         .cells
         .iter()
         .find(|c| matches!(c.measure, Measure::Load(_)))
         .cloned()
-        .ok_or_else(|| InteropError::Format {
-            path: out.to_path_buf(),
-            message: "the spec describing the import has no load cell".into(),
-        })?;
-    let mut cells = Vec::new();
-    let mut records = Vec::new();
-    for (file, run) in runs {
-        for b in &run.benchmarks {
-            let c = cell(
-                &template,
-                format!("import/{}/{}", tool.as_str(), cells.len() + 1),
-                b,
-            );
-            let note = format!(
-                "imported from {} {}: {file} (benchmark {}); the peer's own statistics",
-                tool.as_str(),
-                run.version.as_deref().unwrap_or(""),
-                b.label
-            );
-            records.push(record(&c, b, &loaded.spec.labels, note.replace("  ", " ")));
-            cells.push(c);
-        }
-    }
+        .ok_or_else(|| format_error("the spec describing the import has no load cell"))?;
+    let (cells, records) = cells_and_records(tool, runs, &template, &loaded.spec.labels);
     plan.cells = cells;
     plan.estimate_s = plan.cells.iter().map(|c| c.estimate_s).sum();
-    let starts: Vec<f64> = runs
-        .iter()
-        .flat_map(|(_, r)| r.benchmarks.iter().filter_map(|b| b.started_at))
-        .collect();
-    let start = starts.iter().copied().fold(f64::INFINITY, f64::min);
-    let end = runs
-        .iter()
-        .flat_map(|(_, r)| {
-            r.benchmarks
-                .iter()
-                .filter_map(|b| Some(b.started_at? + b.duration_s?))
-        })
-        .fold(f64::NEG_INFINITY, f64::max);
-    let started_at = if start.is_finite() {
-        rfc3339(start as u64)
-    } else {
-        utc_now()
-    };
-    let mut m = Manifest::new("spec.yaml", spec_sha256(&text), engine, started_at);
-    m.ended_at = end.is_finite().then(|| rfc3339(end.ceil() as u64));
-    m.engine.models = first_run.model.iter().cloned().collect();
-    // The same files imported again are the same run.
-    m.run_id = Some(
-        spec_sha256(&format!(
-            "{}|{}|{}",
-            tool.as_str(),
-            m.started_at,
-            serde_json::to_string(
-                &records
-                    .iter()
-                    .map(|r| (&r.cell, r.total_tok_s, r.completed))
-                    .collect::<Vec<_>>()
-            )
-            .unwrap_or_default()
-        ))[..24]
-            .to_string(),
-    );
-    m.imported_from = Some(Imported {
-        tool: tool.as_str().into(),
-        version: first_run.version.clone(),
-        files,
-    });
+    let m = manifest(tool, engine, runs, &text, &records);
     let dir = RunDir::create(Some(out.to_path_buf()), "spec.yaml")?;
     dir.write_spec_copy("spec.yaml", &text)?;
     dir.write_plan(&plan)?;

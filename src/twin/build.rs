@@ -53,12 +53,8 @@ fn abs_errors(r: &[Residual], metric: &str) -> Vec<f64> {
         .collect()
 }
 
-/// Fit on the cells `keep` says, predict the others.
-fn held_out(
-    obs: &[Obs],
-    b: Params,
-    keep: &dyn Fn(usize) -> bool,
-) -> (Vec<Residual>, Vec<(usize, Residual)>) {
+/// Fit on the cells `keep` says, predict the others: their residuals.
+fn held_out(obs: &[Obs], b: Params, keep: &dyn Fn(usize) -> bool) -> Vec<Residual> {
     let fitted: Vec<Obs> = obs
         .iter()
         .enumerate()
@@ -66,11 +62,43 @@ fn held_out(
         .map(|(_, o)| o.clone())
         .collect();
     let p = fit(&fitted, b);
-    let mut out = Vec::new();
-    for (i, o) in obs.iter().enumerate().filter(|(i, _)| !keep(*i)) {
-        out.extend(residuals(&p, o).into_iter().map(|r| (i, r)));
+    obs.iter()
+        .enumerate()
+        .filter(|(i, _)| !keep(*i))
+        .flat_map(|(_, o)| residuals(&p, o))
+        .collect()
+}
+
+/// The measured prefill and decode cells of `runs` with a TTFT or TBT.
+fn observations(runs: &[Run]) -> Vec<Obs> {
+    runs.iter()
+        .flat_map(|r| {
+            r.records
+                .iter()
+                .filter_map(|rec| Obs::of(rec, r.plan.max_output_tokens))
+        })
+        .filter(|o| o.tbt_s.is_some() || o.ttft_s.is_some())
+        .collect()
+}
+
+/// The held-out cells: each left out in turn, or those `keep` leaves out.
+fn holdout_of(
+    f: f64,
+    leave_one_out: bool,
+    obs: &[Obs],
+    b: Params,
+    interval: &mut f64,
+    r: Range,
+) -> Holdout {
+    if leave_one_out {
+        let cells = (0..obs.len())
+            .flat_map(|j| held_out(obs, b, &|i| i != j))
+            .collect();
+        return summary(0.0, "leave-one-out", cells, interval, obs, r);
     }
-    (fitted.iter().flat_map(|o| residuals(&p, o)).collect(), out)
+    let keep = |i: usize| ((i + 1) as f64 * f).floor() == (i as f64 * f).floor();
+    let method = "every cell not fitted: the fit keeps one cell in round(1 / (1 - F)), evenly through the run";
+    summary(f, method, held_out(obs, b, &keep), interval, obs, r)
 }
 
 /// The twin of `runs` (one engine's), holding out `holdout` of the cells when given.
@@ -78,15 +106,7 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>) -> Result<Twin, TwinError> {
     let first = runs
         .first()
         .ok_or_else(|| TwinError::Usage("no run directory given".into()))?;
-    let obs: Vec<Obs> = runs
-        .iter()
-        .flat_map(|r| {
-            r.records
-                .iter()
-                .filter_map(|rec| Obs::of(rec, r.plan.max_output_tokens))
-        })
-        .filter(|o| o.tbt_s.is_some() || o.ttft_s.is_some())
-        .collect();
+    let obs = observations(runs);
     if obs.is_empty() {
         return Err(TwinError::Nothing(first.path.display().to_string()));
     }
@@ -99,65 +119,38 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>) -> Result<Twin, TwinError> {
     }
     let leave_one_out = holdout.is_some() && obs.len() < 8;
     let keep = |i: usize| ((i + 1) as f64 * f).floor() == (i as f64 * f).floor();
-    let fitted: Vec<&Obs> = obs
+    let fitted: Vec<Obs> = obs
         .iter()
         .enumerate()
         .filter(|(i, _)| leave_one_out || keep(*i))
-        .map(|(_, o)| o)
+        .map(|(_, o)| o.clone())
         .collect();
-    let params = fit(&fitted.iter().map(|o| (*o).clone()).collect::<Vec<_>>(), b);
+    let params = fit(&fitted, b);
     let fit_residuals: Vec<Residual> = fitted.iter().flat_map(|o| residuals(&params, o)).collect();
-    let r = range(&fitted);
+    let r = range(&fitted.iter().collect::<Vec<_>>());
     let mut interval = quantile(abs_errors(&fit_residuals, "per_request_tok_s"), 0.9);
-    let holdout = match (holdout, leave_one_out) {
-        (None, _) => None,
-        (Some(_), true) => {
-            let mut cells = Vec::new();
-            for j in 0..obs.len() {
-                cells.extend(held_out(&obs, b, &|i| i != j).1.into_iter().map(|(_, r)| r));
-            }
-            Some(summary(0.0, "leave-one-out", cells, &mut interval, &obs, r))
-        }
-        (Some(f), false) => {
-            let cells = held_out(&obs, b, &keep)
-                .1
-                .into_iter()
-                .map(|(_, r)| r)
-                .collect();
-            Some(summary(
-                f,
-                "every cell not fitted: the fit keeps one cell in round(1 / (1 - F)), evenly through the run",
-                cells,
-                &mut interval,
-                &obs,
-                r,
-            ))
-        }
-    };
+    let holdout = holdout.map(|f| holdout_of(f, leave_one_out, &obs, b, &mut interval, r));
+    let mut ttft = abs_errors(&fit_residuals, "ttft_ms_p50");
+    ttft.extend(
+        holdout
+            .iter()
+            .flat_map(|h| abs_errors(&h.cells, "ttft_ms_p50")),
+    );
     let e = &first.manifest.engine;
+    let engine = format!(
+        "{} {}",
+        e.kind,
+        e.reported_version.clone().unwrap_or_default()
+    );
     Ok(Twin {
         version: TWIN_VERSION,
         fitted_by: format!("benchspec {}", env!("CARGO_PKG_VERSION")),
-        engine: format!(
-            "{} {}",
-            e.kind,
-            e.reported_version.clone().unwrap_or_default()
-        )
-        .trim()
-        .to_string(),
+        engine: engine.trim().to_string(),
         model: first.spec.model.served_name.clone(),
         runs: runs.iter().map(|r| r.path.display().to_string()).collect(),
         params,
         interval_pct: (interval.max(1.0) * 100.0).round() / 100.0,
-        ttft_interval_pct: {
-            let mut all = abs_errors(&fit_residuals, "ttft_ms_p50");
-            all.extend(
-                holdout
-                    .iter()
-                    .flat_map(|h| abs_errors(&h.cells, "ttft_ms_p50")),
-            );
-            (quantile(all, 0.9).max(1.0) * 100.0).round() / 100.0
-        },
+        ttft_interval_pct: (quantile(ttft, 0.9).max(1.0) * 100.0).round() / 100.0,
         range: r,
         fitted_on: fitted.iter().map(|o| o.cell.clone()).collect(),
         residuals: fit_residuals,

@@ -124,33 +124,33 @@ fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
     x.iter().all(|v| v.is_finite()).then_some(x)
 }
 
-/// Fit `base`'s costs (its limits kept) to `obs`.
-pub fn fit(obs: &[Obs], base: Params) -> Params {
-    let mut p = base;
-    let decode: Vec<&Obs> = obs
-        .iter()
-        .filter(|o| o.phase == Phase::Decode && o.tbt_s.is_some())
-        .collect();
-    if !decode.is_empty() {
-        let rows: Vec<Vec<f64>> = decode
-            .iter()
-            .map(|o| vec![1.0, o.n, o.n * (o.context + o.output / 2.0)])
-            .collect();
-        // The mean time per token (1 / per-request tok/s) where measured: it holds the stalls
-        // of other requests' prefills, which TBT's median leaves out.
-        let y: Vec<f64> = decode
-            .iter()
-            .filter_map(|o| {
-                o.per_request_tok_s
-                    .filter(|t| *t > 0.0)
-                    .map(|t| 1.0 / t)
-                    .or(o.tbt_s)
-            })
-            .collect();
-        let x = nnls_relative(&rows, &y);
-        (p.step_s, p.per_seq_s, p.per_kv_token_s) = (x[0], x[1], x[2]);
+/// Decode steps: the mean time per token (1 / per-request tok/s) where measured — it holds
+/// the stalls of other requests' prefills, which TBT's median leaves out — in
+/// (1, N, N × (C + O/2)).
+fn fit_steps(decode: &[&Obs], p: &mut Params) {
+    if decode.is_empty() {
+        return;
     }
-    // Cold prompts: prefill cells, else decode cells of one stream (less half a step).
+    let rows: Vec<Vec<f64>> = decode
+        .iter()
+        .map(|o| vec![1.0, o.n, o.n * (o.context + o.output / 2.0)])
+        .collect();
+    let y: Vec<f64> = decode
+        .iter()
+        .filter_map(|o| {
+            o.per_request_tok_s
+                .filter(|t| *t > 0.0)
+                .map(|t| 1.0 / t)
+                .or(o.tbt_s)
+        })
+        .collect();
+    let x = nnls_relative(&rows, &y);
+    (p.step_s, p.per_seq_s, p.per_kv_token_s) = (x[0], x[1], x[2]);
+}
+
+/// Cold prompts — prefill cells, else one-stream decode cells less half a step — after the
+/// steps of their chunks, in (1, C, C²) (the quadratic term from 3 contexts on).
+fn fit_prefill(obs: &[Obs], decode: &[&Obs], p: &mut Params) {
     let mut cold: Vec<(f64, f64)> = obs
         .iter()
         .filter(|o| o.phase == Phase::Prefill)
@@ -174,25 +174,29 @@ pub fn fit(obs: &[Obs], base: Params) -> Params {
         .map(|(c, t)| (c, t - p.step_s * chunks(c)))
         .filter(|(_, t)| *t > 0.0)
         .collect();
-    if !usable.is_empty() {
-        let quadratic = usable.len() >= 3;
-        let rows: Vec<Vec<f64>> = usable
-            .iter()
-            .map(|(c, _)| {
-                if quadratic {
-                    vec![1.0, *c, c * c]
-                } else {
-                    vec![1.0, *c]
-                }
-            })
-            .collect();
-        let y: Vec<f64> = usable.iter().map(|(_, t)| *t).collect();
-        let x = nnls_relative(&rows, &y);
-        p.api_s = x[0];
-        p.prefill_token_s = x[1];
-        p.prefill_quadratic_s = x.get(2).map_or(0.0, |q| 2.0 * q);
+    if usable.is_empty() {
+        return;
     }
-    // Decode cells' first token, beyond the API server and half a step: (1, C, N^¼ − 1).
+    let quadratic = usable.len() >= 3;
+    let rows: Vec<Vec<f64>> = usable
+        .iter()
+        .map(|(c, _)| {
+            if quadratic {
+                vec![1.0, *c, c * c]
+            } else {
+                vec![1.0, *c]
+            }
+        })
+        .collect();
+    let y: Vec<f64> = usable.iter().map(|(_, t)| *t).collect();
+    let x = nnls_relative(&rows, &y);
+    p.api_s = x[0];
+    p.prefill_token_s = x[1];
+    p.prefill_quadratic_s = x.get(2).map_or(0.0, |q| 2.0 * q);
+}
+
+/// Decode cells' first token, beyond the API server and half a step, in (1, C, N^¼ − 1).
+fn fit_first_tokens(decode: &[&Obs], p: &mut Params) {
     let firsts: Vec<(&Obs, f64)> = decode
         .iter()
         .filter_map(|o| {
@@ -203,15 +207,28 @@ pub fn fit(obs: &[Obs], base: Params) -> Params {
         })
         .filter(|(_, y)| *y > 0.0)
         .collect();
-    if !firsts.is_empty() {
-        let rows: Vec<Vec<f64>> = firsts
-            .iter()
-            .map(|(o, _)| vec![1.0, o.context, o.n.powf(0.25) - 1.0])
-            .collect();
-        let y: Vec<f64> = firsts.iter().map(|(_, y)| *y).collect();
-        let x = nnls_relative(&rows, &y);
-        (p.cached_request_s, p.cached_token_s, p.api_stream_s) = (x[0], x[1], x[2]);
+    if firsts.is_empty() {
+        return;
     }
+    let rows: Vec<Vec<f64>> = firsts
+        .iter()
+        .map(|(o, _)| vec![1.0, o.context, o.n.powf(0.25) - 1.0])
+        .collect();
+    let y: Vec<f64> = firsts.iter().map(|(_, y)| *y).collect();
+    let x = nnls_relative(&rows, &y);
+    (p.cached_request_s, p.cached_token_s, p.api_stream_s) = (x[0], x[1], x[2]);
+}
+
+/// Fit `base`'s costs (its limits kept) to `obs`: steps, then prefill, then first tokens.
+pub fn fit(obs: &[Obs], base: Params) -> Params {
+    let mut p = base;
+    let decode: Vec<&Obs> = obs
+        .iter()
+        .filter(|o| o.phase == Phase::Decode && o.tbt_s.is_some())
+        .collect();
+    fit_steps(&decode, &mut p);
+    fit_prefill(obs, &decode, &mut p);
+    fit_first_tokens(&decode, &mut p);
     p
 }
 
