@@ -9,7 +9,11 @@ use crate::spec;
 /// `model.served_name`.
 pub fn options_for(spec: &spec::Spec) -> Result<Options, SimError> {
     let sim = spec.engine.sim.clone().unwrap_or_default();
-    let mut opts = Options::new(find_profile(&sim.profile)?.scaled(sim.time_scale));
+    let base = match &sim.twin {
+        Some(path) => twin_profile(path)?,
+        None => find_profile(&sim.profile)?,
+    };
+    let mut opts = Options::new(base.scaled(sim.time_scale));
     opts.served_name.clone_from(&spec.model.served_name);
     opts.reasoning_tokens = sim.reasoning_tokens as usize;
     opts.tokens_per_chunk = sim.tokens_per_chunk.max(1) as usize;
@@ -32,6 +36,16 @@ pub fn options_for(spec: &spec::Spec) -> Result<Options, SimError> {
         retry_after: sim.faults.retry_after.0,
     };
     Ok(opts)
+}
+
+/// The profile of the twin file at `path` (resolved by the run's configuration).
+fn twin_profile(path: &str) -> Result<profile::Profile, SimError> {
+    let twin = |why: String| SimError::Twin {
+        path: path.to_string(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| twin(e.to_string()))?;
+    profile::from_twin(&text).map_err(twin)
 }
 
 /// The simulator's dialect a spec names.

@@ -3,7 +3,7 @@
 //! stages below the plan name them without reading the spec.
 
 pub use crate::spec::dataset::{DatasetError, Entry};
-pub use crate::spec::files::KEPT_TRACE;
+pub use crate::spec::files::{KEPT_TRACE, KEPT_TWIN};
 pub use crate::spec::telemetry::{GpuSource, KvOverflow};
 pub use crate::spec::trace::{TraceEntry, TraceError, read as read_trace};
 pub use crate::spec::{Arrivals, Distribution, Rate, SearchAxis, Slo, Span, Spread, Validity};

@@ -338,6 +338,20 @@ fn dataset(config: &RunConfig, dir: &RunDir) -> Result<Option<Arc<[Entry]>>, Run
     Ok(Some(entries.into()))
 }
 
+/// A copy of the simulated engine's twin in the run directory (`twin.toml`), so that
+/// `--resume` and reports find it when the spec's file has moved.
+fn keep_twin(config: &RunConfig, dir: &RunDir) -> Result<(), RunError> {
+    let Some(path) = &config.twin else {
+        return Ok(());
+    };
+    if dir.file(crate::plan::vocab::KEPT_TWIN).is_file() {
+        return Ok(());
+    }
+    // Readable: the spec's check read it before the run began.
+    let bytes = std::fs::read(path).unwrap_or_default();
+    Ok(dir.write_kept(crate::plan::vocab::KEPT_TWIN, &bytes)?)
+}
+
 /// The replay phase's trace, read whole, when the spec names one: from the spec's file the
 /// first time (a copy kept in the run directory as `trace.jsonl`), from that copy after.
 fn trace(config: &RunConfig, dir: &RunDir) -> Result<Option<cell::Trace>, RunError> {

@@ -94,6 +94,7 @@ impl Session<'_> {
         observer: observe::Observer,
         summary: &mut RunSummary,
     ) -> Result<(), RunError> {
+        super::keep_twin(self.config, self.dir)?;
         let cells = cells::Cells {
             config: self.config,
             dir: self.dir,

@@ -4,7 +4,7 @@
 //! wherever it was moved and whether or not the sources still exist.
 
 use super::{Result, RunDir, RunDirError};
-use crate::spec::files::{KEPT_DATASET, KEPT_TEMPLATES, KEPT_TOKENIZER, KEPT_TRACE};
+use crate::spec::files::{KEPT_DATASET, KEPT_TEMPLATES, KEPT_TOKENIZER, KEPT_TRACE, KEPT_TWIN};
 use std::path::{Path, PathBuf};
 
 impl RunDir {
@@ -35,7 +35,7 @@ impl RunDir {
 
     /// Copy every file this run directory keeps into `other` (a merge's output).
     pub fn copy_kept_to(&self, other: &RunDir) -> Result<()> {
-        for file in [KEPT_DATASET, KEPT_TRACE] {
+        for file in [KEPT_DATASET, KEPT_TRACE, KEPT_TWIN] {
             other.keep(&self.file(file), Path::new(file))?;
         }
         for folder in [KEPT_TOKENIZER, KEPT_TEMPLATES] {

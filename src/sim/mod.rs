@@ -34,6 +34,14 @@ pub enum SimError {
         /// The built-in names.
         known: Vec<&'static str>,
     },
+    /// The twin file could not be read.
+    #[error("cannot read the twin {path}: {why}")]
+    Twin {
+        /// The file.
+        path: String,
+        /// Why.
+        why: String,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -48,7 +56,7 @@ impl SimError {
     /// The exit code: 2 for a bad name, 3 when the engine cannot be started.
     pub fn exit_code(&self) -> i32 {
         match self {
-            SimError::UnknownProfile { .. } => 2,
+            SimError::UnknownProfile { .. } | SimError::Twin { .. } => 2,
             SimError::Bind { .. } => 3,
         }
     }

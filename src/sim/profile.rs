@@ -189,3 +189,66 @@ pub fn profile(name: &str) -> Option<Profile> {
 pub fn names() -> Vec<&'static str> {
     profiles().iter().map(|p| p.name).collect()
 }
+
+/// The costs and limits of a twin file's `[params]` (`benchspec fit`), as a profile: the
+/// simulator reads only this table, named as its own fields.
+pub fn from_twin(text: &str) -> Result<Profile, String> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        step_s: f64,
+        per_seq_s: f64,
+        per_kv_token_s: f64,
+        prefill_token_s: f64,
+        prefill_quadratic_s: f64,
+        api_s: f64,
+        api_stream_s: f64,
+        cached_request_s: f64,
+        cached_token_s: f64,
+        max_batched_tokens: u64,
+        max_num_seqs: u64,
+        kv_tokens: u64,
+        max_model_len: u64,
+    }
+    let f: File = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let p = f.params;
+    let costs = [
+        p.step_s,
+        p.per_seq_s,
+        p.per_kv_token_s,
+        p.prefill_token_s,
+        p.prefill_quadratic_s,
+        p.api_s,
+        p.api_stream_s,
+        p.cached_request_s,
+        p.cached_token_s,
+    ];
+    if costs.iter().any(|c| !c.is_finite() || *c < 0.0) {
+        return Err("a cost in [params] is negative or not a number".into());
+    }
+    Ok(Profile {
+        name: "twin",
+        about: "a twin fitted by `benchspec fit`",
+        served_name: "twin",
+        version: "0.0.0+sim.twin",
+        max_model_len: p.max_model_len.max(2),
+        kv_tokens: p.kv_tokens.max(1),
+        max_num_seqs: p.max_num_seqs.clamp(1, 1 << 20) as usize,
+        max_batched_tokens: p.max_batched_tokens.clamp(1, 1 << 24) as usize,
+        step_s: p.step_s,
+        per_seq_s: p.per_seq_s,
+        per_kv_token_s: p.per_kv_token_s,
+        prefill_token_s: p.prefill_token_s,
+        prefill_quadratic_s: p.prefill_quadratic_s,
+        cached_token_s: p.cached_token_s,
+        cached_request_s: p.cached_request_s,
+        api_s: p.api_s,
+        api_token_s: 0.0,
+        api_quadratic_s: 0.0,
+        api_serial_token_s: 0.0,
+        api_stream_s: p.api_stream_s,
+    })
+}

@@ -141,6 +141,11 @@ pub struct SimEngine {
     #[serde(default = "unit_scale")]
     #[schemars(range(min = 0.1, max = 10.0))]
     pub time_scale: f64,
+    /// A twin written by `benchspec fit` (relative to the spec): the engine's costs and limits
+    /// from it instead of `profile`'s, so any spec can be tried against a fitted engine. Kept
+    /// in the run directory as `twin.toml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin: Option<String>,
 }
 
 fn unit_scale() -> f64 {
@@ -239,6 +244,7 @@ impl Default for SimEngine {
             noise: 0.0,
             noise_seed: 0,
             time_scale: 1.0,
+            twin: None,
         }
     }
 }

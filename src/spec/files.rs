@@ -18,6 +18,8 @@ pub enum FileRef {
     Dataset,
     /// `phases.replay.trace`.
     Trace,
+    /// `engine.sim.twin`.
+    Twin,
 }
 
 impl FileRef {
@@ -27,10 +29,13 @@ impl FileRef {
             FileRef::Tokenizer => KEPT_TOKENIZER,
             FileRef::Dataset => KEPT_DATASET,
             FileRef::Trace => KEPT_TRACE,
+            FileRef::Twin => KEPT_TWIN,
         }
     }
 }
 
+/// The run directory's copy of the simulated engine's twin.
+pub const KEPT_TWIN: &str = "twin.toml";
 /// The run directory's copy of the replayed trace.
 pub const KEPT_TRACE: &str = "trace.jsonl";
 /// The run directory's copy of the dataset.

@@ -212,6 +212,7 @@ pub fn parse_in(
     let resolve = |what, name: &str| files.resolve(path, what, name);
     problems.extend(dataset::check(&json, &resolve));
     problems.extend(trace::check(&json, &resolve));
+    problems.extend(twin_check(&json, &resolve));
     problems.extend(dialect::check(&json, &resolve));
     let clean = problems.iter().all(|p| p.severity == Severity::Warning);
     let spec = match serde_json::from_value::<Spec>(json) {
@@ -279,4 +280,28 @@ fn read_tree(path: &str, text: &str) -> Result<doc::Node, Box<Diagnostic>> {
         Syntax::Json => (json::parse_json(text), "invalid JSON"),
     };
     parsed.map_err(|e| at(e.pos, format!("{what}: {}", e.message)))
+}
+
+/// `engine.sim.twin` must be a twin file the simulator can read.
+fn twin_check(json: &serde_json::Value, resolve: &files::Resolve) -> Vec<diag::Problem> {
+    let Some(name) = json
+        .pointer("/engine/sim/twin")
+        .and_then(serde_json::Value::as_str)
+    else {
+        return Vec::new();
+    };
+    let path = resolve(files::FileRef::Twin, name);
+    let why = std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| crate::sim::profile::from_twin(&text).map(|_| ()));
+    match why {
+        Ok(()) => Vec::new(),
+        Err(why) => vec![diag::Problem::error(
+            "/engine/sim/twin",
+            format!(
+                "cannot read the twin `{name}` ({}): {why}; `benchspec fit RUN_DIR --out FILE` writes one",
+                path.display()
+            ),
+        )],
+    }
 }

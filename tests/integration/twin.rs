@@ -133,3 +133,53 @@ fn suggest_names_the_far_corners_first() {
     assert!(cells[2].starts_with("decode/123K/"), "{line}");
     assert!(d.stdout.contains("--only '{"), "{}", d.stdout);
 }
+
+/// `engine: {kind: sim, sim: {twin: FILE}}`: the twin fitted on a quarter of the seed table
+/// runs as an engine, and reproduces the measured decode/8K/c8 (1,903 tok/s) within 15%.
+#[test]
+fn the_twin_runs_as_an_engine() {
+    let dir = Dir::new();
+    let twin = dir.path().join("twin.toml");
+    let d = Bench::new(&[
+        "fit",
+        "tests/fixtures/seed-run",
+        "--holdout",
+        "0.75",
+        "--out",
+        twin.to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let text = std::fs::read_to_string(&twin).unwrap();
+    let spec = "version: 1
+name: twin
+engine: {kind: sim, sim: {twin: twin.toml}}
+model: {served_name: gemma}
+workload: {max_output_tokens: 4096}
+matrix: {contexts: [8K], concurrency: [8]}
+phases: {prefill: {enabled: false}, decode: {duration: 3s}}
+";
+    let (records, run) = super::open::run_spec_with_files(spec, &[("twin.toml", &text)]);
+    let r = records.iter().find(|r| r.cell == "decode/8K/c8").unwrap();
+    let got = r.total_tok_s.unwrap();
+    eprintln!("the twin as an engine, decode/8K/c8: {got} tok/s (measured 1,903.3)");
+    assert!(
+        (got - 1903.3).abs() / 1903.3 <= 0.15,
+        "{got} tok/s vs 1,903 measured"
+    );
+    // The run keeps the twin it ran.
+    assert_eq!(
+        std::fs::read_to_string(run.path().join("run/twin.toml")).unwrap(),
+        text
+    );
+    // A missing twin is a spec error at its key.
+    let bad = Bench::new(&["validate"])
+        .spec("bad.yaml", &spec.replace("twin.toml", "nope.toml"))
+        .run();
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("/engine/sim/twin") && bad.stderr.contains("benchspec fit"),
+        "{}",
+        bad.stderr
+    );
+}

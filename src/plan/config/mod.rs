@@ -35,6 +35,9 @@ pub struct RunConfig {
     pub dataset: Option<DatasetFile>,
     /// The replay phase's trace, when the spec names one.
     pub trace: Option<TraceFile>,
+    /// The simulated engine's twin (`engine.sim.twin`), resolved; the spec's `twin` then
+    /// holds this path.
+    pub twin: Option<PathBuf>,
     /// The report templates the run directory keeps copies of.
     pub templates: Vec<PathBuf>,
     /// `--base-url`: attach to this server instead of the spec's (or instead of launching).
@@ -100,7 +103,14 @@ impl RunConfig {
             name: r.trace.clone(),
             path: loaded.resolve(FileRef::Trace, &r.trace),
         });
+        let mut spec = spec.clone();
+        let twin = spec.engine.sim.as_mut().and_then(|sim| {
+            let path = loaded.resolve(FileRef::Twin, sim.twin.as_deref()?);
+            sim.twin = Some(path.display().to_string());
+            Some(path)
+        });
         RunConfig {
+            twin,
             trace,
             spec_path: loaded.path.clone(),
             spec_source: loaded.source.clone(),
@@ -109,7 +119,7 @@ impl RunConfig {
             dataset,
             templates: files::templates(&loaded.files, &loaded.path, &spec.report.templates),
             attach: None,
-            spec: spec.clone(),
+            spec,
         }
     }
 
