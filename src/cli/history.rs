@@ -1,9 +1,9 @@
 //! `benchspec history add|list|trend|site`: the history database from the command line.
 
 use super::output::Out;
+use super::report::Judging;
 use crate::Error;
 use crate::history::{self, HistoryError, Store, Target, TrendQuery};
-use crate::report::compare::{Rules, parse_threshold};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 
@@ -22,23 +22,6 @@ pub struct DbArg {
     /// else `./benchspec-history.sqlite`.
     #[arg(long, value_name = "DB")]
     pub db: Option<String>,
-}
-
-/// How a change is judged (as `compare`).
-#[derive(Debug, Args, Clone)]
-pub struct JudgeArgs {
-    /// A rate down, or a latency up, by more than this from the earlier points' mean counts.
-    #[arg(long, value_name = "PERCENT", default_value = "5%")]
-    pub threshold: String,
-    /// With repeats, or ≥ 3 earlier points, a change counts only when the t-test's p is below.
-    #[arg(long, value_name = "P", default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Latency changes smaller than this (ms) never count.
-    #[arg(long, value_name = "MS", default_value_t = 1.0)]
-    pub min_delta_ms: f64,
-    /// Rate changes smaller than this (tok/s) never count.
-    #[arg(long, value_name = "TOK_S", default_value_t = 1.0)]
-    pub min_delta_tok_s: f64,
 }
 
 /// The history commands.
@@ -90,7 +73,7 @@ pub enum HistoryCommand {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         #[command(flatten)]
-        judge: JudgeArgs,
+        judge: Judging,
     },
     /// Write a static dashboard (index, a trend page per spec, each run's report) into DIR.
     Site {
@@ -100,7 +83,7 @@ pub enum HistoryCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         #[command(flatten)]
-        judge: JudgeArgs,
+        judge: Judging,
     },
 }
 
@@ -133,30 +116,13 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .map_err(|e| Error::History(HistoryError::Usage(format!("cannot start: {e}"))))
 }
 
-fn rules(j: &JudgeArgs) -> Result<Rules, Error> {
-    Ok(Rules {
-        threshold_pct: parse_threshold(&j.threshold)?,
-        alpha: j.alpha,
-        min_delta_ms: j.min_delta_ms,
-        min_delta_tok_s: j.min_delta_tok_s,
-    })
-}
-
 /// Run a history command; returns the exit code.
 pub fn run(args: HistoryArgs, out: &Out) -> Result<i32, Error> {
     runtime()?.block_on(async move {
         match args.command {
             HistoryCommand::Add { dirs, db } => add(&dirs, db.db.as_deref(), out).await,
             HistoryCommand::List { db, spec, format } => {
-                let store = Store::open(Target::resolve(db.db.as_deref())).await?;
-                let runs = history::list::list(&store, spec.as_deref()).await?;
-                out.print(&match format {
-                    ListFormat::Table => history::list::table(&runs),
-                    ListFormat::Json => {
-                        serde_json::to_string_pretty(&runs).map_err(Error::Json)? + "\n"
-                    }
-                });
-                Ok(0)
+                list(db.db.as_deref(), spec.as_deref(), format, out).await
             }
             HistoryCommand::Trend {
                 db,
@@ -175,7 +141,7 @@ pub fn run(args: HistoryArgs, out: &Out) -> Result<i32, Error> {
                     metrics: metric,
                     last,
                     by,
-                    rules: rules(&judge)?,
+                    rules: judge.rules()?,
                 };
                 trend(db.db.as_deref(), &q, format, dir.as_deref(), out).await
             }
@@ -184,28 +150,49 @@ pub fn run(args: HistoryArgs, out: &Out) -> Result<i32, Error> {
                 out: dir,
                 judge,
             } => {
-                let store = Store::open(Target::resolve(db.db.as_deref())).await?;
                 let q = TrendQuery {
-                    rules: rules(&judge)?,
+                    rules: judge.rules()?,
                     ..TrendQuery::default()
                 };
-                let w = history::site::build(&store, &dir, &q).await?;
-                out.info(&format!(
-                    "wrote {}: {} spec(s), {} run(s), {} report(s) linked{}",
-                    w.index.display(),
-                    w.specs,
-                    w.runs,
-                    w.linked,
-                    if w.linked < w.runs {
-                        " (the other runs' directories have moved)"
-                    } else {
-                        ""
-                    }
-                ));
-                Ok(0)
+                site(db.db.as_deref(), &dir, &q, out).await
             }
         }
     })
+}
+
+/// `history list`.
+async fn list(
+    db: Option<&str>,
+    spec: Option<&str>,
+    format: ListFormat,
+    out: &Out,
+) -> Result<i32, Error> {
+    let store = Store::open(Target::resolve(db)).await?;
+    let runs = history::list::list(&store, spec).await?;
+    out.print(&match format {
+        ListFormat::Table => history::list::table(&runs),
+        ListFormat::Json => serde_json::to_string_pretty(&runs).map_err(Error::Json)? + "\n",
+    });
+    Ok(0)
+}
+
+/// `history site`.
+async fn site(db: Option<&str>, dir: &Path, q: &TrendQuery, out: &Out) -> Result<i32, Error> {
+    let store = Store::open(Target::resolve(db)).await?;
+    let w = history::site::build(&store, dir, q).await?;
+    let moved = if w.linked < w.runs {
+        " (the other runs' directories have moved)"
+    } else {
+        ""
+    };
+    out.info(&format!(
+        "wrote {}: {} spec(s), {} run(s), {} report(s) linked{moved}",
+        w.index.display(),
+        w.specs,
+        w.runs,
+        w.linked
+    ));
+    Ok(0)
 }
 
 /// Add `dirs` to the history at `db` now, on a runtime of its own (`run --history`).

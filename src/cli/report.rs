@@ -62,18 +62,9 @@ pub struct CompareArgs {
     /// Compare two engine variants of BASE_RUN: the first as the base, the second as new.
     #[arg(long, num_args = 2, value_names = ["BASE_VARIANT", "NEW_VARIANT"], conflicts_with = "new")]
     pub variants: Option<Vec<String>>,
-    /// A rate down, or a latency up, by more than this is a regression.
-    #[arg(long, value_name = "PERCENT", default_value = "5%")]
-    pub threshold: String,
-    /// With repeats in both runs, a change counts only when Welch's t-test gives p below this.
-    #[arg(long, value_name = "P", default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Latency changes smaller than this (ms) never count, however large in percent.
-    #[arg(long, value_name = "MS", default_value_t = 1.0)]
-    pub min_delta_ms: f64,
-    /// Rate changes smaller than this (tok/s) never count.
-    #[arg(long, value_name = "TOK_S", default_value_t = 1.0)]
-    pub min_delta_tok_s: f64,
+    /// How a change is judged.
+    #[command(flatten)]
+    pub judge: Judging,
     /// `markdown` (a pull request comment, `$GITHUB_STEP_SUMMARY`) or `json`.
     #[arg(long, value_enum, default_value_t = CompareFormat::Markdown)]
     pub format: CompareFormat,
@@ -82,6 +73,36 @@ pub struct CompareArgs {
     /// fails either way.
     #[arg(long)]
     pub allow_missing: bool,
+}
+
+/// How a change is judged: `compare`'s options, which `history trend` and `site` share.
+#[derive(Debug, Args, Clone)]
+pub struct Judging {
+    /// A rate down, or a latency up, by more than this is a regression.
+    #[arg(long, value_name = "PERCENT", default_value = "5%")]
+    pub threshold: String,
+    /// With repeats (for `history`, also from 3 earlier runs on), a change counts only when
+    /// the t-test gives p below this.
+    #[arg(long, value_name = "P", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Latency changes smaller than this (ms) never count, however large in percent.
+    #[arg(long, value_name = "MS", default_value_t = 1.0)]
+    pub min_delta_ms: f64,
+    /// Rate changes smaller than this (tok/s) never count.
+    #[arg(long, value_name = "TOK_S", default_value_t = 1.0)]
+    pub min_delta_tok_s: f64,
+}
+
+impl Judging {
+    /// The rules these options give (a bad `--threshold` refused).
+    pub fn rules(&self) -> Result<compare::Rules, ReportError> {
+        Ok(compare::Rules {
+            threshold_pct: compare::parse_threshold(&self.threshold)?,
+            alpha: self.alpha,
+            min_delta_ms: self.min_delta_ms,
+            min_delta_tok_s: self.min_delta_tok_s,
+        })
+    }
 }
 
 /// How a comparison is printed.
@@ -128,14 +149,8 @@ pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
 /// Run `benchspec compare`: exit 1 when a cell regressed, a base cell is missing from the new
 /// run (unless `--allow-missing`), or no cell is in both.
 pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
-    let threshold = compare::parse_threshold(&args.threshold)?;
+    let rules = args.judge.rules()?;
     let (base, new) = compared_runs(args)?;
-    let rules = compare::Rules {
-        threshold_pct: threshold,
-        alpha: args.alpha,
-        min_delta_ms: args.min_delta_ms,
-        min_delta_tok_s: args.min_delta_tok_s,
-    };
     let c = compare::compare(&base, &new, rules, args.allow_missing);
     let text = match args.format {
         CompareFormat::Markdown => templates::render_value("compare.md.j2", &c)?,

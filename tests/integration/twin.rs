@@ -4,10 +4,10 @@
 use super::cli::Bench;
 use super::cli::tempdir::Dir;
 use serde_json::Value;
+use std::path::PathBuf;
 
-#[test]
-fn the_seed_table_from_a_quarter_of_its_cells() {
-    let dir = Dir::new();
+/// `fit` the seed table holding out three cells in four, into `dir/twin.toml`.
+fn fit_seed(dir: &Dir) -> (PathBuf, super::cli::Done) {
     let twin = dir.path().join("twin.toml");
     let d = Bench::new(&[
         "fit",
@@ -15,10 +15,17 @@ fn the_seed_table_from_a_quarter_of_its_cells() {
         "--holdout",
         "0.75",
         "--out",
-        twin.to_str().unwrap(),
     ])
+    .arg(&twin)
     .run();
     assert_eq!(d.code, 0, "{}", d.stderr);
+    (twin, d)
+}
+
+#[test]
+fn the_seed_table_from_a_quarter_of_its_cells() {
+    let dir = Dir::new();
+    let (twin, d) = fit_seed(&dir);
     // `held-out error: median X%, max Y% over N cells (TTFT median Z%)`
     let line = d
         .stdout
@@ -139,17 +146,7 @@ fn suggest_names_the_far_corners_first() {
 #[test]
 fn the_twin_runs_as_an_engine() {
     let dir = Dir::new();
-    let twin = dir.path().join("twin.toml");
-    let d = Bench::new(&[
-        "fit",
-        "tests/fixtures/seed-run",
-        "--holdout",
-        "0.75",
-        "--out",
-        twin.to_str().unwrap(),
-    ])
-    .run();
-    assert_eq!(d.code, 0, "{}", d.stderr);
+    let (twin, _) = fit_seed(&dir);
     let text = std::fs::read_to_string(&twin).unwrap();
     let spec = "version: 1
 name: twin
