@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// `benchspec fit RUN_DIR… --out TWIN.toml [--holdout F]`.
 #[derive(Debug, Args)]
 pub struct FitArgs {
-    /// Run directories of one engine (their prefill and decode cells are fitted).
+    /// Run directories of one engine (their prefill, decode, load and session cells are fitted).
     #[arg(required = true, value_name = "RUN_DIR")]
     pub dirs: Vec<PathBuf>,
     /// The twin file to write (TOML, commented).
@@ -41,6 +41,11 @@ pub struct PredictArgs {
     /// `table` or `json`.
     #[arg(long, value_enum, default_value_t = PredictFormat::Table)]
     pub format: PredictFormat,
+    /// Also write the whole spec, run against the twin as its engine on a paused clock, as a
+    /// run directory here: records, the spec's reports marked "predicted", ready for
+    /// `compare` with a measured run.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// How a prediction is printed.
@@ -113,15 +118,50 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
     Ok(0)
 }
 
-/// Run `predict`.
+/// Run `predict`: prefill and decode cells in closed form; the spec's other cells (load,
+/// capacity, sessions, replay) run against the twin on a paused clock — in `--out`, where the
+/// whole spec runs, else in a scratch directory removed after.
 pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
     let loaded = crate::spec::load(&args.spec, crate::spec::Stage::Validate)?;
     let plan = super::plan_of(&loaded.spec);
     let t = twin::read_twin(&args.twin)?;
-    let p = predict::predict(&plan, &t);
+    let mut p = predict::predict(&plan, &t);
+    if let Some(dir) = &args.out {
+        if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+            return Err(twin::TwinError::Usage(format!(
+                "`{}` exists and is not empty: `predict --out` writes a new run directory; choose another",
+                dir.display()
+            ))
+            .into());
+        }
+        let records = twin::simulate::simulate(&loaded, (&args.twin, &t), dir, None)?;
+        predict::add_simulated(&mut p, &records, &t);
+        let run = crate::report::load(dir).map_err(Error::Report)?;
+        let files = crate::report::render(&run, &loaded.spec.report.formats, &[], dir)
+            .map_err(Error::Report)?;
+        out.info(&format!(
+            "predicted run: {} ({} file(s) of reports)",
+            dir.display(),
+            files.len()
+        ));
+    } else if !p.to_simulate.is_empty() {
+        let scratch = scratch_dir();
+        let only = format!("{{{}}}", p.to_simulate.join(","));
+        let simulated = twin::simulate::simulate(&loaded, (&args.twin, &t), &scratch, Some(only));
+        let _ = std::fs::remove_dir_all(&scratch);
+        predict::add_simulated(&mut p, &simulated?, &t);
+    }
     out.print(&match args.format {
         PredictFormat::Table => predict::table(&p) + "\n",
         PredictFormat::Json => serde_json::to_string_pretty(&p).map_err(Error::Json)? + "\n",
     });
     Ok(0)
+}
+
+/// A directory of its own under the system's temporary directory.
+fn scratch_dir() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!("benchspec-predict-{}-{nanos}", std::process::id()))
 }

@@ -62,17 +62,20 @@ pub fn dialect(d: spec::SimDialect) -> Dialect {
 
 /// What a `sim` engine of `spec` will report of its limits, known before it runs: its
 /// profile's max_model_len (which `/v1/models` lists, apart from the trtllm and openai
-/// dialects). Other engines are asked at run time.
+/// dialects). Other engines, and a simulator running a twin (whose limits are in its file),
+/// are asked at run time.
 pub fn limits_for(spec: &spec::Spec) -> super::Limits {
     let none = super::Limits::default();
     if spec.engine.kind != spec::EngineKind::Sim {
         return none;
     }
     let sim = spec.engine.sim.clone().unwrap_or_default();
-    if matches!(
-        sim.dialect,
-        spec::SimDialect::Trtllm | spec::SimDialect::Openai
-    ) {
+    if sim.twin.is_some()
+        || matches!(
+            sim.dialect,
+            spec::SimDialect::Trtllm | spec::SimDialect::Openai
+        )
+    {
         return none;
     }
     super::Limits {
@@ -85,7 +88,8 @@ pub fn limits_for(spec: &spec::Spec) -> super::Limits {
 /// speed; any other engine gets the plan's stated assumption.
 pub fn rates_for(spec: &spec::Spec) -> super::Rates {
     use super::Rates;
-    if spec.engine.kind != spec::EngineKind::Sim {
+    let twin = spec.engine.sim.as_ref().is_some_and(|s| s.twin.is_some());
+    if spec.engine.kind != spec::EngineKind::Sim || twin {
         return Rates::default();
     }
     let name = spec

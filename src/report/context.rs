@@ -110,6 +110,8 @@ pub struct RunInfo {
     pub engine_reported_version: Option<String>,
     /// Cells by status: `valid`, `invalid`, `failed`, `skipped`, `missing`.
     pub counts: Counts,
+    /// For a run `benchspec predict --out` made: what predicted it (nothing was measured).
+    pub predicted: Option<String>,
 }
 
 /// Cells by status.
@@ -163,6 +165,12 @@ impl Context {
             tool_version: some(&m.tool_version),
             engine_reported_version: reported.clone(),
             counts,
+            predicted: m.predicted_by.as_ref().map(|p| {
+                format!(
+                    "the twin `{}` (fitted on {} measured cell(s) of {}; 90% intervals ±{:.1}% inside its fitted range) ran as the engine, on a paused clock: nothing here was measured",
+                    p.twin, p.fitted_on, p.engine, p.interval_pct
+                )
+            }),
         };
         let (prefill, decode, variants, mut matrix_line) = arranged(&cells, m);
         let load = load_cells(&cells);

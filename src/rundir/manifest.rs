@@ -35,6 +35,10 @@ pub struct Manifest {
     /// For a run made by `benchspec import`: the peer tool, its version and the files read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<Imported>,
+    /// For a run made by `benchspec predict --out`: the twin that ran as the engine — nothing
+    /// in it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_by: Option<Predicted>,
     /// The host the client ran on (several, comma-separated, for a merged run).
     #[serde(default)]
     pub host: String,
@@ -66,6 +70,19 @@ pub struct Imported {
     pub version: Option<String>,
     /// The files read, as given.
     pub files: Vec<String>,
+}
+
+/// The twin a predicted run was made with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Predicted {
+    /// The twin file, as given.
+    pub twin: String,
+    /// The engine it was fitted to (kind and reported version).
+    pub engine: String,
+    /// How many measured cells it was fitted on.
+    pub fitted_on: usize,
+    /// Its 90% interval inside the fitted range, percent.
+    pub interval_pct: f64,
 }
 
 /// One engine variant of a run: how it was launched and what it said about itself.
@@ -140,6 +157,7 @@ impl Manifest {
             host: host(),
             git_commit: None,
             imported_from: None,
+            predicted_by: None,
             engine: EngineFacts {
                 kind: engine_kind.into(),
                 reported_version: None,

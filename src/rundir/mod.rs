@@ -19,7 +19,7 @@ mod merge;
 pub use error::RunDirError;
 
 pub use jsonl::read_records;
-pub use manifest::{EngineFacts, Imported, Manifest, MergedPart, VariantFacts};
+pub use manifest::{EngineFacts, Imported, Manifest, MergedPart, Predicted, VariantFacts};
 pub use merge::{Merged, merge, run_dirs};
 
 use crate::plan::Plan;

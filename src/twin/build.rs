@@ -69,7 +69,8 @@ fn held_out(obs: &[Obs], b: Params, keep: &dyn Fn(usize) -> bool) -> Vec<Residua
         .collect()
 }
 
-/// The measured prefill and decode cells of `runs` with a TTFT or TBT.
+/// The measured cells of `runs` the model describes (prefill, decode, load, sessions) with a
+/// TTFT, a TBT or a per-request tok/s.
 fn observations(runs: &[Run]) -> Vec<Obs> {
     runs.iter()
         .flat_map(|r| {
@@ -77,7 +78,7 @@ fn observations(runs: &[Run]) -> Vec<Obs> {
                 .iter()
                 .filter_map(|rec| Obs::of(rec, r.plan.max_output_tokens))
         })
-        .filter(|o| o.tbt_s.is_some() || o.ttft_s.is_some())
+        .filter(|o| o.tbt_s.is_some() || o.ttft_s.is_some() || o.per_request_tok_s.is_some())
         .collect()
 }
 

@@ -34,25 +34,74 @@ pub struct Obs {
 }
 
 impl Obs {
-    /// The observation of a measured prefill or decode record; `output` the run's
-    /// `max_tokens`.
+    /// The observation of a measured record; `output` the run's `max_tokens`. Prefill and
+    /// decode cells and capacity probes by concurrency as they are; load, session and replay
+    /// cells and capacity probes by rate as decode steps of the requests that were in flight on
+    /// average (the server's `running_mean` where it was scraped, else the client's
+    /// `avg_active`) over their mean prompt and output, by their TBT p50, their TTFT left out
+    /// (it holds a queue the closed form has no term for).
     pub fn of(r: &Record, output: u64) -> Option<Obs> {
-        if !matches!(r.status, Status::Valid | Status::Invalid)
-            || !matches!(r.phase, Phase::Prefill | Phase::Decode)
-        {
+        if !matches!(r.status, Status::Valid | Status::Invalid) {
             return None;
         }
+        let closed = match r.phase {
+            Phase::Prefill | Phase::Decode => true,
+            Phase::Capacity => r.open.rate_offered.is_none(),
+            Phase::Load | Phase::Sessions | Phase::Replay => false,
+        };
+        let (phase, context, n, ttft, output) = if closed {
+            let phase = if r.phase == Phase::Prefill {
+                Phase::Prefill
+            } else {
+                Phase::Decode
+            };
+            let n = f64::from(r.concurrency.max(1));
+            let ttft = r.ttft_ms.map(|s| s.p50 / 1e3);
+            (phase, r.prompt_tokens as f64, n, ttft, output as f64)
+        } else {
+            let out = r.open.output_tokens_mean.unwrap_or(output as f64);
+            (Phase::Decode, mean_prompt(r), in_flight(r)?, None, out)
+        };
         Some(Obs {
             cell: r.cell.clone(),
-            phase: r.phase,
-            context: r.prompt_tokens as f64,
-            n: f64::from(r.concurrency.max(1)),
-            output: output as f64,
-            ttft_s: r.ttft_ms.map(|s| s.p50 / 1e3).filter(|x| *x > 0.0),
+            phase,
+            context,
+            n,
+            output,
+            ttft_s: ttft.filter(|x| *x > 0.0),
             tbt_s: r.tbt_ms.map(|s| s.p50 / 1e3).filter(|x| *x > 0.0),
-            per_request_tok_s: r.per_request_tok_s,
+            // An open loop's arrivals put other requests' prefills into many steps: its
+            // median time per token (TBT p50) is the step, its mean is not.
+            per_request_tok_s: r.per_request_tok_s.filter(|_| closed),
             total_tok_s: r.total_tok_s,
         })
+    }
+}
+
+/// The requests in flight on average: the server's count, else the client's (≥ 1).
+fn in_flight(r: &Record) -> Option<f64> {
+    r.server
+        .as_ref()
+        .and_then(|s| s.running_mean)
+        .or(r.avg_active)
+        .filter(|n| *n > 0.0)
+        .map(|n| n.max(1.0))
+}
+
+/// A cell's mean prompt: over a session cell's turns (weighted by their requests), else the
+/// open loop's mean input, else the record's prompt tokens.
+fn mean_prompt(r: &Record) -> f64 {
+    let turns = r.by_turn.as_deref().unwrap_or_default();
+    let (sum, n) = turns
+        .iter()
+        .fold((0.0, 0.0), |(s, n), t| match t.input_tokens_mean {
+            Some(m) if t.requests > 0 => (s + m * t.requests as f64, n + t.requests as f64),
+            _ => (s, n),
+        });
+    if n > 0.0 {
+        sum / n
+    } else {
+        r.open.input_tokens_mean.unwrap_or(r.prompt_tokens as f64)
     }
 }
 
@@ -224,7 +273,9 @@ pub fn fit(obs: &[Obs], base: Params) -> Params {
     let mut p = base;
     let decode: Vec<&Obs> = obs
         .iter()
-        .filter(|o| o.phase == Phase::Decode && o.tbt_s.is_some())
+        .filter(|o| {
+            o.phase == Phase::Decode && (o.tbt_s.is_some() || o.per_request_tok_s.is_some())
+        })
         .collect();
     fit_steps(&decode, &mut p);
     fit_prefill(obs, &decode, &mut p);

@@ -7,6 +7,7 @@
 pub mod fit;
 pub mod model;
 pub mod predict;
+pub mod simulate;
 pub mod suggest;
 
 use fit::Obs;
@@ -25,7 +26,7 @@ pub enum TwinError {
     RunDir(#[from] crate::rundir::RunDirError),
     /// Nothing to fit.
     #[error(
-        "no measured prefill or decode cell with a TBT or TTFT in {0}: a twin is fitted to those"
+        "no measured prefill, decode, load or session cell with a TBT, TTFT or per-request tok/s in {0}: a twin is fitted to those"
     )]
     Nothing(String),
     /// The twin file cannot be read.
@@ -47,13 +48,16 @@ pub enum TwinError {
     /// A bad argument.
     #[error("{0}")]
     Usage(String),
+    /// The spec could not be run against the twin.
+    #[error("running the spec against the twin: {0}")]
+    Simulate(String),
 }
 
 impl TwinError {
-    /// 1 when the file cannot be written, else 2.
+    /// 1 when the file cannot be written or the spec not run against the twin, else 2.
     pub fn exit_code(&self) -> i32 {
         match self {
-            TwinError::Write { .. } => 1,
+            TwinError::Write { .. } | TwinError::Simulate(_) => 1,
             TwinError::RunDir(e) => e.exit_code(),
             _ => 2,
         }

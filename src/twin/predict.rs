@@ -7,6 +7,7 @@ use super::Twin;
 use super::model::Predicted;
 use super::{Range, model::Params};
 use crate::plan::{Phase, Plan};
+use crate::results::{Record, Status};
 use serde::Serialize;
 
 /// How much wider an interval is at (`context`, `n`) than inside `r`: 1 + ½ per doubling out.
@@ -46,6 +47,33 @@ pub struct Cell {
     pub interval: Predicted,
     /// Outside the contexts or concurrency the twin was fitted on.
     pub extrapolated: bool,
+    /// `closed form` (prefill and decode cells) or `simulated` (the spec's other cells, run
+    /// against the twin as an engine on a paused clock).
+    pub method: &'static str,
+}
+
+/// The capacity under the spec's SLO, by the twin.
+#[derive(Debug, Clone, Serialize)]
+pub struct Capacity {
+    /// `concurrency` or `rate`.
+    pub search: String,
+    /// One per searched context.
+    pub cells: Vec<CapacityAt>,
+}
+
+/// The capacity at one context.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityAt {
+    /// The search cell's id.
+    pub cell: String,
+    /// Prompt tokens.
+    pub context: u64,
+    /// The highest concurrency or rate meeting the SLO (`null`: none did).
+    pub value: Option<f64>,
+    /// The half-width of its 90% interval (the twin's, widened as for a cell).
+    pub interval: Option<f64>,
+    /// Outside the fitted contexts or concurrency.
+    pub extrapolated: bool,
 }
 
 /// `predict --format json`.
@@ -53,13 +81,15 @@ pub struct Cell {
 pub struct Prediction {
     /// The predicted cells, in plan order.
     pub cells: Vec<Cell>,
-    /// Capacity under the spec's SLO (not predicted yet: null).
-    pub capacity: Option<f64>,
+    /// Capacity under the spec's SLO, when the spec searches for it.
+    pub capacity: Option<Capacity>,
     /// The twin's interval inside its fitted range, percent.
     pub interval_pct: f64,
-    /// Cells of the plan the twin does not predict (load, capacity, sessions, replay), with
-    /// why.
+    /// Cells of the plan the twin did not predict, with why.
     pub not_predicted: Vec<String>,
+    /// The cells the closed form leaves to a simulation (not printed).
+    #[serde(skip)]
+    pub to_simulate: Vec<String>,
 }
 
 fn round(v: Option<f64>, d: i32) -> Option<f64> {
@@ -97,6 +127,7 @@ fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> Cell {
             tbt_ms_p50: half(v.tbt_ms_p50, 2),
         },
         extrapolated: w > 1.0,
+        method: "closed form",
     }
 }
 
@@ -104,22 +135,107 @@ fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> Cell {
 pub fn predict(plan: &Plan, twin: &Twin) -> Prediction {
     let output = plan.max_output_tokens as f64;
     let mut cells = Vec::new();
-    let mut not_predicted = Vec::new();
+    let mut to_simulate = Vec::new();
     for c in plan.cells.iter().filter(|c| c.runs()) {
         match c.phase() {
             Phase::Prefill | Phase::Decode => cells.push(cell(&twin.params, twin, c, output)),
-            other => not_predicted.push(format!(
-                "{}: {} cells are not predicted in closed form",
-                c.id,
-                other.as_str()
-            )),
+            _ => to_simulate.push(c.id.clone()),
         }
     }
     Prediction {
         cells,
         capacity: None,
         interval_pct: twin.interval_pct,
-        not_predicted,
+        not_predicted: Vec::new(),
+        to_simulate,
+    }
+}
+
+/// `p` with the simulated `records` of its other cells: load, session and replay cells and
+/// capacity probes as cells, capacity searches' summaries as [`Capacity`]; a cell without a
+/// valid record goes to `not_predicted` with its status and reasons.
+pub fn add_simulated(p: &mut Prediction, records: &[Record], twin: &Twin) {
+    let simulated = |r: &Record| {
+        !matches!(r.phase, Phase::Prefill | Phase::Decode)
+            || p.to_simulate
+                .iter()
+                .any(|id| r.cell.starts_with(&format!("{id}/")))
+    };
+    for r in records.iter().filter(|r| simulated(r)) {
+        if r.phase == Phase::Capacity {
+            let w = widen(twin.range, r.context as f64, r.open.capacity.unwrap_or(1.0));
+            let at = CapacityAt {
+                cell: r.cell.clone(),
+                context: r.context,
+                value: r.open.capacity,
+                interval: round(
+                    r.open.capacity.map(|v| v * twin.interval_pct / 100.0 * w),
+                    2,
+                ),
+                extrapolated: w > 1.0,
+            };
+            let search = r.open.search.clone().unwrap_or_default();
+            p.capacity
+                .get_or_insert_with(|| Capacity {
+                    search,
+                    cells: Vec::new(),
+                })
+                .cells
+                .push(at);
+        } else if matches!(r.status, Status::Valid | Status::Invalid) {
+            p.cells.push(simulated_cell(r, twin));
+        } else {
+            let why = r.reasons.join("; ");
+            p.not_predicted.push(format!(
+                "{}: {} in the simulation{}",
+                r.cell,
+                r.status.as_str(),
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {why}")
+                }
+            ));
+        }
+    }
+    for id in &p.to_simulate {
+        if !records
+            .iter()
+            .any(|r| &r.cell == id || r.cell.starts_with(&format!("{id}/")))
+        {
+            p.not_predicted
+                .push(format!("{id}: no record from the simulation"));
+        }
+    }
+}
+
+fn simulated_cell(r: &Record, twin: &Twin) -> Cell {
+    let n = r
+        .avg_active
+        .unwrap_or(f64::from(r.concurrency.max(1)))
+        .max(1.0);
+    let w = widen(twin.range, r.prompt_tokens as f64, n);
+    let h = twin.interval_pct / 100.0 * w;
+    let ttft = r.ttft_ms.map(|s| s.p50);
+    let tbt = r.tbt_ms.map(|s| s.p50);
+    let half = |x: Option<f64>, d| round(x.map(|x| x * h), d);
+    Cell {
+        cell: r.cell.clone(),
+        phase: r.phase.as_str().into(),
+        context: r.prompt_tokens,
+        concurrency: r.concurrency,
+        total_tok_s: round(r.total_tok_s, 1),
+        per_request_tok_s: round(r.per_request_tok_s, 1),
+        ttft_ms_p50: round(ttft, 1),
+        tbt_ms_p50: round(tbt, 2),
+        interval: Predicted {
+            total_tok_s: half(r.total_tok_s, 1),
+            per_request_tok_s: half(r.per_request_tok_s, 1),
+            ttft_ms_p50: round(ttft.map(|x| x * twin.ttft_interval_pct / 100.0 * w), 1),
+            tbt_ms_p50: half(tbt, 2),
+        },
+        extrapolated: w > 1.0,
+        method: "simulated",
     }
 }
 
@@ -142,8 +258,25 @@ pub fn table(p: &Prediction) -> String {
             f(c.per_request_tok_s, c.interval.per_request_tok_s),
             f(c.ttft_ms_p50, c.interval.ttft_ms_p50),
             f(c.tbt_ms_p50, c.interval.tbt_ms_p50),
-            if c.extrapolated { "extrapolated" } else { "" }
+            match (c.extrapolated, c.method == "simulated") {
+                (true, true) => "simulated, extrapolated",
+                (true, false) => "extrapolated",
+                (false, true) => "simulated",
+                (false, false) => "",
+            }
         ));
+    }
+    if let Some(c) = &p.capacity {
+        for at in &c.cells {
+            out.push_str(&format!(
+                "\ncapacity at {} under the SLO: {} {}{}",
+                at.cell,
+                at.value.map_or("none meets it".into(), |v| format!("{v}")),
+                c.search,
+                at.interval.map_or(String::new(), |h| format!(" ± {h}"))
+            ));
+        }
+        out.push('\n');
     }
     for n in &p.not_predicted {
         out.push_str(&format!("\n{n}"));

@@ -180,3 +180,136 @@ phases: {prefill: {enabled: false}, decode: {duration: 3s}}
         bad.stderr
     );
 }
+
+/// `predict` of a spec with a capacity search: the search is simulated against the twin on a
+/// paused clock and agrees with the closed form's inversion (step(N) = the SLO; measured: 55
+/// against 55.5);
+/// `--out` keeps the whole predicted run, reports marked "predicted", ready for `compare`.
+#[test]
+fn predict_capacity_and_a_predicted_run() {
+    let dir = Dir::new();
+    let (twin, _) = fit_seed(&dir);
+    let spec = dir.path().join("cap.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1
+name: cap
+engine: {kind: vllm, base_url: 'http://127.0.0.1:9'}
+model: {served_name: gemma}
+workload: {max_output_tokens: 256}
+matrix: {contexts: [8K], concurrency: [8, 32]}
+slo: {tpot: {p90: 6ms}}
+phases:
+  prefill: {enabled: false}
+  decode: {duration: 10s}
+  capacity: {search: concurrency, min: 1, max: 256, precision: 1, duration: 10s}
+report: {formats: [markdown]}
+",
+    )
+    .unwrap();
+    let out = dir.path().join("predicted");
+    let p = Bench::new(&["predict", "--format", "json", "--out"])
+        .arg(&out)
+        .arg(&spec)
+        .arg("--twin")
+        .arg(&twin)
+        .run();
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    let doc: Value = serde_json::from_str(&p.stdout).unwrap();
+    let cap = &doc["capacity"]["cells"][0];
+    assert_eq!(doc["capacity"]["search"], "concurrency", "{doc:#}");
+    let got = cap["value"].as_f64().unwrap_or_else(|| panic!("{doc:#}"));
+    // The closed form: the largest N whose step stays within the SLO.
+    let t: toml::Value = toml::from_str(&std::fs::read_to_string(&twin).unwrap()).unwrap();
+    let k = |name: &str| t["params"][name].as_float().unwrap();
+    let kv = 8192.0 + 256.0 / 2.0;
+    let want = (6e-3 - k("step_s")) / (k("per_seq_s") + k("per_kv_token_s") * kv);
+    eprintln!("capacity at 8K under tpot p90 6ms: simulated {got}, closed form {want:.1}");
+    assert!((got - want).abs() / want <= 0.05, "{got} vs {want}");
+    assert!(cap["interval"].as_f64().unwrap() > 0.0, "{cap:#}");
+    // The decode cells too; the run directory says it was predicted.
+    let decode = doc["cells"].as_array().unwrap();
+    assert!(
+        decode.iter().any(|c| c["cell"] == "decode/8K/c32"),
+        "{doc:#}"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("Predicted, not measured"), "{report}");
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let fitted = t["fitted_on"].as_array().unwrap().len() as u64;
+    assert_eq!(
+        manifest["predicted_by"]["fitted_on"].as_u64(),
+        Some(fitted),
+        "{manifest:#}"
+    );
+    // A predicted run is compared with a measured one cell by cell.
+    let c = Bench::new(&["compare", "tests/fixtures/seed-run", "--format", "json"])
+        .arg(&out)
+        .run();
+    assert!(c.code == 0 || c.code == 1, "{}", c.stderr);
+    assert!(c.stdout.contains("decode/8K/c8"), "{}", c.stdout);
+}
+
+/// Load cells count: a twin fitted on open-loop cells alone (the simulated H200 at 2K and 8K,
+/// 4 to 32 requests per second) predicts the same engine's closed-loop decode cells.
+#[test]
+fn a_twin_fitted_on_load_cells_alone() {
+    let base = "version: 1
+name: load fit
+engine: {kind: sim, sim: {profile: h200-gemma-4-e2b}}
+model: {served_name: gemma}
+workload: {max_output_tokens: 256}
+";
+    let load = format!(
+        "{base}matrix: {{contexts: [2K, 8K], concurrency: [1]}}
+phases:
+  prefill: {{enabled: false}}
+  decode: {{enabled: false}}
+  load: {{rates: [4, 16, 32], arrivals: poisson, duration: 8s}}
+"
+    );
+    let (records, run) = super::open::run_spec_paused(&load);
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.cell.starts_with("load/"))
+            .count(),
+        6
+    );
+    let dir = Dir::new();
+    let twin = dir.path().join("twin.toml");
+    let fit = Bench::new(&["fit", "--out"])
+        .arg(&twin)
+        .arg(run.path().join("run"))
+        .run();
+    assert_eq!(fit.code, 0, "{}", fit.stderr);
+    let decode = format!(
+        "{base}matrix: {{contexts: [4K], concurrency: [4, 16]}}
+phases: {{prefill: {{enabled: false}}, decode: {{duration: 5s}}}}
+"
+    );
+    let spec = dir.path().join("decode.yaml");
+    std::fs::write(&spec, &decode).unwrap();
+    let p = Bench::new(&["predict", "--format", "json", "--twin"])
+        .arg(&twin)
+        .arg(&spec)
+        .run();
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    let doc: Value = serde_json::from_str(&p.stdout).unwrap();
+    let (measured, _) = super::open::run_spec_paused(&decode);
+    let mut errors = Vec::new();
+    for r in measured.iter().filter(|r| r.cell.starts_with("decode/")) {
+        let c = doc["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cell"] == r.cell.as_str());
+        let got = c.and_then(|c| c["per_request_tok_s"].as_f64()).unwrap();
+        let want = r.per_request_tok_s.unwrap();
+        errors.push((r.cell.clone(), (got - want) / want * 100.0));
+    }
+    eprintln!("fitted on load cells, decode per-request tok/s error: {errors:?}");
+    assert_eq!(errors.len(), 2);
+    assert!(errors.iter().all(|(_, e)| e.abs() <= 10.0), "{errors:?}");
+}
