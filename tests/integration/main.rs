@@ -13,6 +13,7 @@ mod history;
 mod html;
 mod init;
 mod interop;
+mod known;
 mod launch;
 mod llamacpp;
 mod merge;

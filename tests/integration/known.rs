@@ -1,0 +1,238 @@
+//! The twin against an independent server whose timing is known (not the simulator: no steps,
+//! no batches). Each request's prompt is prefilled at 20,000 tokens per second, one prompt at
+//! a time; then each of its output tokens takes 5 ms + 1 ms × the requests decoding at that
+//! moment, on its own deadline. The server speaks vLLM's OpenAI-compatible API (usage at the
+//! end of the stream) and keeps its own log of every request's mean time per token.
+
+use super::cli::{Bench, tempdir::Dir};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Prompt tokens per second of the prefill.
+const PREFILL_TOK_S: f64 = 20_000.0;
+
+#[derive(Default)]
+struct Known {
+    /// Requests past their prefill, still streaming.
+    decoding: AtomicUsize,
+    /// One prefill at a time.
+    prefill: tokio::sync::Mutex<()>,
+    /// Each finished request's mean seconds per output token after the first.
+    log: Mutex<Vec<f64>>,
+}
+
+/// Ends a request's decoding however its stream ends (a client may hang up).
+struct Decoding(Arc<Known>);
+
+impl Drop for Decoding {
+    fn drop(&mut self) {
+        self.0.decoding.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn json(v: &Value) -> Response {
+    ([("content-type", "application/json")], v.to_string()).into_response()
+}
+
+async fn tokenize(body: Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let ids = benchspec::sim::tokenizer::encode(req["prompt"].as_str().unwrap_or(""));
+    json(&json!({"count": ids.len(), "max_model_len": 32768, "tokens": ids}))
+}
+
+fn chunk(text: &str, finish: Option<&str>) -> Bytes {
+    let v = json!({"id": "cmpl-known", "object": "text_completion", "model": "known",
+        "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": finish}]});
+    Bytes::from(format!("data: {v}\n\n"))
+}
+
+/// One streamed completion under the known timing.
+async fn complete(State(k): State<Arc<Known>>, body: Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let prompt = benchspec::sim::tokenizer::count(req["prompt"].as_str().unwrap_or(""));
+    let max = req["max_tokens"].as_u64().unwrap_or(16).max(1) as usize;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    tokio::spawn(async move {
+        {
+            let _one = k.prefill.lock().await;
+            tokio::time::sleep(Duration::from_secs_f64(prompt as f64 / PREFILL_TOK_S)).await;
+        }
+        k.decoding.fetch_add(1, Ordering::SeqCst);
+        let _d = Decoding(k.clone());
+        let first = Instant::now();
+        let mut at = first;
+        for i in 0..max {
+            if i > 0 {
+                let active = k.decoding.load(Ordering::SeqCst) as f64;
+                at += Duration::from_secs_f64(0.005 + 0.001 * active);
+                tokio::time::sleep_until(at).await;
+            }
+            let finish = (i + 1 == max).then_some("length");
+            if tx.send(Ok(chunk(" tok", finish))).await.is_err() {
+                return;
+            }
+        }
+        if max > 1 {
+            let per = first.elapsed().as_secs_f64() / (max - 1) as f64;
+            k.log.lock().unwrap().push(per);
+        }
+        let usage = json!({"id": "cmpl-known", "object": "text_completion", "model": "known", "choices": [],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": max, "total_tokens": prompt + max}});
+        let _ = tx.send(Ok(Bytes::from(format!("data: {usage}\n\n")))).await;
+        let _ = tx.send(Ok(Bytes::from_static(b"data: [DONE]\n\n"))).await;
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    (
+        [("content-type", "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// The server on 127.0.0.1, port 0, on its own runtime: its URL and its state.
+fn start() -> (tokio::runtime::Runtime, String, Arc<Known>) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let known = Arc::new(Known::default());
+    let app = Router::new()
+        .route("/v1/models", get(|| async {
+            json(&json!({"object": "list", "data": [{"id": "known", "object": "model", "max_model_len": 32768}]}))
+        }))
+        .route("/version", get(|| async { json(&json!({"version": "known-1"})) }))
+        .route("/tokenize", post(tokenize))
+        .route("/v1/completions", post(complete))
+        .with_state(known.clone());
+    let url = rt.block_on(async {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(l, app).await });
+        url
+    });
+    (rt, url, known)
+}
+
+const SPEC: &str = "version: 1
+name: known
+engine: {kind: vllm, base_url: '{url}'}
+model: {served_name: known}
+workload: {max_output_tokens: 256}
+matrix: {contexts: {contexts}, concurrency: {concurrency}}
+telemetry: {server: false}
+phases: {prefill: {enabled: false}, decode: {duration: 3s}}
+";
+
+fn spec(url: &str, contexts: &str, concurrency: &str) -> String {
+    SPEC.replace("{url}", url)
+        .replace("{contexts}", contexts)
+        .replace("{concurrency}", concurrency)
+}
+
+/// Fitted on contexts {256, 1K} × concurrency {1, 4}, the twin predicts {512, 2K} × {2, 8}
+/// within 12% (per-request tok/s and TBT), and run as an engine it reproduces the measured
+/// c=8 cells within 15% (measured: within 6% and 2.5%).
+#[test]
+fn a_twin_of_a_known_server() {
+    let _cpu = super::cpu();
+    let (_rt, url, known) = start();
+    let dir = Dir::new();
+    let mut outs = Vec::new();
+    let mut specs = Vec::new();
+    for (name, contexts, conc) in [
+        ("fit", "[256, 1K]", "[1, 4]"),
+        ("check", "[512, 2K]", "[2, 8]"),
+    ] {
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, spec(&url, contexts, conc)).unwrap();
+        let out = dir.path().join(name);
+        let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+            .arg(&path)
+            .run();
+        assert_eq!(done.code, 0, "{}", done.stderr);
+        outs.push(out);
+        specs.push(path);
+    }
+    // The server's own log: the client's TBT is the server's time per token.
+    let log = known.log.lock().unwrap().clone();
+    assert!(log.len() >= 10, "{log:?}");
+    let fitted = benchspec::rundir::read_records(&outs[0].join("results.jsonl")).unwrap();
+    let one = fitted
+        .iter()
+        .find(|r| r.cell == "decode/256/c1")
+        .unwrap()
+        .tbt_ms
+        .unwrap()
+        .p50;
+    let server = log.iter().cloned().fold(f64::MAX, f64::min) * 1e3;
+    assert!(
+        (one - server).abs() / server < 0.03,
+        "client TBT {one} ms, server {server} ms"
+    );
+    let twin = dir.path().join("twin.toml");
+    let fit = Bench::new(&[
+        "fit",
+        outs[0].to_str().unwrap(),
+        "--out",
+        twin.to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(fit.code, 0, "{}", fit.stderr);
+    let p = Bench::new(&[
+        "predict",
+        specs[1].to_str().unwrap(),
+        "--twin",
+        twin.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .run();
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    let doc: Value = serde_json::from_str(&p.stdout).unwrap();
+    let measured = benchspec::rundir::read_records(&outs[1].join("results.jsonl")).unwrap();
+    let mut errors = Vec::new();
+    for r in measured.iter().filter(|r| r.cell.starts_with("decode/")) {
+        let c = doc["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cell"] == r.cell.as_str())
+            .unwrap();
+        for (key, want) in [
+            ("per_request_tok_s", r.per_request_tok_s.unwrap()),
+            ("tbt_ms_p50", r.tbt_ms.unwrap().p50),
+        ] {
+            let got = c[key].as_f64().unwrap();
+            errors.push((r.cell.clone(), key, (got - want) / want * 100.0));
+        }
+    }
+    eprintln!("known server, twin's error on the predicted cells: {errors:?}");
+    assert_eq!(errors.len(), 8);
+    assert!(errors.iter().all(|(_, _, e)| e.abs() <= 12.0), "{errors:?}");
+    // The twin as an engine, on the measured c=8 cells.
+    let twin_text = std::fs::read_to_string(&twin).unwrap();
+    let engine = spec("", "[512, 2K]", "[8]").replace(
+        "engine: {kind: vllm, base_url: ''}",
+        "engine: {kind: sim, sim: {twin: twin.toml}}",
+    );
+    let (records, _run) = super::open::run_spec_with_files(&engine, &[("twin.toml", &twin_text)]);
+    let mut engine_errors = Vec::new();
+    for r in measured.iter().filter(|r| r.cell.ends_with("/c8")) {
+        let sim = records.iter().find(|s| s.cell == r.cell).unwrap();
+        let (want, got) = (r.total_tok_s.unwrap(), sim.total_tok_s.unwrap());
+        engine_errors.push((r.cell.clone(), (got - want) / want * 100.0));
+    }
+    eprintln!("known server, the twin as an engine vs measured total tok/s: {engine_errors:?}");
+    assert_eq!(engine_errors.len(), 2);
+    assert!(
+        engine_errors.iter().all(|(_, e)| e.abs() <= 15.0),
+        "{engine_errors:?}"
+    );
+}
