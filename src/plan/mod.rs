@@ -126,6 +126,10 @@ pub struct Workload {
     /// Shared prefixes at the start of every prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<crate::spec::Prefix>,
+    /// US dollars per hour of the hardware (`hardware.cost_per_hour`): records get
+    /// `usd_per_mtok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_hour: Option<f64>,
 }
 
 /// Why `c` cannot hold its requests in the KV cache at once: concurrency × (prompt + the
@@ -163,6 +167,7 @@ impl Default for Workload {
             kv_tokens: None,
             kv_overflow: KvOverflow::default(),
             prefix: None,
+            cost_per_hour: None,
         }
     }
 }
@@ -182,6 +187,7 @@ impl Workload {
             kv_tokens: None,
             kv_overflow: spec.workload.kv_overflow,
             prefix: spec.workload.prefix,
+            cost_per_hour: spec.hardware.cost_per_hour,
         }
     }
 

@@ -120,8 +120,14 @@ fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo) -> String {
                 .find(|p| p.value > v)
                 .and_then(|p| Some(format!("; at {}: {}", p.value, why(p)?)))
                 .unwrap_or_default();
+            let cost = probes
+                .iter()
+                .find(|p| p.value == v)
+                .and_then(|p| p.cell.record.as_ref()?.usd_per_mtok)
+                .map(|u| format!(" · {} per million output tokens at capacity", usd(u)))
+                .unwrap_or_default();
             format!(
-                "Capacity at {label}: {} — {}{next}",
+                "Capacity at {label}: {} — {}{next}{cost}",
                 unit(search, v),
                 at.unwrap_or_default()
             )
@@ -130,6 +136,15 @@ fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo) -> String {
             let first = probes.first().and_then(why).unwrap_or_default();
             format!("Capacity at {label}: none — the lowest load tried misses the SLO ({first})")
         }
+    }
+}
+
+/// Dollars: cents below $100, four decimals below 10¢.
+pub fn usd(u: f64) -> String {
+    if u < 0.1 {
+        format!("${u:.4}")
+    } else {
+        format!("${u:.2}")
     }
 }
 

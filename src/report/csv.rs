@@ -60,13 +60,14 @@ const SESSIONS: [&str; 8] = [
     "by_turn_tpot_ms_p50",
 ];
 
-/// The GPUs, added up over all of them.
-const GPU: [&str; 6] = [
+/// The GPUs, added up over all of them; the cost; the warnings.
+const GPU: [&str; 7] = [
     "gpu_count",
     "gpu_power_w_mean",
     "gpu_power_w_max",
     "gpu_energy_j",
     "tokens_per_joule",
+    "usd_per_mtok",
     "warnings",
 ];
 
@@ -166,6 +167,7 @@ fn observed(r: &crate::results::Record) -> Vec<String> {
         opt(sum(|g| g.power_w_max)),
         opt(sum(|g| g.energy_j)),
         opt(r.tokens_per_joule),
+        opt(r.usd_per_mtok),
         r.warnings.join("; "),
     ]);
     row

@@ -83,6 +83,11 @@ pub fn hardware(spec: &Spec) -> Vec<Item> {
         item("GPU", gpu),
         item("VRAM", vram),
         item("OS", h.os.clone()),
+        item(
+            "Cost",
+            h.cost_per_hour
+                .map(|c| format!("{} per hour", super::capacity::usd(c))),
+        ),
     ]
     .into_iter()
     .flatten()

@@ -103,7 +103,7 @@ pub(crate) const RATES: [(&str, &str, Pick); 7] = [
         r.tokens_per_joule
     }),
 ];
-pub(crate) const LATENCIES: [(&str, &str, Pick); 5] = [
+pub(crate) const LATENCIES: [(&str, &str, Pick); 6] = [
     ("ttft_ms_p50", "TTFT p50", |r| r.ttft_ms.map(|s| s.p50)),
     ("tbt_ms_p50", "TBT p50", |r| r.tbt_ms.map(|s| s.p50)),
     ("ttft_ms_p99", "TTFT p99", |r| {
@@ -114,6 +114,9 @@ pub(crate) const LATENCIES: [(&str, &str, Pick); 5] = [
     }),
     ("e2e_ms_p99", "E2E p99", |r| {
         r.open.rate_offered.and(r.open.e2e_ms.map(|s| s.p99))
+    }),
+    ("usd_per_mtok", "USD per M output tokens", |r| {
+        r.usd_per_mtok
     }),
 ];
 

@@ -101,6 +101,10 @@ pub struct Record {
     /// Output tokens in the window / the GPUs' energy in it.
     #[serde(default)]
     pub tokens_per_joule: Option<f64>,
+    /// US dollars per million output tokens: `hardware.cost_per_hour` / 3600 / `total_tok_s`
+    /// × 10⁶ (absent without a cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd_per_mtok: Option<f64>,
     /// How many times the cell was measured, when more than once.
     #[serde(default)]
     pub repeats: Option<u32>,
@@ -223,6 +227,7 @@ impl Record {
             server: None,
             gpu: None,
             tokens_per_joule: None,
+            usd_per_mtok: None,
             repeats: None,
             ci95: None,
             per_repeat: None,

@@ -82,6 +82,13 @@ pub fn round(v: f64, digits: i32) -> f64 {
     (v * m).round() / m
 }
 
+/// US dollars per million output tokens of hardware costing `cost_per_hour` that makes
+/// `total_tok_s`: cost / 3600 / tok/s × 10⁶, to 4 decimals (none at no throughput).
+pub fn usd_per_mtok(cost_per_hour: f64, total_tok_s: f64) -> Option<f64> {
+    (total_tok_s > 0.0 && cost_per_hour >= 0.0)
+        .then(|| round(cost_per_hour / 3600.0 / total_tok_s * 1e6, 4))
+}
+
 /// The median of a few values (per-request rates of one cell).
 pub fn median(values: &mut [f64]) -> Option<f64> {
     if values.is_empty() {
@@ -99,6 +106,14 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cost_per_million_output_tokens() {
+        // $3.50 an hour at 1,000 tok/s: 3.6M tokens an hour, $0.9722 per million.
+        assert_eq!(usd_per_mtok(3.5, 1000.0), Some(0.9722));
+        assert_eq!(usd_per_mtok(3.5, 0.0), None);
+        assert_eq!(usd_per_mtok(0.0, 10.0), Some(0.0));
+    }
 
     #[test]
     fn summary_in_milliseconds() {

@@ -240,6 +240,11 @@ impl Cells<'_> {
             rec.reasons
                 .push(format!("the engine exited ({status}) during the cell"));
         }
+        if let Some(cost) = self.cx.workload.cost_per_hour {
+            rec.usd_per_mtok = rec
+                .total_tok_s
+                .and_then(|t| crate::results::stats::usd_per_mtok(cost, t));
+        }
         self.dir.append(&rec)?;
         Ok(rec)
     }

@@ -93,6 +93,11 @@ pub struct Hardware {
     /// The operating system, e.g. `linux`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os: Option<String>,
+    /// US dollars per hour for the whole hardware described (every replica): each record's
+    /// `usd_per_mtok` is this over its output tokens per hour, per million.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0))]
+    pub cost_per_hour: Option<f64>,
 }
 
 /// The kind of accelerator the engine runs on.

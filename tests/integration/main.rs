@@ -9,6 +9,7 @@ mod cli;
 mod dialects;
 mod edges;
 mod faults;
+mod fleet;
 mod history;
 mod html;
 mod init;

@@ -1,0 +1,86 @@
+//! Beyond one server: what the hardware costs per token.
+
+use super::cli::Bench;
+use serde_json::Value;
+
+/// `hardware.cost_per_hour`: every measured record's `usd_per_mtok` is cost ÷ 3600 ÷ tok/s ×
+/// 10⁶ (to 1%), and the reports, the CSV, the capacity line and `compare` say it.
+#[test]
+fn cost_per_million_output_tokens() {
+    let spec = "version: 1
+name: cost
+hardware: {gpu: H200 NVL, cost_per_hour: 3.50}
+engine: {kind: sim, sim: {profile: tiny}}
+model: {served_name: tiny}
+workload: {max_output_tokens: 64}
+matrix: {contexts: [256], concurrency: [1, 4]}
+slo: {tpot: {p90: 50ms}}
+phases:
+  decode: {duration: 2s}
+  capacity: {search: concurrency, min: 1, max: 8, precision: 1, duration: 2s}
+";
+    let (records, dir) = super::open::run_spec_paused(spec);
+    let run = dir.path().join("run");
+    let mut checked = 0;
+    for r in &records {
+        match (r.total_tok_s, r.usd_per_mtok) {
+            (Some(t), Some(u)) if t > 0.0 => {
+                let want = 3.5 / 3600.0 / t * 1e6;
+                assert!((u - want).abs() / want < 0.01, "{}: {u} vs {want}", r.cell);
+                checked += 1;
+            }
+            (None, None) => {}
+            other => panic!("{}: {other:?}", r.cell),
+        }
+    }
+    assert!(checked >= 4, "{checked} records with a cost");
+    let out = dir.path().join("reports");
+    let rep = Bench::new(&["report", "--format", "markdown", "--format", "csv", "--out"])
+        .arg(&out)
+        .arg(&run)
+        .run();
+    assert_eq!(rep.code, 0, "{}", rep.stderr);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## Cost") && md.contains("$3.50 per hour"),
+        "{md}"
+    );
+    let line = md
+        .lines()
+        .find(|l| l.contains("Capacity at 256"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        line.contains("per million output tokens at capacity"),
+        "{line}"
+    );
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(
+        csv.lines().next().unwrap().contains("usd_per_mtok"),
+        "{csv}"
+    );
+    let cmp = Bench::new(&["compare", "--format", "json"])
+        .arg(&run)
+        .arg(&run)
+        .run();
+    assert_eq!(cmp.code, 0, "{}", cmp.stderr);
+    let doc: Value = serde_json::from_str(&cmp.stdout).unwrap();
+    let row = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["cell"] == "decode/256/c4")
+        .unwrap();
+    let cost = row["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "usd_per_mtok")
+        .unwrap_or_else(|| panic!("{row:#}"));
+    assert_eq!(cost["higher_is_better"], false, "{cost:#}");
+    let md = Bench::new(&["compare"]).arg(&run).arg(&run).run();
+    assert!(
+        md.stdout.contains("USD per million output tokens"),
+        "{}",
+        md.stdout
+    );
+}
