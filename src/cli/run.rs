@@ -343,6 +343,9 @@ fn line(ev: &Event) -> String {
             if !r.reasons.is_empty() {
                 s.push_str(&format!("  ({})", r.reasons.join("; ")));
             }
+            if let Some(why) = &r.open.saturated {
+                s.push_str(&format!("  saturated: {why}"));
+            }
             s
         }
     }

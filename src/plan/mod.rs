@@ -130,6 +130,22 @@ pub struct Workload {
     /// `usd_per_mtok`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_per_hour: Option<f64>,
+    /// Skip a context's load rates past the first that saturates the server
+    /// (`phases.load.stop_when_saturated`).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub stop_when_saturated: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if"
+)]
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 /// Why `c` cannot hold its requests in the KV cache at once: concurrency × (prompt + the
@@ -168,6 +184,7 @@ impl Default for Workload {
             kv_overflow: KvOverflow::default(),
             prefix: None,
             cost_per_hour: None,
+            stop_when_saturated: true,
         }
     }
 }
@@ -188,6 +205,11 @@ impl Workload {
             kv_overflow: spec.workload.kv_overflow,
             prefix: spec.workload.prefix,
             cost_per_hour: spec.hardware.cost_per_hour,
+            stop_when_saturated: spec
+                .phases
+                .load
+                .as_ref()
+                .is_none_or(|l| l.stop_when_saturated),
         }
     }
 

@@ -57,11 +57,29 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "\nestimated wall time: {} ({})",
+        "\nestimated wall time: {} ({}){}",
         human_duration(plan.estimate_s),
-        plan.rates.source
+        plan.rates.source,
+        if sweeps(plan) {
+            "; an upper bound: a load sweep skips the rates above the first that saturates the server"
+        } else {
+            ""
+        }
     );
     out
+}
+
+/// Whether some context's load cells sweep more than one rate that saturation may cut short.
+fn sweeps(plan: &Plan) -> bool {
+    let load: Vec<&Cell> = plan
+        .cells
+        .iter()
+        .filter(|c| c.runs() && matches!(c.measure, Measure::Load(_)))
+        .collect();
+    plan.workload.stop_when_saturated
+        && load
+            .iter()
+            .any(|c| load.iter().any(|o| o.context == c.context && o.id != c.id))
 }
 
 /// One line per runnable cell, in run order.

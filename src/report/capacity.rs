@@ -98,7 +98,9 @@ fn probes(summary: &Record, cells: &[CellView], slo: &Slo) -> Vec<ProbeView> {
             Some(ProbeView {
                 value,
                 value_label: c.level_label.clone(),
-                meets_slo: r.status == Status::Valid && r.open.slo_met == Some(true),
+                meets_slo: r.status == Status::Valid
+                    && r.open.slo_met == Some(true)
+                    && r.open.saturated.is_none(),
                 verdict: verdict(r, slo),
                 cell: c.clone(),
             })

@@ -132,6 +132,9 @@ pub fn verdict(r: &Record, slo: &Slo) -> String {
         })
         .collect();
     let invalid = r.status != crate::results::Status::Valid;
+    if let (true, false, Some(why)) = (over.is_empty(), invalid, &r.open.saturated) {
+        return format!("misses: saturated ({why})");
+    }
     match (over.is_empty(), invalid) {
         (true, false) if r.open.slo_met != Some(false) => "meets SLO".into(),
         (true, _) => format!("misses: the cell is {}", r.status.as_str()),

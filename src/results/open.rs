@@ -20,6 +20,10 @@ pub struct OpenFields {
     /// Completed requests / (last token − first send), as vLLM's request throughput.
     #[serde(default)]
     pub rate_achieved: Option<f64>,
+    /// Why this rate saturated the server (`0.42 req/s completed of 1.00 req/s sent`, or the
+    /// client's queue growing); absent when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturated: Option<String>,
     /// How arrivals were drawn: `poisson`, `gamma` or `constant`.
     #[serde(default)]
     pub arrivals: Option<String>,

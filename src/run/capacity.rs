@@ -68,9 +68,9 @@ impl Bisect {
 }
 
 /// Whether a probe's record counts as meeting the SLO: measured validly, every objective
-/// held.
+/// held, and (a probe by rate) the server not saturated.
 pub fn passed(rec: &Record) -> bool {
-    rec.status == Status::Valid && rec.open.slo_met == Some(true)
+    rec.status == Status::Valid && rec.open.slo_met == Some(true) && rec.open.saturated.is_none()
 }
 
 impl Cells<'_> {

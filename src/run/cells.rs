@@ -36,18 +36,30 @@ impl Cells<'_> {
     ) -> Result<(), RunError> {
         let total = self.numbering.1.unwrap_or_else(|| plan.runnable().count());
         let mut index = self.numbering.0;
+        let mut saturated = Saturated::default();
         let mut i = 0;
         while i < plan.cells.len() {
             let c = &plan.cells[i];
             i += 1;
-            if !c.runs() {
+            let past = saturated.past(plan, c);
+            if !c.runs() || past.is_some() {
                 let rec = Record {
                     status: Status::Skipped,
-                    reasons: c.skip.iter().cloned().collect(),
+                    reasons: c.skip.iter().cloned().chain(past).collect(),
                     ..Record::new(c, utc_now(), &plan.workload.labels)
                 };
-                self.finish(rec, engine)?;
+                let rec = self.finish(rec, engine)?;
                 summary.count(Status::Skipped);
+                if c.runs() {
+                    // Skipped past a saturated rate: the progress counts it.
+                    index += 1;
+                    let record = Box::new(rec);
+                    (self.on)(Event::Done {
+                        index,
+                        total,
+                        record,
+                    });
+                }
                 continue;
             }
             if c.repeats > 1 {
@@ -77,7 +89,8 @@ impl Cells<'_> {
             });
             let rec = self.fresh(plan, c);
             let rec = self.measure_or_stop(c, rec, summary).await?;
-            self.after(c, rec, engine, summary, (index, total)).await?;
+            let rec = self.after(c, rec, engine, summary, (index, total)).await?;
+            saturated.note(c, &rec);
         }
         Ok(())
     }
@@ -247,5 +260,34 @@ impl Cells<'_> {
         }
         self.dir.append(&rec)?;
         Ok(rec)
+    }
+}
+
+/// The load rates that saturated the server, by context: a sweep skips the rates above
+/// (`phases.load.stop_when_saturated`).
+#[derive(Default)]
+struct Saturated(Vec<(u64, f64, String)>);
+
+impl Saturated {
+    /// `rec` of `c`, when it is a load cell whose rate saturated the server.
+    fn note(&mut self, c: &Cell, rec: &Record) {
+        if let (crate::plan::Measure::Load(l), Some(_)) = (&c.measure, &rec.open.saturated) {
+            let label = c.id.rsplit('/').next().unwrap_or_default().to_string();
+            self.0.push((c.context, l.rate.0, label));
+        }
+    }
+
+    /// Why `c` is skipped: a load cell of a context whose lower rate saturated the server.
+    fn past(&self, plan: &Plan, c: &Cell) -> Option<String> {
+        let crate::plan::Measure::Load(l) = &c.measure else {
+            return None;
+        };
+        if !plan.workload.stop_when_saturated || !c.runs() {
+            return None;
+        }
+        self.0
+            .iter()
+            .find(|(ctx, rate, _)| *ctx == c.context && *rate < l.rate.0)
+            .map(|(_, _, label)| format!("saturated at {label}"))
     }
 }

@@ -180,6 +180,11 @@ pub struct Load {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub repeats: Option<u32>,
+    /// Once a rate saturates the server (its requests complete at under 90% of the rate they
+    /// were sent at, or the client's `max_concurrency` queue grows through the window), skip
+    /// the context's higher rates with the reason `saturated at r<R>`.
+    #[serde(default = "yes")]
+    pub stop_when_saturated: bool,
 }
 
 /// Lengths drawn around a centre (the context, or `max_output_tokens`).

@@ -84,3 +84,62 @@ phases:
         md.stdout
     );
 }
+
+/// A sweep over rates [1, 4, 16, 64, 256] against a server that runs 2 requests at once
+/// stops at the first saturated rate: the rates above get `skipped` records with "saturated
+/// at r<R>", and the sweep takes under half the time of the whole sweep.
+#[test]
+fn a_load_sweep_stops_at_saturation() {
+    let spec = |stop: bool| {
+        format!(
+            "version: 1
+name: saturation
+engine: {{kind: sim, sim: {{profile: tiny, max_num_seqs: 2}}}}
+model: {{served_name: tiny}}
+workload: {{max_output_tokens: 256}}
+matrix: {{contexts: [256], concurrency: [1]}}
+phases:
+  prefill: {{enabled: false}}
+  decode: {{enabled: false}}
+  load: {{rates: [1, 4, 16, 64, 256], arrivals: poisson, duration: 3s, stop_when_saturated: {stop}}}
+"
+        )
+    };
+    let (stopped, _d1) = super::open::run_spec_paused(&spec(true));
+    let (full, _d2) = super::open::run_spec_paused(&spec(false));
+    let span =
+        |rs: &[benchspec::results::Record]| -> f64 { rs.iter().filter_map(|r| r.measured_s).sum() };
+    let saturated: Vec<&str> = stopped
+        .iter()
+        .filter(|r| r.open.saturated.is_some())
+        .map(|r| r.cell.as_str())
+        .collect();
+    let skipped: Vec<(&str, &[String])> = stopped
+        .iter()
+        .filter(|r| r.status == benchspec::results::Status::Skipped && r.cell.starts_with("load/"))
+        .map(|r| (r.cell.as_str(), r.reasons.as_slice()))
+        .collect();
+    eprintln!(
+        "saturation: saturated {saturated:?}, skipped {skipped:?}; {:.1} s of load against {:.1} s for the whole sweep",
+        span(&stopped),
+        span(&full)
+    );
+    assert_eq!(saturated.len(), 1, "{saturated:?}");
+    assert!(skipped.len() >= 2, "{skipped:?}");
+    let label = saturated[0].rsplit('/').next().unwrap();
+    for (cell, reasons) in &skipped {
+        assert_eq!(reasons, &[format!("saturated at {label}")], "{cell}");
+    }
+    assert!(skipped.iter().any(|(c, _)| *c == "load/256/r256"));
+    let load = stopped
+        .iter()
+        .filter(|r| r.cell.starts_with("load/"))
+        .count();
+    assert_eq!(load, 5, "every rate has a record");
+    assert!(span(&stopped) < 0.5 * span(&full));
+    // Rates below the saturated one are not.
+    assert!(
+        full.iter()
+            .any(|r| r.cell == "load/256/r1" && r.open.saturated.is_none())
+    );
+}

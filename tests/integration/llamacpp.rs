@@ -516,3 +516,38 @@ fn a_twin_fitted_on_four_cells_predicts_four_others() {
     // run (llama.cpp and the client share the cores), so the check is what the noise allows.
     assert!(errors.iter().all(|(_, e)| e.abs() <= 35.0), "{errors:?}");
 }
+
+/// Saturation against the real engine: llama.cpp (4 slots on 2 cores) keeps up with 1
+/// request a second and falls behind 50; the sweep's 400 is skipped as "saturated at r50".
+#[test]
+fn a_load_sweep_against_llama_cpp_stops_at_saturation() {
+    let _cpu = super::cpu();
+    let port = super::free_port();
+    let text = shipped(port)
+        .edit("max_output_tokens: 64", "max_output_tokens: 16")
+        .edit("contexts: [256, 1K, 2K]", "contexts: [256]")
+        .edit(
+            "phases:\n  decode:\n    duration: 3s",
+            "phases:\n  prefill: {enabled: false}\n  decode: {enabled: false}\n  load: {rates: [1, 50, 400], duration: 2s}",
+        );
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("llamacpp.yaml", &text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    let cell = |id: &str| records.iter().find(|r| r.cell == id).unwrap();
+    eprintln!(
+        "llama.cpp saturation: r1 {:?}; r50 {:?}; r400 {:?}",
+        cell("load/256/r1").open.saturated,
+        cell("load/256/r50").open.saturated,
+        cell("load/256/r400").reasons
+    );
+    assert_eq!(cell("load/256/r1").open.saturated, None);
+    assert!(cell("load/256/r50").open.saturated.is_some());
+    let skipped = cell("load/256/r400");
+    assert_eq!(skipped.status, Status::Skipped);
+    assert_eq!(skipped.reasons, ["saturated at r50"]);
+    assert!(done.stderr.contains("saturated"), "{}", done.stderr);
+}

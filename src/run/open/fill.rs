@@ -4,6 +4,7 @@
 
 use super::arrivals::gap_stats;
 use super::dispatch::{Done, Finished};
+use super::saturation::Times;
 use crate::plan::OpenLoad;
 use crate::plan::vocab::Slo;
 use crate::results::slo::{self, Summaries};
@@ -101,6 +102,23 @@ pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
         o.slo_met = Some(v.met);
     }
     lengths(rec, &f.done);
+    rec.open.saturated = saturated(f);
+}
+
+/// Whether the requests of `f` saturated the server ([`super::saturation`]).
+fn saturated(f: &Finished) -> Option<String> {
+    let times: Vec<Times> = f
+        .done
+        .iter()
+        .map(|d| Times {
+            due: secs(f.start, d.due),
+            admitted: secs(f.start, d.admitted),
+            sent: secs(f.start, d.sent),
+            end: secs(f.start, d.end),
+            ok: d.failure.is_none() && d.tokens > 0,
+        })
+        .collect();
+    super::saturation::judge(&times)
 }
 
 /// Tokens, rates, requests in flight and errors over the cell's `span` seconds.
