@@ -60,13 +60,18 @@ pub fn render_table(plan: &Plan, path: &str) -> String {
         "\nestimated wall time: {} ({}){}",
         human_duration(plan.estimate_s),
         plan.rates.source,
-        if sweeps(plan) {
-            "; an upper bound: a load sweep skips the rates above the first that saturates the server"
-        } else {
-            ""
-        }
+        upper_bound(plan)
     );
     out
+}
+
+/// What the estimate is when a load sweep may stop at saturation.
+fn upper_bound(plan: &Plan) -> &'static str {
+    if sweeps(plan) {
+        "; an upper bound: a load sweep skips the rates above the first that saturates the server"
+    } else {
+        ""
+    }
 }
 
 /// Whether some context's load cells sweep more than one rate that saturation may cut short.

@@ -43,23 +43,8 @@ impl Cells<'_> {
             i += 1;
             let past = saturated.past(plan, c);
             if !c.runs() || past.is_some() {
-                let rec = Record {
-                    status: Status::Skipped,
-                    reasons: c.skip.iter().cloned().chain(past).collect(),
-                    ..Record::new(c, utc_now(), &plan.workload.labels)
-                };
-                let rec = self.finish(rec, engine)?;
-                summary.count(Status::Skipped);
-                if c.runs() {
-                    // Skipped past a saturated rate: the progress counts it.
-                    index += 1;
-                    let record = Box::new(rec);
-                    (self.on)(Event::Done {
-                        index,
-                        total,
-                        record,
-                    });
-                }
+                index += usize::from(c.runs());
+                self.skip(plan, c, past, engine, summary, (index, total))?;
                 continue;
             }
             if c.repeats > 1 {
@@ -91,6 +76,34 @@ impl Cells<'_> {
             let rec = self.measure_or_stop(c, rec, summary).await?;
             let rec = self.after(c, rec, engine, summary, (index, total)).await?;
             saturated.note(c, &rec);
+        }
+        Ok(())
+    }
+
+    /// The record of a cell the plan skips, or of a load rate `past` a saturated one (which
+    /// the progress counts, as `index` of `total`).
+    fn skip(
+        &self,
+        plan: &Plan,
+        c: &Cell,
+        past: Option<String>,
+        engine: &mut EngineSide,
+        summary: &mut RunSummary,
+        (index, total): (usize, usize),
+    ) -> Result<(), RunError> {
+        let rec = Record {
+            status: Status::Skipped,
+            reasons: c.skip.iter().cloned().chain(past).collect(),
+            ..Record::new(c, utc_now(), &plan.workload.labels)
+        };
+        let record = Box::new(self.finish(rec, engine)?);
+        summary.count(Status::Skipped);
+        if c.runs() {
+            (self.on)(Event::Done {
+                index,
+                total,
+                record,
+            });
         }
         Ok(())
     }
