@@ -7,8 +7,9 @@
 //! percentile ranks (a server keeping up completes them as fast as they were sent; neither
 //! the ramp nor the drain after the last send counts, and Poisson arrivals add no noise:
 //! the same requests are on both sides), and a server falling behind also shows a latency
-//! that grows: the median end-to-end latency of the last quarter of sends is more than 1.2×
-//! the first quarter's. A burst (every request sent at once) is not judged.
+//! that grows: the median time from send to end of the last quarter of sends (failed requests
+//! included: one that timed out waited longest) is more than 1.2× the first quarter's. A
+//! burst (every request sent at once) is not judged.
 
 /// One request's times, in seconds from the cell's start.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,13 +63,10 @@ fn rate(t: &[f64]) -> Option<f64> {
     (span > 0.0).then(|| (hi - lo) as f64 / span)
 }
 
-/// The median end-to-end latency of the completed requests of `part`.
+/// The median time from send to end of the requests of `part`, failed ones included (a
+/// request that timed out waiting is the longest wait of all).
 fn latency(part: &[&Times]) -> Option<f64> {
-    let mut l: Vec<f64> = part
-        .iter()
-        .filter(|r| r.ok)
-        .map(|r| r.end - r.sent)
-        .collect();
+    let mut l: Vec<f64> = part.iter().map(|r| r.end - r.sent).collect();
     l.sort_by(f64::total_cmp);
     l.get(l.len() / 2).copied()
 }
@@ -129,6 +127,18 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// The server falls behind and the requests that waited longest time out: still
+    /// saturated, judged on the ones that completed and on how long all of them took.
+    #[test]
+    fn timed_out_requests_count_as_waiting() {
+        let mut reqs = sweep(64, 1.0 / 16.0, 0.5, 2, 0);
+        for r in reqs.iter_mut().skip(20) {
+            r.ok = false;
+            r.end = r.sent + 30.0;
+        }
+        assert!(judge(&reqs).is_some());
     }
 
     #[test]
