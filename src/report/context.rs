@@ -165,12 +165,7 @@ impl Context {
             tool_version: some(&m.tool_version),
             engine_reported_version: reported.clone(),
             counts,
-            predicted: m.predicted_by.as_ref().map(|p| {
-                format!(
-                    "the twin `{}` (fitted on {} measured cell(s) of {}; 90% intervals ±{:.1}% inside its fitted range) ran as the engine, on a paused clock: nothing here was measured",
-                    p.twin, p.fitted_on, p.engine, p.interval_pct
-                )
-            }),
+            predicted: m.predicted_by.as_ref().map(predicted),
         };
         let (prefill, decode, variants, mut matrix_line) = arranged(&cells, m);
         let load = load_cells(&cells);
@@ -284,4 +279,12 @@ pub fn context_schema_text() -> String {
 /// The cells of `phase`, in run order.
 fn of_phase(cells: &[CellView], phase: Phase) -> Vec<CellView> {
     cells.iter().filter(|c| c.phase == phase).cloned().collect()
+}
+
+/// The sentence a predicted run's reports carry: which twin ran as the engine.
+fn predicted(p: &crate::rundir::Predicted) -> String {
+    format!(
+        "the twin `{}` (fitted on {} measured cell(s) of {}; 90% intervals ±{:.1}% inside its fitted range) ran as the engine, on a paused clock: nothing here was measured",
+        p.twin, p.fitted_on, p.engine, p.interval_pct
+    )
 }

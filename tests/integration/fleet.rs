@@ -1,4 +1,5 @@
-//! Beyond one server: what the hardware costs per token.
+//! Beyond one server: what the hardware costs per token, and load sweeps that stop at the
+//! first rate the server cannot keep up with.
 
 use super::cli::Bench;
 use serde_json::Value;
