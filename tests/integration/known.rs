@@ -186,37 +186,20 @@ fn a_twin_of_a_known_server() {
     ])
     .run();
     assert_eq!(fit.code, 0, "{}", fit.stderr);
-    let p = Bench::new(&[
-        "predict",
-        specs[1].to_str().unwrap(),
-        "--twin",
-        twin.to_str().unwrap(),
-        "--format",
-        "json",
-    ])
-    .run();
-    assert_eq!(p.code, 0, "{}", p.stderr);
-    let doc: Value = serde_json::from_str(&p.stdout).unwrap();
+    let doc = super::twin::predict_json(&specs[1], &twin);
     let measured = benchspec::rundir::read_records(&outs[1].join("results.jsonl")).unwrap();
-    let mut errors = Vec::new();
-    for r in measured.iter().filter(|r| r.cell.starts_with("decode/")) {
-        let c = doc["cells"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["cell"] == r.cell.as_str())
-            .unwrap();
-        for (key, want) in [
-            ("per_request_tok_s", r.per_request_tok_s.unwrap()),
-            ("tbt_ms_p50", r.tbt_ms.unwrap().p50),
-        ] {
-            let got = c[key].as_f64().unwrap();
-            errors.push((r.cell.clone(), key, (got - want) / want * 100.0));
-        }
-    }
+    let mut errors = super::twin::decode_errors(&doc, &measured, "per_request_tok_s", |r| {
+        r.per_request_tok_s
+    });
+    errors.extend(super::twin::decode_errors(
+        &doc,
+        &measured,
+        "tbt_ms_p50",
+        |r| r.tbt_ms.map(|s| s.p50),
+    ));
     eprintln!("known server, twin's error on the predicted cells: {errors:?}");
     assert_eq!(errors.len(), 8);
-    assert!(errors.iter().all(|(_, _, e)| e.abs() <= 12.0), "{errors:?}");
+    assert!(errors.iter().all(|(_, e)| e.abs() <= 12.0), "{errors:?}");
     // The twin as an engine, on the measured c=8 cells.
     let twin_text = std::fs::read_to_string(&twin).unwrap();
     let engine = spec("", "[512, 2K]", "[8]").replace(

@@ -487,32 +487,11 @@ fn a_twin_fitted_on_four_cells_predicts_four_others() {
         fit.stderr.trim(),
         started.elapsed()
     );
-    let p = Bench::new(&[
-        "predict",
-        specs[1].to_str().unwrap(),
-        "--twin",
-        twin.to_str().unwrap(),
-        "--format",
-        "json",
-    ])
-    .run();
-    assert_eq!(p.code, 0, "{}", p.stderr);
-    let doc: serde_json::Value = serde_json::from_str(&p.stdout).unwrap();
+    let doc = super::twin::predict_json(&specs[1], &twin);
     let measured = benchspec::rundir::read_records(&outs[1].join("results.jsonl")).unwrap();
-    let mut errors = Vec::new();
-    for r in measured.iter().filter(|r| r.cell.starts_with("decode/")) {
-        let c = doc["cells"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["cell"] == r.cell.as_str())
-            .unwrap();
-        let (want, got) = (
-            r.per_request_tok_s.unwrap(),
-            c["per_request_tok_s"].as_f64().unwrap(),
-        );
-        errors.push((r.cell.clone(), (got - want) / want * 100.0));
-    }
+    let errors = super::twin::decode_errors(&doc, &measured, "per_request_tok_s", |r| {
+        r.per_request_tok_s
+    });
     let again = benchspec::rundir::read_records(&outs[2].join("results.jsonl")).unwrap();
     let spread: Vec<(String, f64)> = measured
         .iter()

@@ -3,8 +3,9 @@
 
 use super::cli::Bench;
 use super::cli::tempdir::Dir;
+use benchspec::results::Record;
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `fit` the seed table holding out three cells in four, into `dir/twin.toml`.
 fn fit_seed(dir: &Dir) -> (PathBuf, super::cli::Done) {
@@ -20,6 +21,42 @@ fn fit_seed(dir: &Dir) -> (PathBuf, super::cli::Done) {
     .run();
     assert_eq!(d.code, 0, "{}", d.stderr);
     (twin, d)
+}
+
+/// `predict SPEC --twin TWIN --format json`, parsed.
+pub(super) fn predict_json(spec: &Path, twin: &Path) -> Value {
+    let p = Bench::new(&["predict", "--format", "json", "--twin"])
+        .arg(twin)
+        .arg(spec)
+        .run();
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    serde_json::from_str(&p.stdout).unwrap()
+}
+
+/// Each measured decode cell's prediction error in `doc` (`predict --format json`), percent:
+/// the predicted cell's `key` against the measured `pick`.
+pub(super) fn decode_errors(
+    doc: &Value,
+    measured: &[Record],
+    key: &str,
+    pick: fn(&Record) -> Option<f64>,
+) -> Vec<(String, f64)> {
+    measured
+        .iter()
+        .filter(|r| r.cell.starts_with("decode/"))
+        .map(|r| {
+            let c = doc["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["cell"] == r.cell.as_str());
+            let got = c
+                .and_then(|c| c[key].as_f64())
+                .unwrap_or_else(|| panic!("{}: {doc:#}", r.cell));
+            let want = pick(r).unwrap();
+            (format!("{} {key}", r.cell), (got - want) / want * 100.0)
+        })
+        .collect()
 }
 
 #[test]
@@ -58,17 +95,7 @@ fn the_seed_table_from_a_quarter_of_its_cells() {
     let step = t["params"]["step_s"].as_f64().unwrap();
     assert!((step - 3.75e-3).abs() < 0.3e-3, "step {step}");
 
-    let p = Bench::new(&[
-        "predict",
-        "specs/h200-nvl-gemma-4-e2b.yaml",
-        "--twin",
-        twin.to_str().unwrap(),
-        "--format",
-        "json",
-    ])
-    .run();
-    assert_eq!(p.code, 0, "{}", p.stderr);
-    let doc: Value = serde_json::from_str(&p.stdout).unwrap();
+    let doc = predict_json(Path::new("specs/h200-nvl-gemma-4-e2b.yaml"), &twin);
     let cells = doc["cells"].as_array().unwrap();
     let c = cells.iter().find(|c| c["cell"] == "decode/8K/c16").unwrap();
     for k in [
@@ -187,6 +214,8 @@ phases: {prefill: {enabled: false}, decode: {duration: 3s}}
 /// `--out` keeps the whole predicted run, reports marked "predicted", ready for `compare`.
 #[test]
 fn predict_capacity_and_a_predicted_run() {
+    // Seconds of simulation on the CPU: not beside a test that measures a real engine.
+    let _cpu = super::cpu();
     let dir = Dir::new();
     let (twin, _) = fit_seed(&dir);
     let spec = dir.path().join("cap.yaml");
@@ -255,6 +284,7 @@ report: {formats: [markdown]}
 /// 4 to 32 requests per second) predicts the same engine's closed-loop decode cells.
 #[test]
 fn a_twin_fitted_on_load_cells_alone() {
+    let _cpu = super::cpu();
     let base = "version: 1
 name: load fit
 engine: {kind: sim, sim: {profile: h200-gemma-4-e2b}}
@@ -291,24 +321,11 @@ phases: {{prefill: {{enabled: false}}, decode: {{duration: 5s}}}}
     );
     let spec = dir.path().join("decode.yaml");
     std::fs::write(&spec, &decode).unwrap();
-    let p = Bench::new(&["predict", "--format", "json", "--twin"])
-        .arg(&twin)
-        .arg(&spec)
-        .run();
-    assert_eq!(p.code, 0, "{}", p.stderr);
-    let doc: Value = serde_json::from_str(&p.stdout).unwrap();
+    let doc = predict_json(&spec, &twin);
     let (measured, _) = super::open::run_spec_paused(&decode);
-    let mut errors = Vec::new();
-    for r in measured.iter().filter(|r| r.cell.starts_with("decode/")) {
-        let c = doc["cells"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["cell"] == r.cell.as_str());
-        let got = c.and_then(|c| c["per_request_tok_s"].as_f64()).unwrap();
-        let want = r.per_request_tok_s.unwrap();
-        errors.push((r.cell.clone(), (got - want) / want * 100.0));
-    }
+    let errors = decode_errors(&doc, &measured, "per_request_tok_s", |r| {
+        r.per_request_tok_s
+    });
     eprintln!("fitted on load cells, decode per-request tok/s error: {errors:?}");
     assert_eq!(errors.len(), 2);
     assert!(errors.iter().all(|(_, e)| e.abs() <= 10.0), "{errors:?}");
