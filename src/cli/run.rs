@@ -199,7 +199,7 @@ fn listen_for_signals(interrupt: &run::Interrupt) {
             signals.next().await;
             interrupt.request();
             signals.next().await;
-            if let Some(pgid) = interrupt.engine_group() {
+            for pgid in interrupt.engine_groups() {
                 let pid = nix::unistd::Pid::from_raw(pgid);
                 let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
             }

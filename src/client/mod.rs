@@ -14,6 +14,7 @@ pub mod h1;
 pub mod local;
 mod outcome;
 mod prepared;
+pub mod route;
 pub mod scripted;
 mod settings;
 pub mod sse;
@@ -26,6 +27,8 @@ use h1::WireError;
 pub use outcome::{Chunk, Failure, Outcome};
 pub use prepared::Prepared;
 use prepared::{escaped, last_part};
+pub use route::{Balance, Route};
+use route::{Target, Targets};
 use serde_json::Value;
 pub use settings::{Api, ApiKey, BadKey, Dialect, Settings};
 use std::sync::Arc;
@@ -97,16 +100,17 @@ pub enum ApiError {
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
-    /// `http://host:port`, no trailing slash.
+    /// The first server's `http://host:port`, no trailing slash: where the informational
+    /// endpoints are asked.
     pub base: String,
+    /// Every server generation requests go to, with their pools.
+    targets: Arc<Targets>,
     model: String,
     api: Api,
     dialect: Dialect,
     key: Option<ApiKey>,
     stall: Duration,
     ignore_eos: bool,
-    /// The lean HTTP/1.1 path of the generation requests (plain `http://` engines).
-    lean: Option<Arc<h1::Pool>>,
     /// `workload.tokenizer`: prompts are counted here, never with the engine's `/tokenize`.
     local: Option<Arc<local::LocalTokenizer>>,
     /// Another transport in place of the network (tests).
@@ -136,12 +140,15 @@ impl Client {
             .tcp_nodelay(true)
             .build()
             .map_err(ApiError::Build)?;
-        let base = settings.base.trim_end_matches('/').to_string();
-        let lean = h1::Endpoint::parse(&base).map(|ep| Arc::new(h1::Pool::new(ep, pool)));
+        let list = std::iter::once(&settings.base)
+            .chain(&settings.others)
+            .map(|b| Target::new(b, pool, false))
+            .collect();
+        let targets = Arc::new(Targets::new(list, settings.balance));
         Ok(Client {
-            lean,
             http,
-            base,
+            base: settings.base.trim_end_matches('/').to_string(),
+            targets,
             model: settings.model,
             api: settings.api,
             dialect: settings.dialect,
@@ -158,9 +165,41 @@ impl Client {
     /// This client sending every request (generation and informational) to `server`, a
     /// server in this process, instead of over the network.
     pub fn in_process(mut self, server: Arc<dyn exchange::Exchange>) -> Client {
-        self.lean = None;
+        let list = self
+            .targets
+            .list
+            .iter()
+            .map(|t| Target::new(&t.base, 1, true));
+        self.targets = Arc::new(Targets::new(list.collect(), Balance::default()));
         self.inner = Some(server);
         self
+    }
+
+    /// The servers generation requests go to, in order (`by_endpoint`).
+    pub fn endpoints(&self) -> Vec<String> {
+        self.targets.list.iter().map(|t| t.base.clone()).collect()
+    }
+
+    /// A client of server `index` alone (its pool shared): its readiness, its metrics.
+    pub fn endpoint(&self, index: usize) -> Client {
+        let mut one = self.clone();
+        if let Some(t) = self.targets.list.get(index) {
+            one.base.clone_from(&t.base);
+            one.targets = Arc::new(Targets::new(vec![t.alone()], Balance::default()));
+        }
+        one
+    }
+
+    /// The server for the next generation request, counted in flight there until the
+    /// route is dropped.
+    pub fn route(&self) -> Route {
+        Route::pick(&self.targets)
+    }
+
+    /// A route to server `index` (a conversation's later turns keep to their server, whose
+    /// prefix cache holds the conversation so far).
+    pub fn route_to(&self, index: usize) -> Route {
+        Route::to(&self.targets, index)
     }
 
     /// Whether generation requests go to the chat endpoint (with messages).
@@ -304,7 +343,12 @@ impl Client {
     /// meantime (llama.cpp's server closes idle ones, and each after a number of requests)
     /// fails before any response byte; that is retried, with the clock restarted, up to
     /// [`SEND_TRIES`] times, as the next pooled connection may be as stale as the first.
-    async fn send<'a>(&'a self, req: &Prepared, out: &mut Outcome) -> Result<Wire<'a>, Failure> {
+    async fn send<'a>(
+        &'a self,
+        to: &'a Route,
+        req: &Prepared,
+        out: &mut Outcome,
+    ) -> Result<Wire<'a>, Failure> {
         if let Some(server) = &self.inner {
             let post = exchange::request(axum::http::Method::POST, req.path, req.whole());
             out.sent = Instant::now();
@@ -313,8 +357,11 @@ impl Client {
                 Err(_) => Err(Failure::Stall),
             };
         }
-        let Some(pool) = &self.lean else {
-            return self.send_reqwest(req, out).await;
+        let Some(target) = to.target() else {
+            return Err(Failure::Connect);
+        };
+        let Some(pool) = &target.lean else {
+            return self.send_reqwest(&target.base, req, out).await;
         };
         let head = pool.post_head(req.path, req.len(), self.key.as_ref().map(ApiKey::expose));
         // A stale idle connection costs no try: the pool shrinks with each.
@@ -343,11 +390,16 @@ impl Client {
     }
 
     /// [`Client::send`] through reqwest (https engines).
-    async fn send_reqwest(&self, req: &Prepared, out: &mut Outcome) -> Result<Wire<'_>, Failure> {
+    async fn send_reqwest(
+        &self,
+        base: &str,
+        req: &Prepared,
+        out: &mut Outcome,
+    ) -> Result<Wire<'_>, Failure> {
         for attempt in 0..SEND_TRIES {
             let mut rb = self
                 .http
-                .post(format!("{}{}", self.base, req.path))
+                .post(format!("{base}{}", req.path))
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .body(req.whole());
             if let Some(key) = &self.key {
@@ -370,10 +422,17 @@ impl Client {
         Err(Failure::Connect)
     }
 
-    /// Send one prepared streamed request; `on_chunk` sees every token-bearing chunk as it
-    /// arrives, on the task that reads the stream.
-    pub async fn generate(
+    /// Send one prepared streamed request to the server the balance picks; `on_chunk` sees
+    /// every token-bearing chunk as it arrives, on the task that reads the stream.
+    pub async fn generate(&self, req: &Prepared, on_chunk: impl FnMut(Chunk) + Send) -> Outcome {
+        let to = self.route();
+        self.generate_via(&to, req, on_chunk).await
+    }
+
+    /// [`Client::generate`] to the server `to` names ([`Client::route`]).
+    pub async fn generate_via(
         &self,
+        to: &Route,
         req: &Prepared,
         mut on_chunk: impl FnMut(Chunk) + Send,
     ) -> Outcome {
@@ -381,7 +440,7 @@ impl Client {
             return t.generate(req, &mut on_chunk).await;
         }
         let mut out = Outcome::started(Instant::now());
-        let mut wire = match self.send(req, &mut out).await {
+        let mut wire = match self.send(to, req, &mut out).await {
             Ok(w) if (200..300).contains(&w.status()) => w,
             Ok(w) => return refused(out, &w),
             Err(f) => return fail(out, f),

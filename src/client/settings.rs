@@ -72,6 +72,11 @@ impl std::fmt::Debug for ApiKey {
 pub struct Settings {
     /// `http://host:port` or `https://…`.
     pub base: String,
+    /// More servers beside `base` (replicas, endpoints): generation requests are spread
+    /// over all of them.
+    pub others: Vec<String>,
+    /// How they are spread.
+    pub balance: super::Balance,
     /// The model name sent with every request.
     pub model: String,
     /// Completions or chat.

@@ -1,6 +1,7 @@
 //! The results stage: the record of each cell (docs/results.md) and its statistics. The run
 //! directory module (`rundir`) writes records to `results.jsonl` and reads them back.
 
+pub mod endpoints;
 pub(crate) mod observe;
 pub(crate) mod open;
 pub(crate) mod record;
@@ -10,6 +11,7 @@ pub mod significance;
 pub mod slo;
 pub(crate) mod stats;
 
+pub use endpoints::{EndpointUse, Shares};
 pub use observe::{GpuUse, ServerUse};
 pub use open::OpenFields;
 pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text, rfc3339, utc_now};

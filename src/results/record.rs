@@ -105,6 +105,9 @@ pub struct Record {
     /// × 10⁶ (absent without a cost).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usd_per_mtok: Option<f64>,
+    /// Each server's share when requests are spread over several (replicas, endpoints).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_endpoint: Option<Vec<super::EndpointUse>>,
     /// How many times the cell was measured, when more than once.
     #[serde(default)]
     pub repeats: Option<u32>,
@@ -228,6 +231,7 @@ impl Record {
             gpu: None,
             tokens_per_joule: None,
             usd_per_mtok: None,
+            by_endpoint: None,
             repeats: None,
             ci95: None,
             per_repeat: None,

@@ -55,6 +55,13 @@ impl Latencies {
         }
     }
 
+    /// Add every sample of `other`.
+    pub fn merge(&mut self, other: &Latencies) {
+        if let (Some(h), Some(o)) = (&mut self.hist, &other.hist) {
+            let _ = h.add(o);
+        }
+    }
+
     /// The summary in milliseconds; `None` when empty.
     pub fn summary(&self) -> Option<Summary> {
         let h = self.hist.as_ref().filter(|h| !h.is_empty())?;

@@ -153,8 +153,12 @@ pub enum EngineError {
         tail: String,
     },
     /// A launched engine died during a cell and is not to be relaunched.
-    #[error("the engine exited ({status}) during {cell}; the last lines of engine.log:\n{tail}")]
+    #[error("the engine{which} exited ({status}) during {cell}; the last lines of {log}:\n{tail}")]
     Exited {
+        /// ` (replica i)` when several are launched, else empty.
+        which: String,
+        /// Its log's file name.
+        log: String,
         /// How it exited.
         status: ExitStatus,
         /// The cell.

@@ -1,25 +1,24 @@
 //! Asking a run to stop (Ctrl-C), owned by whoever runs it: the CLI listens for the signal
 //! and calls [`Interrupt::request`]; a test calls it directly. On a request the cell in flight
 //! is cancelled, finished cells stay on disk and the engine is stopped. The handle also knows
-//! a launched engine's process group, so that a caller who must leave at once (a second
+//! the process groups of the engines it launched, so that a caller who must leave at once (a second
 //! Ctrl-C) can kill it: the terminal's signal does not reach it. No process-global state.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
 /// A stop request shared between a run and its caller.
 #[derive(Debug, Clone)]
 pub struct Interrupt {
     flag: Arc<watch::Sender<bool>>,
-    engine_group: Arc<AtomicI32>,
+    engine_groups: Arc<Mutex<Vec<i32>>>,
 }
 
 impl Default for Interrupt {
     fn default() -> Self {
         Interrupt {
             flag: Arc::new(watch::channel(false).0),
-            engine_group: Arc::new(AtomicI32::new(0)),
+            engine_groups: Arc::default(),
         }
     }
 }
@@ -48,13 +47,28 @@ impl Interrupt {
         }
     }
 
-    /// The process group of the engine the run launched, while it runs.
-    pub fn engine_group(&self) -> Option<i32> {
-        Some(self.engine_group.load(Ordering::SeqCst)).filter(|g| *g > 0)
+    /// The process groups of the engines (replicas) the run launched, while they run.
+    pub fn engine_groups(&self) -> Vec<i32> {
+        self.engine_groups
+            .lock()
+            .map(|g| g.clone())
+            .unwrap_or_default()
     }
 
-    pub(crate) fn set_engine_group(&self, pgid: i32) {
-        self.engine_group.store(pgid, Ordering::SeqCst);
+    /// A launched engine's group, running from now.
+    pub(crate) fn add_engine_group(&self, pgid: i32) {
+        if let Ok(mut g) = self.engine_groups.lock()
+            && pgid > 0
+        {
+            g.push(pgid);
+        }
+    }
+
+    /// A launched engine's group, stopped.
+    pub(crate) fn remove_engine_group(&self, pgid: i32) {
+        if let Ok(mut g) = self.engine_groups.lock() {
+            g.retain(|p| *p != pgid);
+        }
     }
 }
 
@@ -74,9 +88,10 @@ mod tests {
             .expect("woken")
             .expect("joined");
         assert!(a.is_requested());
-        a.set_engine_group(42);
-        assert_eq!(a.engine_group(), Some(42));
-        a.set_engine_group(0);
-        assert_eq!(a.engine_group(), None);
+        a.add_engine_group(42);
+        a.add_engine_group(43);
+        assert_eq!(a.engine_groups(), [42, 43]);
+        a.remove_engine_group(42);
+        assert_eq!(a.engine_groups(), [43]);
     }
 }

@@ -39,6 +39,7 @@ pub(super) fn measured_nothing(path: &Path) -> bool {
         };
         let empty = e.metadata().is_ok_and(|m| m.is_file() && m.len() == 0);
         NAMES.contains(&name)
+            || super::is_engine_log(name)
             || name == crate::spec::files::KEPT_TEMPLATES
             || (MEASURED.contains(&name) && empty)
     })
@@ -48,7 +49,7 @@ pub(super) fn measured_nothing(path: &Path) -> bool {
 pub(super) fn clear(path: &Path) -> std::io::Result<()> {
     for e in std::fs::read_dir(path)? {
         let e = e?;
-        if e.file_name() == super::ENGINE_LOG {
+        if e.file_name().to_str().is_some_and(super::is_engine_log) {
             continue;
         }
         if e.file_type()?.is_dir() {
@@ -68,6 +69,8 @@ mod tests {
     fn only_a_folder_without_measurements_is_a_leftover() {
         let cases: &[(&[(&str, &str)], bool)] = &[
             (&[("engine.log", "bind failed")], true),
+            (&[("engine-1.log", "bind failed")], true),
+            (&[("engine-x.log", "mine")], false),
             (
                 &[
                     ("engine.log", "x"),
@@ -92,7 +95,8 @@ mod tests {
             if *want {
                 clear(&dir).unwrap();
                 let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
-                assert!(left.iter().all(|e| e.file_name() == "engine.log"));
+                assert!(left.iter().all(|e| e.file_name() != "manifest.json"));
+                assert_eq!(left.len(), 1, "the engine's log is kept: {files:?}");
             }
             let _ = std::fs::remove_dir_all(&dir);
         }

@@ -114,9 +114,15 @@ pub struct EngineFacts {
     /// The served model's `max_model_len`, when listed.
     #[serde(default)]
     pub max_model_len: Option<u64>,
-    /// The KV cache's capacity in tokens, when the engine states it.
+    /// The KV cache's capacity in tokens, when the engine states it (summed over servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_tokens: Option<u64>,
+    /// Every server measured when there are several (`engine.replicas`, `engine.endpoints`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<String>,
+    /// How requests were spread over them (`least-outstanding`, `round-robin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<String>,
 }
 
 /// One run directory of a merged run.
@@ -164,6 +170,8 @@ impl Manifest {
                 models: Vec::new(),
                 max_model_len: None,
                 kv_tokens: None,
+                endpoints: Vec::new(),
+                balance: None,
             },
             launch_command: None,
             warnings: Vec::new(),

@@ -44,6 +44,25 @@ pub const REPEATS: &str = "repeats.jsonl";
 pub const DATASET: &str = crate::spec::files::KEPT_DATASET;
 /// A launched engine's output.
 pub const ENGINE_LOG: &str = "engine.log";
+
+/// The log of replica `index` of `replicas` launched: `engine.log` for a lone engine,
+/// `engine-<index>.log` for each of several.
+pub fn engine_log(index: u32, replicas: u32) -> String {
+    if replicas > 1 {
+        format!("engine-{index}.log")
+    } else {
+        ENGINE_LOG.to_string()
+    }
+}
+
+/// Whether `name` is an engine's log (`engine.log`, or a replica's `engine-<i>.log`).
+pub fn is_engine_log(name: &str) -> bool {
+    name == ENGINE_LOG
+        || name
+            .strip_prefix("engine-")
+            .and_then(|n| n.strip_suffix(".log"))
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+}
 /// The names the spec copy may have, by the spec's own extension.
 const SPEC_COPIES: [&str; 4] = ["spec.yaml", "spec.yml", "spec.toml", "spec.json"];
 

@@ -2,6 +2,7 @@
 //! one field at a time, so they run beside the schema layer even when other parts of the
 //! spec are broken; a field the schema already rejected is simply not looked at again.
 
+mod fleet;
 mod open;
 mod phases;
 mod telemetry;
@@ -64,6 +65,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     axes(&cx, &mut out);
     phases::check(&cx, &mut out);
     engine(&cx, &mut out);
+    fleet::check(&cx, &mut out);
     report(&cx, &mut out);
     open::check(&cx, &mut out);
     telemetry::check(&cx, &mut out);
@@ -210,7 +212,9 @@ fn engine(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     if flag_value(&args, "--api-key").is_some_and(|key| env_refs(key).is_empty()) {
         out.push(Problem::error("/engine/launch/command", "the command carries a literal API key; write `--api-key ${VLLM_API_KEY}` and set `api_key_env`"));
     }
-    if let (Some(Ok(url)), Some(kind)) = (url, kind) {
+    // `${PORT}` is the replica's port, base_url's port + its index: it agrees by construction.
+    let port_var = args.iter().flat_map(|a| env_refs(a)).any(|v| v == "PORT");
+    if let (Some(Ok(url)), Some(kind), false) = (url, kind, port_var) {
         launch_port(
             kind,
             &args,
@@ -291,7 +295,7 @@ fn launch_env(cx: &Checker<'_>, args: &[String], key_env: Option<String>, out: &
     let mut seen: Vec<String> = key_env.into_iter().collect();
     for (at, text) in texts {
         for name in env_refs(text) {
-            if seen.contains(&name) {
+            if seen.contains(&name) || fleet::REPLICA_VARS.contains(&name.as_str()) {
                 continue;
             }
             if let Some(severity) = cx.unset(&name) {

@@ -40,6 +40,20 @@ pub struct Engine {
     #[serde(default = "default_base_url")]
     #[schemars(regex(pattern = r"^https?://[^\s/]+(/.*)?$"))]
     pub base_url: String,
+    /// Data-parallel replicas: `launch.command` started this many times, `${PORT}` being
+    /// `base_url`'s port + the replica's index and `${REPLICA}` the index (from 0); requests
+    /// are spread over them by `balance`.
+    #[serde(default = "one_replica", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1, max = 64))]
+    pub replicas: u32,
+    /// Several running servers to attach to, instead of `base_url`; requests are spread
+    /// over them by `balance`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(min = 1, max = 64))]
+    pub endpoints: Vec<String>,
+    /// How requests are spread over replicas or endpoints.
+    #[serde(default, skip_serializing_if = "is_default_balance")]
+    pub balance: Balance,
     /// The NAME of the environment variable holding the API key. A key never appears in a spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
@@ -65,6 +79,39 @@ pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8000";
 
 fn default_base_url() -> String {
     DEFAULT_BASE_URL.to_string()
+}
+
+fn one_replica() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn is_default_balance(b: &Balance) -> bool {
+    *b == Balance::default()
+}
+
+/// How requests are spread over several endpoints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Balance {
+    /// Each request to the endpoint with the fewest requests in flight (ties in turn).
+    #[default]
+    LeastOutstanding,
+    /// Each request to the next endpoint in turn.
+    RoundRobin,
+}
+
+impl Balance {
+    /// The name as written in a spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Balance::LeastOutstanding => "least-outstanding",
+            Balance::RoundRobin => "round-robin",
+        }
+    }
 }
 
 /// Which engine serves the API.

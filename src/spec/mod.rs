@@ -24,7 +24,8 @@ mod workload;
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use engine::{
-    Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Launch, SimDialect, SimEngine, SimFaults,
+    Balance, Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Launch, SimDialect, SimEngine,
+    SimFaults,
 };
 pub use model::{Hardware, HardwareType, Model, Spec};
 pub use open::{

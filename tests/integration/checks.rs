@@ -425,6 +425,44 @@ fn cases() -> Vec<Case> {
             ),
             want: vec![(E, "/engine/base_url", 5, 13, "not an http(s) URL")],
         },
+        Case {
+            name: "replicas without a launch",
+            text: spec_with("  kind: vllm\n  replicas: 2", MODEL, MATRIX, ""),
+            want: vec![(E, "/engine/replicas", 5, 13, "started from `engine.launch`")],
+        },
+        Case {
+            name: "replicas on one port",
+            text: spec_with(
+                "  kind: vllm\n  replicas: 2\n  launch:\n    command: vllm serve m",
+                MODEL,
+                MATRIX,
+                "",
+            ),
+            want: vec![(E, "/engine/launch/command", 7, 14, "`--port ${PORT}`")],
+        },
+        Case {
+            name: "endpoints beside base_url, one not a URL",
+            text: spec_with(
+                "  kind: vllm\n  base_url: http://127.0.0.1:8000\n  endpoints: [http://127.0.0.1:8001, 'x:1']",
+                MODEL,
+                MATRIX,
+                "",
+            ),
+            want: vec![
+                (E, "/engine/base_url", 5, 13, "remove `base_url`"),
+                (E, "/engine/endpoints/1", 6, 38, "not an http(s) URL"),
+            ],
+        },
+        Case {
+            name: "endpoints with a launch",
+            text: spec_with(
+                "  kind: vllm\n  endpoints: [http://127.0.0.1:8001]\n  launch:\n    command: vllm serve m",
+                MODEL,
+                MATRIX,
+                "",
+            ),
+            want: vec![(E, "/engine/endpoints", 5, 14, "servers already running")],
+        },
     ]
 }
 

@@ -25,6 +25,7 @@ mod prefix;
 mod props;
 mod repeats;
 mod replay;
+mod replicas;
 mod report;
 mod resume;
 mod run;

@@ -65,6 +65,8 @@ fn sse_response() -> Vec<u8> {
 fn client(base: &str) -> Client {
     let settings = Settings {
         base: base.into(),
+        others: Vec::new(),
+        balance: Default::default(),
         model: "m".into(),
         api: Api::Completions,
         dialect: Dialect::Serving,

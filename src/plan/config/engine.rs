@@ -4,11 +4,11 @@
 //! that read the environment (the key, `${VAR}` in the launch) are resolved when the engine
 //! is brought up, so that a variant whose environment is wrong fails alone.
 
-use super::launch::{LaunchConfig, shown};
+use super::launch::{LaunchConfig, Replica, shown};
 use crate::client;
 use crate::plan::{Limits, Plan};
 use crate::sim::{Options, SimError};
-use crate::spec::command::CommandError;
+use crate::spec::command::{CommandError, parse_url};
 use crate::spec::telemetry::Telemetry;
 use crate::spec::{Api, EngineKind, Spec};
 use std::collections::BTreeMap;
@@ -63,6 +63,13 @@ pub struct EngineConfig {
     /// `--base-url` was given for an engine the spec says how to launch: it is attached to,
     /// not launched.
     pub launch_ignored: bool,
+    /// Every server requests go to: `base_url` alone, each launched replica's
+    /// (`base_url`'s port + its index), or `engine.endpoints`.
+    pub endpoints: Vec<String>,
+    /// How requests are spread over `endpoints`.
+    pub balance: crate::spec::Balance,
+    /// How many replicas benchspec launches (1 when it launches one, or none).
+    pub replicas: u32,
     /// `model.served_name`.
     pub served_name: String,
     /// `engine.version`: the version the server should report.
@@ -83,11 +90,25 @@ impl EngineConfig {
     pub(super) fn new(variant: Option<String>, spec: &Spec, attach: Option<&str>) -> Self {
         let in_process = spec.engine.kind == EngineKind::Sim;
         let has_launch = spec.engine.launch.is_some();
+        let launches = !in_process && attach.is_none() && has_launch;
+        let base_url = attach.map_or_else(|| spec.engine.base_url.clone(), str::to_string);
+        let replicas = if launches { spec.engine.replicas } else { 1 };
+        let endpoints = match attach {
+            None if !spec.engine.endpoints.is_empty() && !in_process => {
+                spec.engine.endpoints.clone()
+            }
+            _ => (0..replicas)
+                .map(|i| with_port(&base_url, i).unwrap_or_else(|| base_url.clone()))
+                .collect(),
+        };
         EngineConfig {
+            base_url: endpoints.first().cloned().unwrap_or(base_url),
+            endpoints,
+            balance: spec.engine.balance,
+            replicas,
             variant,
             kind: spec.engine.kind.as_str(),
             in_process,
-            base_url: attach.map_or_else(|| spec.engine.base_url.clone(), str::to_string),
             launch_ignored: !in_process && attach.is_some() && has_launch,
             served_name: spec.model.served_name.clone(),
             version: spec.engine.version.clone(),
@@ -98,7 +119,7 @@ impl EngineConfig {
                 gpu: spec.hardware.gpu.clone(),
                 gpu_count: spec.hardware.gpu_count,
             },
-            launches: !in_process && attach.is_none() && has_launch,
+            launches,
             spec: spec.clone(),
         }
     }
@@ -128,16 +149,30 @@ impl EngineConfig {
             })
     }
 
-    /// How benchspec launches the engine, `${VAR}` replaced from `env`; `None` when it does
-    /// not (the simulator, a server to attach to).
-    pub fn launch(
+    /// How benchspec launches each replica of the engine, `${VAR}` replaced from `env`;
+    /// none when it does not launch it (the simulator, servers to attach to).
+    pub fn launches(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<LaunchConfig>, ConfigError> {
-        match &self.spec.engine.launch {
-            Some(l) if self.launches => LaunchConfig::resolve(l, env).map(Some),
-            _ => Ok(None),
-        }
+    ) -> Result<Vec<LaunchConfig>, ConfigError> {
+        let Some(l) = self.spec.engine.launch.as_ref().filter(|_| self.launches) else {
+            return Ok(Vec::new());
+        };
+        let port = |url: &str| parse_url(url).map_or(0, |u| u.port);
+        (0..self.replicas)
+            .map(|index| {
+                let url = self
+                    .endpoints
+                    .get(index as usize)
+                    .map_or("", String::as_str);
+                let replica = Replica {
+                    index,
+                    of: self.replicas,
+                    port: port(url),
+                };
+                LaunchConfig::resolve(l, env, replica)
+            })
+            .collect()
     }
 
     /// What the client is told: this engine at `base`, with `pool` keep-alive connections.
@@ -150,6 +185,11 @@ impl EngineConfig {
         let w = &self.spec.workload;
         client::Settings {
             base,
+            others: self.endpoints.iter().skip(1).cloned().collect(),
+            balance: match self.balance {
+                crate::spec::Balance::LeastOutstanding => client::Balance::LeastOutstanding,
+                crate::spec::Balance::RoundRobin => client::Balance::RoundRobin,
+            },
             model: self.served_name.clone(),
             api: match w.api {
                 Api::Completions => client::Api::Completions,
@@ -180,6 +220,36 @@ impl EngineConfig {
                 "the spec says engine version {want}, the server reports {got}"
             )),
             _ => None,
+        }
+    }
+}
+
+/// `url` with its port moved on by `offset` (replica `offset` of a launched engine); `None`
+/// when it is not a URL or the port would not exist.
+fn with_port(url: &str, offset: u32) -> Option<String> {
+    if offset == 0 {
+        return Some(url.to_string());
+    }
+    let u = parse_url(url).ok()?;
+    let port = u16::try_from(u32::from(u.port) + offset).ok()?;
+    let rest = url.split_once("://")?.1;
+    let path = rest.find(['/', '?', '#']).map_or("", |i| &rest[i..]);
+    Some(format!("{}://{}:{port}{path}", u.scheme, u.host))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn replica_urls_move_the_port() {
+        let cases = [
+            ("http://127.0.0.1:8000", 0, Some("http://127.0.0.1:8000")),
+            ("http://127.0.0.1:8000", 2, Some("http://127.0.0.1:8002")),
+            ("http://[::1]:9000/v1", 1, Some("http://[::1]:9001/v1")),
+            ("http://host", 1, Some("http://host:81")),
+            ("http://h:65535", 1, None),
+        ];
+        for (url, i, want) in cases {
+            assert_eq!(super::with_port(url, i).as_deref(), want, "{url} + {i}");
         }
     }
 }

@@ -26,14 +26,47 @@ pub struct LaunchConfig {
     pub stop_timeout: Duration,
     /// Relaunch the engine when it crashes mid-run.
     pub restart_on_crash: bool,
+    /// Which replica this is (from 0) and of how many.
+    pub replica: Replica,
+}
+
+/// One replica of a launched engine: `${REPLICA}` and `${PORT}` in its command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Replica {
+    /// `${REPLICA}`, from 0.
+    pub index: u32,
+    /// How many replicas are launched.
+    pub of: u32,
+    /// `${PORT}`: the port it listens on.
+    pub port: u16,
+}
+
+impl Replica {
+    /// The file its output goes to in the run directory.
+    pub fn log(&self) -> String {
+        crate::rundir::engine_log(self.index, self.of)
+    }
+
+    /// What benchspec sets itself, else what `env` holds.
+    fn var(&self, name: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        match name {
+            "PORT" => Some(self.port.to_string()),
+            "REPLICA" => Some(self.index.to_string()),
+            _ => env(name),
+        }
+    }
 }
 
 impl LaunchConfig {
-    /// `launch` with `${VAR}` replaced from `env`; an unset variable is an error naming it.
+    /// `launch` of `replica` with `${VAR}` replaced from `env` (`${PORT}` and `${REPLICA}`
+    /// from the replica); an unset variable is an error naming it.
     pub fn resolve(
         launch: &Launch,
         env: &dyn Fn(&str) -> Option<String>,
+        replica: Replica,
     ) -> Result<LaunchConfig, ConfigError> {
+        let vars = |name: &str| replica.var(name, env);
+        let env: &dyn Fn(&str) -> Option<String> = &vars;
         let words = launch.command.args()?;
         let words: Vec<String> = words
             .iter()
@@ -55,6 +88,7 @@ impl LaunchConfig {
             ready_timeout: launch.ready_timeout.0,
             stop_timeout: launch.stop_timeout.0,
             restart_on_crash: launch.restart_on_crash,
+            replica,
         })
     }
 }
@@ -73,6 +107,7 @@ fn secrets(launch: &Launch, env: &dyn Fn(&str) -> Option<String>) -> Vec<String>
     let mut values: Vec<String> = texts
         .iter()
         .flat_map(|t| command::env_refs(t))
+        .filter(|name| name != "PORT" && name != "REPLICA")
         .filter_map(|name| env(&name))
         .filter(|v| v.len() >= 4)
         .collect();
@@ -155,6 +190,7 @@ mod tests {
                 &[("CUDA_VISIBLE_DEVICES", "$GPU")],
             ),
             &env,
+            ONE,
         );
         let l = l.ok();
         assert_eq!(l.as_ref().map(|l| l.program.as_str()), Some("vllm"));
@@ -168,10 +204,45 @@ mod tests {
         );
         // Values shorter than 4 bytes are not hidden (they would hide every "1" in the log).
         assert_eq!(l.map(|l| l.secrets), Some(vec!["s3cret-key".to_string()]));
-        let unset = LaunchConfig::resolve(&launch("vllm serve ${MODEL}", &[]), &env);
+        let unset = LaunchConfig::resolve(&launch("vllm serve ${MODEL}", &[]), &env, ONE);
         assert!(matches!(unset, Err(ConfigError::UnsetVar(v)) if v == "MODEL"));
-        let empty = LaunchConfig::resolve(&launch("  ", &[]), &env);
+        let empty = LaunchConfig::resolve(&launch("  ", &[]), &env, ONE);
         assert!(matches!(empty, Err(ConfigError::Command(_))));
+    }
+
+    const ONE: Replica = Replica {
+        index: 0,
+        of: 1,
+        port: 8000,
+    };
+
+    #[test]
+    fn each_replica_gets_its_port_and_index() {
+        let env = |n: &str| (n == "PORT").then(|| "9999".to_string());
+        let l = launch(
+            "vllm serve m --port ${PORT}",
+            &[("CUDA_VISIBLE_DEVICES", "${REPLICA}")],
+        );
+        for index in 0..3 {
+            let r = Replica {
+                index,
+                of: 3,
+                port: 8000 + index as u16,
+            };
+            let got = LaunchConfig::resolve(&l, &env, r).ok();
+            let got = got.as_ref();
+            assert_eq!(
+                got.map(|l| l.args.join(" ")),
+                Some(format!("serve m --port {}", 8000 + index))
+            );
+            assert_eq!(
+                got.map(|l| l.env.clone()),
+                Some(vec![("CUDA_VISIBLE_DEVICES".into(), index.to_string())])
+            );
+            assert_eq!(got.map(|l| l.secrets.len()), Some(0), "a port is no secret");
+            assert_eq!(r.log(), format!("engine-{index}.log"));
+        }
+        assert_eq!(ONE.log(), "engine.log");
     }
 
     #[test]

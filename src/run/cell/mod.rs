@@ -101,14 +101,22 @@ impl Ctx {
             .map_err(|kinds| CellFailure::Prime { kinds })
     }
 
-    /// Send `bodies` once, together, before a window; their outcomes, or, when every one
-    /// failed, the failure kinds (each failure counted in `rec`).
+    /// Send `bodies` once, together, before a window — to every server when there are
+    /// several, as each has a prefix cache of its own to warm; their outcomes, or, when every
+    /// one failed, the failure kinds (each failure counted in `rec`).
     async fn send_once(
         &self,
         bodies: &[crate::client::Prepared],
         rec: &mut Record,
     ) -> Result<Vec<Outcome>, Vec<String>> {
-        let sends = bodies.iter().map(|b| self.client.generate(b, |_| {}));
+        let servers = self.client.endpoints().len();
+        let routes: Vec<_> = (0..servers)
+            .flat_map(|i| bodies.iter().map(move |b| (i, b)))
+            .map(|(i, b)| (self.client.route_to(i), b))
+            .collect();
+        let sends = routes
+            .iter()
+            .map(|(to, b)| self.client.generate_via(to, b, |_| {}));
         let outs = futures_util::future::join_all(sends).await;
         if !outs.is_empty() && outs.iter().all(|o| o.failure.is_some()) {
             for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
@@ -140,6 +148,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     };
     let mut rates = Vec::new();
     let mut ttft = Latencies::default();
+    let mut shares = crate::results::Shares::default();
     if let Err(e) = cx.prime(&mut rec).await {
         return failed(rec, &e);
     }
@@ -162,10 +171,12 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
         rec.requests_started += 1;
         let mut first = None;
         let request = cx.client.prepare(&prompt, 1);
+        let to = cx.client.route();
         let out = cx
             .client
-            .generate(&request, |c| first = first.or(Some(c.at)))
+            .generate_via(&to, &request, |c| first = first.or(Some(c.at)))
             .await;
+        shares.of(to.index()).requests += 1;
         if let Some(f) = &out.failure {
             rec.errors += 1;
             *rec.error_kinds.entry(f.kind()).or_default() += 1;
@@ -175,6 +186,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
         if let Some(first) = first {
             let secs = (first - out.sent).as_secs_f64();
             ttft.record_s(secs);
+            shares.of(to.index()).ttft.record_s(secs);
             rates.push(cell.prompt_tokens as f64 / secs);
             rec.completed += 1;
         }
@@ -189,6 +201,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     // The median, not the mean: one request slowed by the machine does not move it.
     rec.prefill_tok_s = median(&mut rates).map(|v| (v * 10.0).round() / 10.0);
     rec.measured_s = rec.ttft_ms.map(|t| t.p50 / 1000.0);
+    rec.by_endpoint = shares.fields(&cx.client.endpoints(), 0.0);
     let n = rec.requests_started;
     let reusable = fresh_reusable(&cx.workload, n);
     rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, n * cell.prompt_tokens);

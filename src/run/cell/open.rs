@@ -11,7 +11,7 @@ use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::run::open::arrivals::{Rng, lengths, schedule};
 use crate::run::open::dispatch::{Finished, Progress, dispatch};
-use crate::run::open::fill::fill;
+use crate::run::open::fill::{fill, shares};
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::rundir::{OpenRequest, Request, RequestLine};
 use std::sync::Arc;
@@ -57,6 +57,8 @@ pub async fn load(
     cpu.close = cx.probe.sample();
     cx.marks.close(tokio::time::Instant::now());
     fill(&mut rec, &finished, &load, &cx.workload.slo);
+    let span = rec.measured_s.unwrap_or(0.0);
+    rec.by_endpoint = shares(&finished.done).fields(&cx.client.endpoints(), span);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
     keep_requests(&cx, cell, &finished);
     rec.prefix_hit_expected = expected;

@@ -11,7 +11,7 @@ use crate::plan::{Bound, Cell, OpenLoad};
 use crate::results::stats::round;
 use crate::results::{Record, TraceInfo};
 use crate::run::open::dispatch::{Finished, Progress, dispatch};
-use crate::run::open::fill::fill;
+use crate::run::open::fill::{fill, shares};
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::run::prompt::{PromptError, user_words};
 use std::sync::Arc;
@@ -70,6 +70,8 @@ pub async fn replay(
     cpu.close = cx.probe.sample();
     cx.marks.close(tokio::time::Instant::now());
     fill(&mut rec, &finished, &load, &cx.workload.slo);
+    let span = rec.measured_s.unwrap_or(0.0);
+    rec.by_endpoint = shares(&finished.done).fields(&cx.client.endpoints(), span);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
     resume.finished();
     rec.trace = Some(TraceInfo {

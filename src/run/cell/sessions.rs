@@ -39,6 +39,8 @@ struct Turn {
     reusable: u64,
     usage_input: Option<u64>,
     cached: Option<u64>,
+    /// The server it went to.
+    endpoint: usize,
     failure: Option<Failure>,
 }
 
@@ -254,6 +256,7 @@ async fn session(s: &Shared, id: u64, rng: &mut Rng) {
     };
     let mut input = s.cell.prompt_tokens;
     let mut reusable = super::fresh_reusable(&cx.workload, 1);
+    let mut server = None;
     for turn in 1..=turns {
         if turn > 1 {
             think(load, rng).await;
@@ -269,7 +272,10 @@ async fn session(s: &Shared, id: u64, rng: &mut Rng) {
             convo.push_user(&user_words(load.user_tokens, rng.unit().to_bits()));
             input = next;
         }
-        let t = one_turn(s, &convo, turn, input, reusable).await;
+        // The first turn goes where the balance says; the later ones follow it.
+        let to = server.map_or_else(|| cx.client.route(), |i| cx.client.route_to(i));
+        server = Some(to.index());
+        let t = one_turn(s, (&convo, &to), turn, input, reusable).await;
         let Some((answer, t)) = t else { return };
         reusable = t.input + t.tokens;
         input = t.input + t.tokens;
@@ -294,7 +300,7 @@ async fn think(load: &SessionLoad, rng: &mut Rng) {
 /// Send one turn and keep what it saw; its answer as received, unless it failed.
 async fn one_turn(
     s: &Shared,
-    convo: &Conversation,
+    (convo, to): (&Conversation, &crate::client::Route),
     turn: u32,
     input: u64,
     reusable: u64,
@@ -303,7 +309,7 @@ async fn one_turn(
     let (mut first, mut last) = (None, None);
     let out =
         s.cx.client
-            .generate(&body, |c: Chunk| {
+            .generate_via(to, &body, |c: Chunk| {
                 first = first.or(Some(c.at));
                 last = Some(c.at);
             })
@@ -320,6 +326,7 @@ async fn one_turn(
         usage_input: out.usage_prompt,
         cached: out.usage_cached,
         failure: out.failure.clone(),
+        endpoint: to.index(),
     };
     s.progress.tokens.fetch_add(tokens, Relaxed);
     if let Ok(mut turns) = s.turns.lock() {

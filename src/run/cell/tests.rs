@@ -25,6 +25,8 @@ fn plan_of(matrix: &str, phases: &str) -> Plan {
 fn ctx(plan: &Plan, script: Scripted) -> Arc<Ctx> {
     let settings = crate::client::Settings {
         base: "http://127.0.0.1:9".into(),
+        others: Vec::new(),
+        balance: crate::client::Balance::default(),
         model: "m".into(),
         api: crate::client::Api::Completions,
         dialect: crate::client::Dialect::Serving,

@@ -76,10 +76,11 @@ pub fn log_tail(path: &Path, n: usize) -> String {
 }
 
 impl Engine {
-    /// Start the engine, its output going to `out/engine.log`.
+    /// Start the engine (one replica), its output going to `out/engine.log` (a replica's to
+    /// `engine-<i>.log`).
     pub fn start(launch: &LaunchConfig, out: &Path) -> Result<Engine, RunError> {
         let program = &launch.program;
-        let log = out.join(crate::rundir::ENGINE_LOG);
+        let log = out.join(launch.replica.log());
         let io = |source| {
             RunError::RunDir(crate::rundir::RunDirError::Write {
                 path: log.clone(),

@@ -24,8 +24,19 @@ pub struct ServerInfo {
 }
 
 impl ServerInfo {
-    /// Ask the server; an error when it is unreachable or does not serve `served`.
+    /// Ask every server (replicas, endpoints); an error when one is unreachable or does not
+    /// serve `served`. The first one's version and models are kept; KV capacities add up.
     pub async fn read(client: &Client, served: &str) -> Result<ServerInfo, EngineError> {
+        let mut info = ServerInfo::read_one(client, served).await?;
+        for i in 1..client.endpoints().len() {
+            let other = ServerInfo::read_one(&client.endpoint(i), served).await?;
+            info.kv_tokens = info.kv_tokens.zip(other.kv_tokens).map(|(a, b)| a + b);
+        }
+        Ok(info)
+    }
+
+    /// Ask one server.
+    async fn read_one(client: &Client, served: &str) -> Result<ServerInfo, EngineError> {
         let models =
             client
                 .get_json("/v1/models")
@@ -148,6 +159,10 @@ pub(in crate::run) fn manifest(
     m.engine.models.clone_from(&server.models);
     m.engine.max_model_len = server.max_model_len;
     m.engine.kv_tokens = server.kv_tokens;
+    if engine.endpoints.len() > 1 {
+        m.engine.endpoints.clone_from(&engine.endpoints);
+        m.engine.balance = Some(engine.balance.as_str().to_string());
+    }
     m.launch_command.clone_from(&engine.launch_command);
     m.git_commit = crate::rundir::git::commit_of(std::path::Path::new(&config.spec_path));
     m.warnings
@@ -169,6 +184,8 @@ pub(in crate::run) fn variant_facts(
             models: server.models.clone(),
             max_model_len: server.max_model_len,
             kv_tokens: server.kv_tokens,
+            endpoints: Vec::new(),
+            balance: None,
         },
         launch_command: engine.launch_command.clone(),
         failed: None,

@@ -16,10 +16,11 @@ use std::time::Duration;
 pub(in crate::run) struct EngineSide {
     pub(in crate::run) client: client::Client,
     sim: Option<crate::sim::Sim>,
-    /// How to (re)launch the engine, when benchspec launches it.
-    launch: Option<LaunchConfig>,
+    /// How to (re)launch each replica of the engine, when benchspec launches it.
+    launches: Vec<LaunchConfig>,
     served_name: String,
-    launched: Option<launch::Engine>,
+    /// Each replica's engine, while it runs.
+    launched: Vec<Option<launch::Engine>>,
     out: PathBuf,
     interrupt: Interrupt,
 }
@@ -59,9 +60,9 @@ impl EngineSide {
         let mut side = EngineSide {
             client,
             sim,
-            launch: engine.launch(&env)?,
+            launches: engine.launches(&env)?,
             served_name: engine.served_name.clone(),
-            launched: None,
+            launched: Vec::new(),
             out: out.to_path_buf(),
             interrupt: interrupt.clone(),
         };
@@ -92,77 +93,161 @@ impl EngineSide {
         Ok(EngineSide {
             client,
             sim: None,
-            launch: None,
+            launches: Vec::new(),
             served_name: engine.served_name.clone(),
-            launched: None,
+            launched: Vec::new(),
             out: out.to_path_buf(),
             interrupt: interrupt.clone(),
         })
     }
 
+    /// Launch every replica, then wait until each is ready (together: each may take minutes).
     async fn launch(&mut self, on: &(dyn Fn(Event) + Sync)) -> Result<(), RunError> {
-        let Some(l) = &self.launch else {
+        let all: Vec<usize> = (0..self.launches.len()).collect();
+        self.launched = all.iter().map(|_| None).collect();
+        self.launch_some(&all, on).await
+    }
+
+    /// Launch the replicas `which` and wait until they are ready.
+    async fn launch_some(
+        &mut self,
+        which: &[usize],
+        on: &(dyn Fn(Event) + Sync),
+    ) -> Result<(), RunError> {
+        if which.is_empty() {
             return Ok(());
-        };
-        // Another server on the engine's port would answer in its place, and be measured.
-        launch::port_free(&self.client.base).await?;
-        on(Event::Note(format!(
-            "launching the engine (output in {})",
-            self.out.join(crate::rundir::ENGINE_LOG).display()
-        )));
-        let mut engine = launch::Engine::start(l, &self.out)?;
-        self.interrupt.set_engine_group(engine.group().unwrap_or(0));
-        let ready = engine.wait_ready(&self.client, &self.served_name, l.ready_timeout);
+        }
+        for &i in which {
+            // Another server on a replica's port would answer in its place, and be measured.
+            launch::port_free(&self.client.endpoint(i).base).await?;
+        }
+        let logs: Vec<String> = which
+            .iter()
+            .map(|&i| {
+                let log = self.launches[i].replica.log();
+                self.out.join(log).display().to_string()
+            })
+            .collect();
+        on(Event::Note(match self.launches.len() {
+            1 => format!("launching the engine (output in {})", logs.join(", ")),
+            n => format!(
+                "launching {} of {n} replicas (output in {})",
+                which.len(),
+                logs.join(", ")
+            ),
+        }));
+        for &i in which {
+            let engine = launch::Engine::start(&self.launches[i], &self.out)?;
+            self.interrupt.add_engine_group(engine.group().unwrap_or(0));
+            self.launched[i] = Some(engine);
+        }
         // A stop asked for while the engine starts (its start can take minutes) stops it.
+        let interrupt = self.interrupt.clone();
         let stopped = tokio::select! {
-            r = ready => {
+            r = self.all_ready(which) => {
                 r?;
                 false
             }
-            () = self.interrupt.requested() => true,
+            () = interrupt.requested() => true,
         };
         if stopped {
-            engine.stop().await;
-            self.interrupt.set_engine_group(0);
+            self.stop(which).await;
             return Err(RunError::InterruptedEarly {
                 during: "the engine was starting".into(),
             });
         }
-        on(Event::Note("the engine is ready".into()));
-        self.launched = Some(engine);
+        on(Event::Note(match self.launches.len() {
+            1 => "the engine is ready".into(),
+            n => format!("{} of {n} replicas ready", which.len()),
+        }));
         Ok(())
     }
 
-    /// A launched engine that died during a cell is relaunched (`restart_on_crash`) or ends the run.
+    /// Wait until every replica of `which` is ready; the first that fails stops them all.
+    async fn all_ready(&mut self, which: &[usize]) -> Result<(), RunError> {
+        let served = self.served_name.clone();
+        let clients: Vec<client::Client> = which.iter().map(|&i| self.client.endpoint(i)).collect();
+        let waits = self
+            .launched
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| which.contains(i))
+            .filter_map(|(i, e)| Some((i, e.as_mut()?)))
+            .zip(&clients)
+            .map(|((i, e), c)| {
+                let timeout = self.launches[i].ready_timeout;
+                let served = served.clone();
+                async move { e.wait_ready(c, &served, timeout).await }
+            });
+        let results = futures_util::future::join_all(waits).await;
+        match results.into_iter().find_map(Result::err) {
+            Some(e) => {
+                self.stop(which).await;
+                Err(e.into())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Stop the replicas `which`.
+    async fn stop(&mut self, which: &[usize]) {
+        let stops = which
+            .iter()
+            .filter_map(|&i| self.launched.get_mut(i).and_then(Option::take))
+            .map(|e| {
+                self.interrupt.remove_engine_group(e.group().unwrap_or(0));
+                e.stop()
+            })
+            .collect::<Vec<_>>();
+        futures_util::future::join_all(stops).await;
+    }
+
+    /// Replicas that died during a cell are relaunched alone (`restart_on_crash`), or end
+    /// the run.
     pub(in crate::run) async fn after_cell(
         &mut self,
         cell: &str,
         on: &(dyn Fn(Event) + Sync),
     ) -> Result<(), RunError> {
-        let Some(status) = self.launched.as_mut().and_then(launch::Engine::exited) else {
+        let dead: Vec<(usize, std::process::ExitStatus)> = self
+            .launched
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, e)| Some((i, e.as_mut()?.exited()?)))
+            .collect();
+        let Some(&(first, status)) = dead.first() else {
             return Ok(());
         };
-        let tail = match self.launched.as_mut() {
+        let tail = match self.launched[first].as_mut() {
             Some(e) => e.tail().await,
-            None => launch::log_tail(&self.out.join(crate::rundir::ENGINE_LOG), 20),
+            None => String::new(),
         };
-        if let Some(e) = self.launched.take() {
-            e.stop().await;
-            self.interrupt.set_engine_group(0);
-        }
-        let restart = self.launch.as_ref().is_some_and(|l| l.restart_on_crash);
+        let which: Vec<usize> = dead.iter().map(|(i, _)| *i).collect();
+        self.stop(&which).await;
+        let several = self.launches.len() > 1;
+        let name = |i: usize| match several {
+            true => format!(" (replica {i})"),
+            false => String::new(),
+        };
+        let restart = self.launches.iter().all(|l| l.restart_on_crash);
         if !restart {
             return Err(EngineError::Exited {
+                which: name(first),
+                log: self.launches[first].replica.log(),
                 status,
                 cell: cell.to_string(),
                 tail,
             }
             .into());
         }
-        on(Event::Note(format!(
-            "the engine exited ({status}) during {cell}; relaunching (`restart_on_crash`)"
-        )));
-        self.launch(on).await
+        for (i, status) in &dead {
+            let alone = if several { " it alone" } else { "" };
+            on(Event::Note(format!(
+                "the engine{} exited ({status}) during {cell}; relaunching{alone} (`restart_on_crash`)",
+                name(*i)
+            )));
+        }
+        self.launch_some(&which, on).await
     }
 
     /// An engine benchspec did not launch that refused connections during a cell (or whose
@@ -172,31 +257,38 @@ impl EngineSide {
             .iter()
             .any(|f| rec.error_kinds.contains_key(&f.kind()));
         let failed = rec.status == crate::results::Status::Failed;
-        if self.launched.is_some() || !(refused || failed) {
+        if !self.launches.is_empty() || !(refused || failed) {
             return None;
         }
-        for _ in 0..3 {
-            if self.client.answers_afresh("/v1/models").await {
-                return None;
+        for (i, base) in self.client.endpoints().iter().enumerate() {
+            let one = self.client.endpoint(i);
+            let mut answers = false;
+            for _ in 0..3 {
+                answers = one.answers_afresh("/v1/models").await;
+                if answers {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            if !answers {
+                return Some(format!(
+                    "the engine at {base} stopped answering during the cell"
+                ));
+            }
         }
-        Some(format!(
-            "the engine at {} stopped answering during the cell",
-            self.client.base
-        ))
+        None
     }
 
     /// The exit status of a launched engine that is no longer running.
     pub(in crate::run) fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
-        self.launched.as_mut().and_then(launch::Engine::exited)
+        self.launched
+            .iter_mut()
+            .find_map(|e| e.as_mut().and_then(launch::Engine::exited))
     }
 
-    pub(in crate::run) async fn down(self) {
-        if let Some(e) = self.launched {
-            e.stop().await;
-            self.interrupt.set_engine_group(0);
-        }
+    pub(in crate::run) async fn down(mut self) {
+        let all: Vec<usize> = (0..self.launched.len()).collect();
+        self.stop(&all).await;
         if let Some(sim) = self.sim {
             let _ = tokio::time::timeout(Duration::from_secs(5), sim.stop()).await;
         }

@@ -5,6 +5,7 @@
 //! marks a decode cell sets so that both are read over the measured window. What is seen
 //! becomes record fields and validity reasons; a missing endpoint is a note, never a failure.
 
+mod fleet;
 pub mod gpu;
 mod prefix;
 pub mod prom;
@@ -72,7 +73,8 @@ impl Drop for Feed {
 
 /// The run's observer.
 pub struct Observer {
-    client: Option<Client>,
+    /// One client per server whose `/metrics` is scraped (none: not watched).
+    clients: Vec<Client>,
     interval: Duration,
     samples: gpu::Readings,
     feed: Option<Feed>,
@@ -82,9 +84,11 @@ pub struct Observer {
 
 /// A cell being watched.
 pub struct Watching {
-    before: Option<Scrape>,
+    /// Each server's scrape before the cell.
+    before: Vec<Option<Scrape>>,
     stop: watch::Sender<bool>,
-    task: Option<tokio::task::JoinHandle<Vec<Scrape>>>,
+    /// Each server's scrapes during the cell.
+    task: Option<tokio::task::JoinHandle<Vec<Vec<Scrape>>>>,
     started: Instant,
 }
 
@@ -221,7 +225,12 @@ impl Observer {
             }
         }
         let observer = Observer {
-            client: t.server.then(|| client.clone()),
+            clients: match t.server {
+                true => (0..client.endpoints().len())
+                    .map(|i| client.endpoint(i))
+                    .collect(),
+                false => Vec::new(),
+            },
             interval: t.interval.0,
             samples,
             feed,
@@ -233,7 +242,7 @@ impl Observer {
     /// An observer that watches nothing.
     pub fn none() -> Observer {
         Observer {
-            client: None,
+            clients: Vec::new(),
             interval: Duration::from_secs(1),
             samples: gpu::Readings::default(),
             feed: None,
@@ -247,16 +256,8 @@ impl Observer {
         let _ = marks.take();
         let (stop, mut stopped) = watch::channel(false);
         let started = Instant::now();
-        let Some(client) = self.client.clone() else {
-            return Watching {
-                before: None,
-                stop,
-                task: None,
-                started,
-            };
-        };
-        let before = scrape(&client).await;
-        if before.is_none() {
+        let before = fleet::scrape_all(&self.clients).await;
+        if before.iter().all(Option::is_none) {
             return Watching {
                 before,
                 stop,
@@ -265,8 +266,9 @@ impl Observer {
             };
         }
         let (marks, interval) = (marks.clone(), self.interval);
+        let clients = self.clients.clone();
         let task = tokio::spawn(async move {
-            let mut during = Vec::new();
+            let mut during: Vec<Vec<Scrape>> = clients.iter().map(|_| Vec::new()).collect();
             let mut every =
                 tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -276,7 +278,10 @@ impl Observer {
                     _ = every.tick() => {}
                     () = marks.edge.notified() => {}
                 }
-                during.extend(scrape(&client).await);
+                let now = fleet::scrape_all(&clients).await;
+                for (d, s) in during.iter_mut().zip(now) {
+                    d.extend(s);
+                }
             }
             during
         });
@@ -312,23 +317,20 @@ impl Observer {
             open.unwrap_or(w.started),
             close.unwrap_or_else(Instant::now),
         );
-        match (&self.client, w.before) {
-            (Some(client), Some(before)) => {
-                let after = scrape(client).await.unwrap_or_else(|| Scrape {
-                    at: Instant::now(),
-                    samples: Vec::new(),
-                });
-                let scrapes = server::Scrapes { before, during, after };
-                match scrapes.summarize(open, close) {
-                    Some(seen) => {
-                        server_verdict(&mut rec, &seen, min_active_fraction);
-                        rec.server = Some(seen.server);
-                    }
-                    None => self.note_once(on, "the engine's `/metrics` has none of the names benchspec knows (vllm:, sglang:, llamacpp:, or trtllm-serve's iteration statistics with `enable_iter_perf_stats`): no server-side fields"),
+        let answered = w.before.iter().any(Option::is_some);
+        if answered {
+            let after = fleet::scrape_all(&self.clients).await;
+            let each = fleet::each(w.before, during, after, (open, close));
+            match fleet::combine(&each) {
+                Some(seen) => {
+                    server_verdict(&mut rec, &seen, min_active_fraction);
+                    rec.server = Some(seen.server);
+                    fleet::rows(&mut rec, &each);
                 }
+                None => self.note_once(on, "the engine's `/metrics` has none of the names benchspec knows (vllm:, sglang:, llamacpp:, or trtllm-serve's iteration statistics with `enable_iter_perf_stats`): no server-side fields"),
             }
-            (Some(_), None) => self.note_once(on, "the engine does not serve `/metrics`: no server-side fields (`telemetry.server: false` stops asking)"),
-            _ => {}
+        } else if !self.clients.is_empty() {
+            self.note_once(on, "the engine does not serve `/metrics`: no server-side fields (`telemetry.server: false` stops asking)");
         }
         self.gpu_fields(&mut rec, open, close);
         rec

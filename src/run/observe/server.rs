@@ -153,7 +153,7 @@ pub fn vllm_kv_tokens(scrape: &Scrape) -> Option<u64> {
 }
 
 /// What the scrapes of a cell say.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Seen {
     /// The record's fields.
     pub server: ServerUse,

@@ -42,6 +42,8 @@ pub struct Done {
     pub usage_cached: Option<u64>,
     /// The exact prompt length sent.
     pub prompt_target: u64,
+    /// The server it went to (its place in the client's list).
+    pub endpoint: usize,
 }
 
 /// Live counters of an open-loop cell, for progress displays: updated once per request,
@@ -189,9 +191,10 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
     s.peak.fetch_max(now, Relaxed);
     let (mut first, mut prev): (Option<Instant>, Option<Instant>) = (None, None);
     let (mut gaps, mut by_chunk) = (Vec::new(), true);
+    let to = s.client.route();
     let out = s
         .client
-        .generate(body, |c: Chunk| {
+        .generate_via(&to, body, |c: Chunk| {
             by_chunk &= !c.from_usage;
             match prev {
                 None => first = Some(c.at),
@@ -235,7 +238,9 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
         usage_prompt: out.usage_prompt,
         usage_cached: out.usage_cached,
         prompt_target: s.prompts.get(i).copied().unwrap_or_default(),
+        endpoint: to.index(),
     };
+    drop(to);
     ended(&s, done);
 }
 

@@ -9,7 +9,7 @@ use crate::plan::OpenLoad;
 use crate::plan::vocab::Slo;
 use crate::results::slo::{self, Summaries};
 use crate::results::stats::{Latencies, median};
-use crate::results::{Record, TokenSource};
+use crate::results::{Record, Shares, TokenSource};
 use tokio::time::Instant;
 
 fn us(d: std::time::Duration) -> u64 {
@@ -70,6 +70,21 @@ fn add(h: &mut Hists, d: &Done, capped: bool) -> slo::Request {
     r.itl = d.gaps.iter().map(|&g| f64::from(g) / 1e3).collect();
     r.itl.sort_by(f64::total_cmp);
     r
+}
+
+/// Each server's share of the finished requests of a load cell (`by_endpoint`).
+pub fn shares(done: &[Done]) -> Shares {
+    let mut shares = Shares::default();
+    for d in done {
+        let s = shares.of(d.endpoint);
+        s.requests += 1;
+        s.tokens += d.tokens as f64;
+        if let Some(first) = d.first {
+            s.ttft
+                .record_us(us(first.saturating_duration_since(d.sent)));
+        }
+    }
+    shares
 }
 
 /// Fill `rec` from the finished requests of a load cell.

@@ -7,7 +7,7 @@
 use super::clock::{Clock, Where};
 use super::{Gauge, Sink};
 use crate::client::{Chunk, Failure, Outcome};
-use crate::results::slo;
+use crate::results::{Shares, slo};
 use crate::rundir::WindowRequest;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +21,8 @@ const BATCH: usize = 256;
 #[derive(Debug)]
 pub struct Track {
     n: u64,
+    /// The server it went to (its place in the client's list).
+    pub(super) endpoint: usize,
     sent: Instant,
     /// Just before the request was written (the start of its TTFT).
     wrote: Option<Instant>,
@@ -66,6 +68,8 @@ pub struct Tally {
     pub(super) leftover: Option<Track>,
     /// The latencies of requests that ended inside the window, for the SLO.
     pub(super) judged: Vec<slo::Request>,
+    /// Requests, tokens and TTFT server by server (`by_endpoint`).
+    pub(super) shares: Shares,
     keep_itl: bool,
 }
 
@@ -95,6 +99,7 @@ impl Tally {
             saved: None,
             leftover: None,
             judged: Vec::new(),
+            shares: Shares::default(),
             keep_itl: false,
         }
     }
@@ -116,11 +121,12 @@ impl Tally {
         }
     }
 
-    /// Request `n` was sent at `at`.
-    pub fn start(&mut self, n: u64, at: Instant) {
+    /// Request `n` was sent at `at` to server `endpoint`.
+    pub fn start(&mut self, n: u64, at: Instant, endpoint: usize) {
         self.event();
         self.current = Some(Track {
             n,
+            endpoint,
             sent: at,
             wrote: None,
             first: None,
@@ -159,11 +165,13 @@ impl Tally {
         if first_chunk {
             t.first = Some(c.at);
             t.wrote = Some(c.sent);
-            self.ttft
-                .push(micros(c.at.saturating_duration_since(c.sent)));
+            let ttft = micros(c.at.saturating_duration_since(c.sent));
+            self.ttft.push(ttft);
+            self.shares.of(t.endpoint).ttft.record_us(ttft);
         }
         if place == Where::Inside {
             self.tokens += c.tokens as f64;
+            self.shares.of(t.endpoint).tokens += c.tokens as f64;
             t.window_tokens += c.tokens;
             if let Some(g) = self.gauge.get(self.slot) {
                 g.tokens.fetch_add(c.tokens, Relaxed);
@@ -227,6 +235,7 @@ impl Tally {
         let (span, counted) = self.in_window(t.sent, at);
         self.active_s += span;
         self.started += u64::from(counted);
+        self.shares.of(t.endpoint).requests += u64::from(counted);
         self.save(&t, Some(out));
         if let Some(f) = &out.failure
             && !self.clock.after_close(at)
@@ -249,7 +258,7 @@ impl Tally {
             }
             _ => 1.0,
         };
-        self.tokens += (factor - 1.0) * t.window_tokens as f64;
+        self.reconcile(&t, factor);
         if out.failure.is_none() && t.last.is_some_and(|l| self.clock.place(l) == Where::Inside) {
             self.completed += 1;
             self.judge(&t, out.usage_completion.unwrap_or(out.counted), factor);
@@ -258,6 +267,13 @@ impl Tally {
         }
         t.rate_tokens = (t.rate_tokens as f64 * factor).round() as u64;
         self.finish_track(&mut t, factor);
+    }
+
+    /// A request's chunk-counted tokens in the window made the server's count (`factor`).
+    pub(super) fn reconcile(&mut self, t: &Track, factor: f64) {
+        let more = (factor - 1.0) * t.window_tokens as f64;
+        self.tokens += more;
+        self.shares.of(t.endpoint).tokens += more;
     }
 
     /// The latencies of a request that finished inside the window, for the SLO.
@@ -303,6 +319,7 @@ impl Tally {
             let (span, counted) = self.in_window(t.sent, self.clock.close().unwrap_or(at));
             self.active_s += span;
             self.started += u64::from(counted);
+            self.shares.of(t.endpoint).requests += u64::from(counted);
             self.save(&t, None);
             self.leftover = Some(t);
         }

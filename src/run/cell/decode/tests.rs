@@ -66,7 +66,7 @@ fn play_with(
         match *step {
             Send(ms, s, n) => {
                 sent.insert((s, n), at(ms));
-                tallies[s].start(n, at(ms));
+                tallies[s].start(n, at(ms), 0);
             }
             Token(ms, s, n) => {
                 *counted.entry((s, n)).or_default() += 1;

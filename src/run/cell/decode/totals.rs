@@ -37,6 +37,8 @@ pub struct Totals {
     pub saved: Vec<crate::rundir::WindowRequest>,
     /// Latencies of the requests that ended inside the window, for the SLO.
     pub judged: Vec<crate::results::slo::Request>,
+    /// Requests, tokens and TTFT server by server.
+    pub shares: crate::results::Shares,
 }
 
 impl Totals {
@@ -64,7 +66,7 @@ impl Totals {
         };
         for s in &mut tallies {
             if let Some(mut track) = s.leftover.take() {
-                s.tokens += (factor - 1.0) * track.window_tokens as f64;
+                s.reconcile(&track, factor);
                 track.rate_tokens = (track.rate_tokens as f64 * factor).round() as u64;
                 s.finish_track(&mut track, factor);
             }
@@ -102,6 +104,7 @@ impl Totals {
         }
         self.active_s += s.active_s;
         self.judged.extend(s.judged);
+        self.shares.merge(&s.shares);
         if let Some((_, lines)) = s.saved {
             self.saved.extend(lines);
         }

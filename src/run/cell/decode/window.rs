@@ -122,6 +122,9 @@ pub async fn decode(
     keep_requests(&cx, cell, &mut totals);
     rec.client = cpu.usage(&cx.probe, totals.length_s);
     let mut rec = fill(rec, &mut totals, cell, window, &cx.workload);
+    rec.by_endpoint = totals
+        .shares
+        .fields(&cx.client.endpoints(), totals.length_s);
     // Warm: every measured request resends a prompt sent before; cold: new prompts.
     let n = rec.requests_started;
     let tokens = n * cell.prompt_tokens;
@@ -363,9 +366,10 @@ async fn slot_loop(
         let Some(body) = s.next(slot, n).await else {
             break;
         };
-        tally.start(n, Instant::now());
+        let to = s.cx.client.route();
+        tally.start(n, Instant::now(), to.index());
         let out = {
-            let request = s.cx.client.generate(&body, |c| tally.chunk(c));
+            let request = s.cx.client.generate_via(&to, &body, |c| tally.chunk(c));
             tokio::select! {
                 out = request => Some(out),
                 _ = stop.changed() => None,

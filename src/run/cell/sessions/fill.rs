@@ -19,8 +19,17 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
     let slo = &s.cx.workload.slo;
     let mut by: BTreeMap<u32, Vec<&Turn>> = BTreeMap::new();
     let (mut tokens, mut input, mut reusable) = (0u64, 0u64, 0u64);
+    let mut shares = crate::results::Shares::default();
     for t in turns {
         rec.requests_started += 1;
+        let share = shares.of(t.endpoint);
+        share.requests += 1;
+        if t.failure.is_none() {
+            share.tokens += t.tokens as f64;
+        }
+        if let Some(v) = first_token_s(t) {
+            share.ttft.record_s(v);
+        }
         if let Some(f) = &t.failure {
             rec.errors += 1;
             *rec.error_kinds.entry(f.kind()).or_default() += 1;
@@ -55,6 +64,7 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
         ended_at_max_len: s.at_max_len.load(Relaxed),
     });
     rec.measured_s = Some(round(window_s, 3));
+    rec.by_endpoint = shares.fields(&s.cx.client.endpoints(), window_s);
     rec.output_tokens = Some(tokens);
     rec.total_tok_s = (window_s > 0.0).then(|| round(tokens as f64 / window_s, 1));
     rec.ttft_ms = ttft.summary();
