@@ -32,6 +32,12 @@ pub struct RunArgs {
     /// (`JOB_COMPLETION_INDEX` with `BENCHSPEC_SHARD_COUNT`) and says which it used.
     #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
+    /// With `--shard`: every shard runs every load cell at 1/N of its rate, with arrivals of
+    /// its own (N client machines offering one load); the other cells are split as usual.
+    /// Requests are saved, so that `benchspec merge` computes each load cell's percentiles
+    /// from all of them.
+    #[arg(long, requires = "shard")]
+    pub split_load: bool,
     /// Also write per-request detail to `requests.jsonl`.
     #[arg(long)]
     pub save_requests: bool,
@@ -88,7 +94,8 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         out: args.out.clone(),
         only: args.only.clone(),
         shard,
-        save_requests: args.save_requests,
+        split_load: args.split_load,
+        save_requests: args.save_requests || args.split_load,
         resume: args.resume,
         client_threads: args.client_threads,
     };

@@ -14,6 +14,7 @@ mod open;
 pub mod replay;
 pub mod sessions;
 mod shard;
+pub mod split;
 mod table;
 pub mod vocab;
 mod workload;
@@ -70,6 +71,9 @@ pub struct Plan {
     /// The shard this plan is, when sharded.
     #[serde(default)]
     pub shard: Option<Shard>,
+    /// `--split-load`: the load cells are in every shard, each with its part of the load.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub split: bool,
     /// Cells in run order, skipped ones in their place.
     pub cells: Vec<Cell>,
     /// Rates behind the estimates.
@@ -200,6 +204,7 @@ fn expand_one(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
         max_model_len: max_len,
         max_output_tokens: out,
         shard: None,
+        split: false,
         cells,
         rates: rates.clone(),
         estimate_s,

@@ -19,6 +19,7 @@ mod prompt;
 mod select;
 mod session;
 mod variants;
+pub use cell::split::combine as combine_split;
 pub use cell::{Step, Tick};
 
 use crate::plan::vocab::{DatasetError, Entry};
@@ -43,6 +44,9 @@ pub struct RunOptions {
     pub only: Option<String>,
     /// Only this shard of the runnable cells.
     pub shard: Option<Shard>,
+    /// With `shard`: the load cells in every shard, each offering its part of the rate
+    /// (`--split-load`).
+    pub split_load: bool,
     /// Write per-request detail to `requests.jsonl`.
     pub save_requests: bool,
     /// Go on with the run directory `out`: run only the cells without a record.

@@ -8,6 +8,7 @@ use crate::plan::{Plan, PlanError};
 /// The plan cut to `--only` and `--shard`.
 pub(super) fn select(plan: Plan, opts: &RunOptions) -> Plan {
     let mut plan = match opts.shard {
+        Some(s) if opts.split_load => plan.shard_split(s),
         Some(s) => plan.shard(s),
         None => plan,
     };

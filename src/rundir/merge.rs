@@ -1,10 +1,13 @@
 //! `benchspec merge`: join the run directories of the shards of one plan into one run
 //! directory — the spec copy, one `plan.json` in run order, every record once, the requests
 //! and engine logs one after another, and a manifest naming each shard — refusing shards of
-//! different specs and cells measured twice.
+//! different specs and cells measured twice. A load cell every shard measured a part of
+//! (`--split-load`) becomes one record made from all the shards' requests by the caller's
+//! [`Combine`] (the run stage's, which computes a record as one client would have).
 
+use super::requests::{OpenRequest, Request, RequestLine};
 use super::{ENGINE_LOG, Manifest, MergedPart, REQUESTS, Result, RunDir, RunDirError, SpecCopy};
-use crate::plan::Plan;
+use crate::plan::{Cell, Plan, Workload};
 use crate::results::{Record, Status};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -34,6 +37,23 @@ impl Part {
         self.plan.shard.map_or((0, 0), |s| (s.k, s.n))
     }
 
+    /// The requests of `cell` this part saved (an open-loop cell's).
+    fn open_requests(&self, cell: &str) -> Result<Vec<OpenRequest>> {
+        let path = self.dir.file(REQUESTS);
+        if !path.is_file() {
+            return Ok(Vec::new());
+        }
+        let lines: Vec<RequestLine> = super::jsonl::read_lines(&path)?;
+        Ok(lines
+            .into_iter()
+            .filter(|l| l.cell == cell)
+            .filter_map(|l| match l.request {
+                Request::Open(o) => Some(o),
+                Request::Window(_) => None,
+            })
+            .collect())
+    }
+
     /// The text of one of its optional files (requests, engine log).
     fn text(&self, name: &str) -> Result<String> {
         match std::fs::read_to_string(self.dir.file(name)) {
@@ -45,6 +65,26 @@ impl Part {
             }),
         }
     }
+}
+
+/// Makes one record of a load cell every shard measured a part of: the whole cell, the
+/// plan's workload, and each part's record with its requests.
+pub type Combine<'a> = dyn Fn(&Cell, &Workload, &[(Record, Vec<OpenRequest>)]) -> Record + 'a;
+
+/// Whether every part split the load cells (`--split-load`), so that each measured its
+/// part of every one.
+fn split(parts: &[Part]) -> bool {
+    parts.len() > 1 && parts.iter().all(|p| p.plan.split)
+}
+
+/// A load cell of a split plan: measured by every shard.
+fn is_split(parts: &[Part], cell: &str) -> bool {
+    split(parts)
+        && parts[0]
+            .plan
+            .cells
+            .iter()
+            .any(|c| c.id == cell && matches!(c.measure, crate::plan::Measure::Load(_)))
 }
 
 /// What a merge did.
@@ -133,7 +173,8 @@ fn check(parts: &[Part]) -> Result<()> {
     }
     let mut seen: HashMap<&str, &Path> = HashMap::new();
     for p in parts {
-        for r in p.records.iter().filter(|r| r.status != Status::Skipped) {
+        let measured = p.records.iter().filter(|r| r.status != Status::Skipped);
+        for r in measured.filter(|r| !is_split(parts, &r.cell)) {
             if let Some(other) = seen.insert(&r.cell, p.dir.path()) {
                 return Err(RunDirError::Overlap {
                     cell: r.cell.clone(),
@@ -150,7 +191,12 @@ fn check(parts: &[Part]) -> Result<()> {
 /// must be new or empty). Cells of the plan without a record — a shard not given, or one
 /// that stopped early — are refused unless `allow_missing`; then they stay in the plan as
 /// not run.
-pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged> {
+pub fn merge(
+    dirs: &[PathBuf],
+    out: &Path,
+    allow_missing: bool,
+    combine: &Combine<'_>,
+) -> Result<Merged> {
     let mut parts = dirs
         .iter()
         .flat_map(|d| run_dirs(d))
@@ -188,7 +234,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged
     ));
     let _ = std::fs::remove_dir_all(&staging);
     let dir = RunDir::create(Some(staging.clone()), "")?;
-    let records = write_parts(&dir, &parts, &plan)?;
+    let records = write_parts(&dir, &parts, &plan, combine)?;
     let place = |source| RunDirError::Write {
         path: out.to_path_buf(),
         source,
@@ -204,7 +250,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged
 }
 
 /// Write the merged run directory of `parts` into `dir`; the records written.
-fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan) -> Result<usize> {
+fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan, combine: &Combine<'_>) -> Result<usize> {
     let first = &parts[0];
     let spec_ext = first.spec.path.extension().and_then(|e| e.to_str());
     dir.write_spec_copy(
@@ -213,11 +259,17 @@ fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan) -> Result<usize> {
     )?;
     dir.write_plan(plan)?;
     let mut kept = HashSet::new();
-    let records: Vec<&Record> = parts
+    let records: Vec<Record> = parts
         .iter()
         .flat_map(|p| &p.records)
         .filter(|r| kept.insert(r.cell.clone()))
-        .collect();
+        .map(
+            |r| match is_split(parts, &r.cell) && r.status != Status::Skipped {
+                true => combined(parts, plan, &r.cell, combine),
+                false => Ok(r.clone()),
+            },
+        )
+        .collect::<Result<_>>()?;
     super::jsonl::append(&dir.file(super::RESULTS), &records)?;
     write_texts(dir, parts)?;
     for p in parts {
@@ -225,6 +277,21 @@ fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan) -> Result<usize> {
     }
     dir.write_manifest(&joined_manifest(parts))?;
     Ok(records.len())
+}
+
+/// The one record of a split load cell: every part's record and requests, combined.
+fn combined(parts: &[Part], plan: &Plan, cell: &str, combine: &Combine<'_>) -> Result<Record> {
+    let mut each = Vec::new();
+    for p in parts {
+        if let Some(r) = p.records.iter().find(|r| r.cell == cell) {
+            each.push((r.clone(), p.open_requests(cell)?));
+        }
+    }
+    let whole = plan.cells.iter().find(|c| c.id == cell);
+    match whole {
+        Some(c) if each.len() > 1 => Ok(combine(c, &plan.workload, &each)),
+        _ => Ok(each.swap_remove(0).0),
+    }
 }
 
 /// The cells of `plan` that no part recorded.
@@ -240,42 +307,64 @@ fn unrecorded(plan: &Plan, parts: &[Part]) -> Vec<String> {
         .collect()
 }
 
-/// The parts' requests and engine logs, one after another.
+/// The parts' requests and engine logs (each replica's apart), one after another.
 fn write_texts(dir: &RunDir, parts: &[Part]) -> Result<()> {
     let mut requests = String::new();
-    let mut logs = String::new();
     for p in parts {
         requests.push_str(&p.text(REQUESTS)?);
-        let log = p.text(ENGINE_LOG)?;
-        if !log.is_empty() {
-            let head = format!(
-                "== benchspec merge: engine.log of {} ==\n",
-                p.dir.path().display()
-            );
-            logs.push_str(&head);
-            logs.push_str(&log);
-        }
     }
     if !requests.is_empty() {
         dir.write(REQUESTS, requests.as_bytes())?;
     }
-    if !logs.is_empty() {
-        dir.write(ENGINE_LOG, logs.as_bytes())?;
+    let mut names: Vec<String> = parts
+        .iter()
+        .filter_map(|p| std::fs::read_dir(p.dir.path()).ok())
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| super::is_engine_log(n))
+        .collect();
+    names.push(ENGINE_LOG.to_string());
+    names.sort();
+    names.dedup();
+    for name in names {
+        let mut logs = String::new();
+        for p in parts {
+            let log = p.text(&name)?;
+            if !log.is_empty() {
+                let path = p.dir.path().display();
+                logs.push_str(&format!("== benchspec merge: {name} of {path} ==\n"));
+                logs.push_str(&log);
+            }
+        }
+        if !logs.is_empty() {
+            dir.write(&name, logs.as_bytes())?;
+        }
     }
     Ok(())
 }
 
-/// Shards are contiguous runs of the plan: their cells one after another are its order.
+/// Shards are contiguous runs of the plan: their cells one after another are its order. A
+/// split load cell gets its whole load back.
 fn joined_plan(parts: &[Part]) -> Plan {
     let mut seen = HashSet::new();
     let cells = parts
         .iter()
         .flat_map(|p| &p.plan.cells)
         .filter(|c| seen.insert(c.id.clone()))
-        .cloned()
+        .map(|c| match is_split(parts, &c.id) {
+            true => {
+                let all: Vec<&Cell> = parts
+                    .iter()
+                    .filter_map(|p| p.plan.cells.iter().find(|d| d.id == c.id))
+                    .collect();
+                crate::plan::split::whole(&all).unwrap_or_else(|| c.clone())
+            }
+            false => c.clone(),
+        })
         .collect();
     Plan {
         shard: None,
+        split: false,
         estimate_s: parts.iter().map(|p| p.plan.estimate_s).sum(),
         cells,
         ..parts[0].plan.clone()

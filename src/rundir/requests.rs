@@ -96,6 +96,13 @@ pub struct OpenRequest {
     /// Its failure, as counted in `error_kinds`.
     #[schemars(with = "Option<String>")]
     pub error: Option<Failure>,
+    /// The gaps between its token-bearing chunks, µs per token (what ITL is made of), so
+    /// that the shards of a split cell merge into the same distributions one client gives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub itl_us: Vec<u32>,
+    /// The server it went to, by its place in the run's list (with several servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<usize>,
 }
 
 impl RequestLine {

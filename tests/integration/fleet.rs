@@ -144,3 +144,144 @@ phases:
             .any(|r| r.cell == "load/256/r1" && r.open.saturated.is_none())
     );
 }
+
+/// A load beyond one client machine: the same rate split over 3 client processes
+/// (`--shard K/3 --split-load`, each sending R/3 with arrivals of its own) against one
+/// server, merged, matches the same rate sent by one client: as many requests, the offered
+/// rate, and TTFT, TPOT and E2E medians within a few percent (each merged percentile comes
+/// from all the requests).
+#[test]
+fn a_rate_split_over_three_clients_merges_into_one_cell() {
+    let _cpu = super::cpu();
+    let port = super::free_port();
+    let _sim = Sim(std::process::Command::new(super::bin())
+        .args([
+            "sim",
+            "--port",
+            &port.to_string(),
+            "--served-name",
+            "m",
+            "-q",
+        ])
+        .spawn()
+        .unwrap());
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let spec = format!(
+        "version: 1
+name: split
+engine: {{kind: vllm, base_url: 'http://127.0.0.1:{port}'}}
+model: {{served_name: m}}
+workload: {{max_output_tokens: 64}}
+matrix: {{contexts: [2K], concurrency: [1]}}
+phases:
+  prefill: {{enabled: false}}
+  decode: {{enabled: false}}
+  load: {{contexts: [2K], rates: [12], duration: 5s}}
+"
+    );
+    let dir = super::cli::tempdir::Dir::new();
+    let path = dir.path().join("split.yaml");
+    std::fs::write(&path, &spec).unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        std::process::Command::new(super::bin())
+            .arg("run")
+            .arg(&path)
+            .arg("--out")
+            .arg(dir.path().join(out))
+            .args(["-q"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let one = run("one", &[]);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    // The three shards at once, as three client machines would run.
+    let shards: Vec<std::thread::JoinHandle<std::process::Output>> = (1..=3)
+        .map(|k| {
+            let (bin, path, out) = (super::bin(), path.clone(), dir.path().join(format!("s{k}")));
+            std::thread::spawn(move || {
+                std::process::Command::new(bin)
+                    .arg("run")
+                    .arg(&path)
+                    .arg("--out")
+                    .arg(out)
+                    .args(["-q", "--shard", &format!("{k}/3"), "--split-load"])
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for s in shards {
+        let o = s.join().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let merged = dir.path().join("merged");
+    let m = Bench::new(&["merge", "--out"])
+        .arg(&merged)
+        .arg(dir.path().join("s1"))
+        .arg(dir.path().join("s2"))
+        .arg(dir.path().join("s3"))
+        .run();
+    assert_eq!(m.code, 0, "{}", m.stderr);
+    let load = |d: &str| {
+        benchspec::rundir::read_records(&dir.path().join(d).join("results.jsonl"))
+            .unwrap()
+            .into_iter()
+            .find(|r| r.cell == "load/2K/r12")
+            .unwrap()
+    };
+    let (a, b) = (load("one"), load("merged"));
+    let part = load("s2");
+    assert_eq!(
+        part.open.rate_offered.map(|r| r.0),
+        Some(4.0),
+        "each shard a third"
+    );
+    assert_eq!(b.open.rate_offered.map(|r| r.0), Some(12.0));
+    assert_eq!(b.status, benchspec::results::Status::Valid, "{b:#?}");
+    let n = |r: &benchspec::results::Record| r.requests_started as f64;
+    assert!(
+        (n(&b) - n(&a)).abs() / n(&a) < 0.1,
+        "{} vs {}",
+        n(&b),
+        n(&a)
+    );
+    let p50 = |r: &benchspec::results::Record| {
+        [
+            r.ttft_ms.map(|t| t.p50),
+            r.open.tpot_ms.map(|t| t.p50),
+            r.open.e2e_ms.map(|t| t.p50),
+        ]
+    };
+    for (name, (x, y)) in ["ttft", "tpot", "e2e"]
+        .iter()
+        .zip(p50(&a).into_iter().zip(p50(&b)))
+    {
+        let (x, y) = (x.unwrap(), y.unwrap());
+        let off = (y - x) / x;
+        eprintln!(
+            "{name} p50: one client {x} ms, three merged {y} ms ({:+.1}%)",
+            off * 100.0
+        );
+        assert!(off.abs() < 0.05, "{name}: {x} vs {y}");
+    }
+}
+
+/// A server the test started, killed when dropped.
+struct Sim(std::process::Child);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

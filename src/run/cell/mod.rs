@@ -7,6 +7,7 @@ mod filled;
 mod open;
 mod replay;
 mod sessions;
+pub(crate) mod split;
 
 pub use decode::{Step, Tick, decode};
 pub use open::load;

@@ -233,6 +233,8 @@ pub(super) fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
             usage_prompt_tokens: d.usage_prompt,
             usage_cached_tokens: d.usage_cached,
             error: d.failure.clone(),
+            itl_us: d.gaps.clone(),
+            endpoint: (cx.client.endpoints().len() > 1).then_some(d.endpoint),
         });
         lines.push(RequestLine::unnumbered(&cell.id, request));
     }

@@ -1,0 +1,185 @@
+//! One record of a load cell measured in parts by several client machines (`run --shard
+//! K/N --split-load`, joined by `benchspec merge`): every part's requests, as each saved
+//! them, go through the same computation a single client's requests do — so its percentiles
+//! come from all the requests, not from averaged percentiles. Each part's times count from
+//! its own first arrival: the parts are taken to have started together, their arrival
+//! streams superposed.
+
+use super::open::reasons;
+use super::verdict;
+use crate::plan::{Cell, Measure, Workload};
+use crate::results::Record;
+use crate::run::open::dispatch::{Done, Finished};
+use crate::run::open::fill::{fill, shares};
+use crate::rundir::OpenRequest;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The record of `cell` (its whole load) from each part's record and requests.
+pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenRequest>)]) -> Record {
+    let Some((first, _)) = parts.first() else {
+        return Record::new(cell, String::new(), &Default::default());
+    };
+    let Measure::Load(load) = cell.measure else {
+        return first.clone();
+    };
+    let start = Instant::now();
+    let at = |s: f64| start + Duration::from_secs_f64(s.max(0.0));
+    let done: Vec<Done> = parts
+        .iter()
+        .flat_map(|(_, lines)| lines)
+        .map(|r| Done {
+            due: at(r.due_s),
+            admitted: at(r.admitted_s),
+            sent: at(r.sent_s),
+            first: r.first_token_s.map(at),
+            last: r.last_token_s.map(at),
+            end: at(r.end_s),
+            tokens: r.output_tokens,
+            all_usage: true,
+            gaps: r.itl_us.clone(),
+            failure: r.error.clone(),
+            usage_prompt: r.usage_prompt_tokens,
+            usage_cached: r.usage_cached_tokens,
+            prompt_target: r.prompt_tokens,
+            endpoint: r.endpoint.unwrap_or(0),
+        })
+        .collect();
+    let finished = Finished {
+        peak: peak(&done),
+        done,
+        start,
+    };
+    let mut rec = measured_fields_cleared(first.clone());
+    fill(&mut rec, &finished, &load, &workload.slo);
+    rec.token_source = first.token_source;
+    rec.server = first.server.clone();
+    rec.prefix_hit_expected = first.prefix_hit_expected;
+    let urls: Vec<String> = first
+        .by_endpoint
+        .iter()
+        .flatten()
+        .map(|e| e.url.clone())
+        .collect();
+    rec.by_endpoint = shares(&finished.done).fields(&urls, rec.measured_s.unwrap_or(0.0));
+    rec.warnings = parts.iter().flat_map(|(r, _)| r.warnings.clone()).collect();
+    rec.warnings.dedup();
+    if let Some(cost) = workload.cost_per_hour {
+        rec.usd_per_mtok = rec
+            .total_tok_s
+            .and_then(|t| crate::results::stats::usd_per_mtok(cost, t));
+    }
+    let reasons = reasons(&rec, &workload.validity);
+    let (errors, started) = (rec.errors, rec.requests_started);
+    verdict(rec, errors, started, &reasons)
+}
+
+/// The most requests in flight at once over all parts.
+fn peak(done: &[Done]) -> u32 {
+    let mut edges: Vec<(Instant, i32)> = done
+        .iter()
+        .flat_map(|d| [(d.sent, 1), (d.end, -1)])
+        .collect();
+    // An end before a start at the same instant: a request that ended does not overlap.
+    edges.sort_by_key(|&(t, d)| (t, d));
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    most.max(0) as u32
+}
+
+/// `rec` with what a part measured taken away (the cell's identity and labels kept).
+fn measured_fields_cleared(rec: Record) -> Record {
+    Record {
+        errors: 0,
+        error_kinds: Default::default(),
+        reasons: Vec::new(),
+        warnings: Vec::new(),
+        client: None,
+        by_endpoint: None,
+        open: Default::default(),
+        ..rec
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Plan;
+    use crate::rundir::OpenRequest;
+
+    fn plan() -> Plan {
+        let text = "version: 1\nname: s\nengine: {kind: vllm, base_url: 'http://127.0.0.1:9'}\n\
+             model: {served_name: m, max_model_len: 100000}\nworkload: {max_output_tokens: 16}\n\
+             matrix: {contexts: [512], concurrency: [1]}\n\
+             phases: {load: {contexts: [512], rates: [30], duration: 4s}}\n";
+        crate::plan::config::of_yaml(text).sizing_plan()
+    }
+
+    /// 120 requests whose latencies all differ (TTFT 20–140 ms, TPOT 5–13 ms).
+    fn requests() -> Vec<OpenRequest> {
+        (0..120u32)
+            .map(|i| {
+                let sent = f64::from(i) / 30.0;
+                let ttft = 0.02 + f64::from(i % 60) * 0.002;
+                let tpot = 0.005 + f64::from(i % 17) * 0.0005;
+                let last = sent + ttft + 15.0 * tpot;
+                OpenRequest {
+                    due_s: sent,
+                    admitted_s: sent,
+                    sent_s: sent,
+                    first_token_s: Some(sent + ttft),
+                    last_token_s: Some(last),
+                    end_s: last,
+                    prompt_tokens: 512,
+                    output_tokens: 16,
+                    usage_prompt_tokens: Some(512),
+                    usage_cached_tokens: None,
+                    error: None,
+                    itl_us: vec![(tpot * 1e6) as u32; 15],
+                    endpoint: None,
+                }
+            })
+            .collect()
+    }
+
+    /// Three parts of a load combine into exactly the record of the whole (every percentile
+    /// from every request), unlike the mean of the parts' own percentiles.
+    #[test]
+    fn parts_combine_into_the_record_of_the_whole() {
+        let plan = plan();
+        let cell = plan
+            .cells
+            .iter()
+            .find(|c| c.id == "load/512/r30")
+            .unwrap_or_else(|| panic!("{:#?}", plan.cells));
+        let rec = Record::new(cell, String::new(), &Default::default());
+        let all = requests();
+        let whole = combine(cell, &plan.workload, &[(rec.clone(), all.clone())]);
+        let thirds: Vec<(Record, Vec<OpenRequest>)> = (0..3)
+            .map(|k| {
+                let mine = all.iter().skip(k).step_by(3).cloned().collect();
+                (rec.clone(), mine)
+            })
+            .collect();
+        let merged = combine(cell, &plan.workload, &thirds);
+        assert_eq!(merged.requests_started, 120);
+        assert_eq!(merged.ttft_ms, whole.ttft_ms);
+        assert_eq!(merged.open.tpot_ms, whole.open.tpot_ms);
+        assert_eq!(merged.open.itl_ms, whole.open.itl_ms);
+        assert_eq!(merged.open.e2e_ms, whole.open.e2e_ms);
+        assert_eq!(merged.total_tok_s, whole.total_tok_s);
+        assert_eq!(merged.open.peak_active, whole.open.peak_active);
+        assert_eq!(merged.status, crate::results::Status::Valid, "{merged:#?}");
+        // The mean of each part's p99 is not the p99 of all.
+        let p99 = |reqs: &[OpenRequest]| {
+            let r = combine(cell, &plan.workload, &[(rec.clone(), reqs.to_vec())]);
+            r.ttft_ms.map_or(0.0, |t| t.p99)
+        };
+        let mean: f64 = thirds.iter().map(|(_, r)| p99(r)).sum::<f64>() / 3.0;
+        let true_p99 = whole.ttft_ms.map_or(0.0, |t| t.p99);
+        assert!((mean - true_p99).abs() > 1e-3, "{mean} vs {true_p99}");
+    }
+}
