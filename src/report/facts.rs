@@ -120,10 +120,23 @@ pub fn engine(spec: &Spec, reported: Option<String>) -> Vec<Item> {
         item("Repository", e.repository.clone()),
         item("Build", e.build.clone()),
         item("Commit", e.commit.clone()),
+        item("Servers", servers(e)),
     ]
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// `2 replicas launched (least-outstanding)` or `3 endpoints (round-robin)`; `None` for one.
+fn servers(e: &crate::spec::Engine) -> Option<String> {
+    let balance = e.balance.as_str();
+    if e.replicas > 1 {
+        Some(format!("{} replicas launched ({balance})", e.replicas))
+    } else if e.endpoints.len() > 1 {
+        Some(format!("{} endpoints ({balance})", e.endpoints.len()))
+    } else {
+        None
+    }
 }
 
 /// How the run measured.

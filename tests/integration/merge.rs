@@ -322,20 +322,24 @@ fn the_scale_out_recipes_parse_and_name_real_commands() {
         "examples/github/validate-specs.yml",
         "examples/github/nightly.yml",
         "examples/kubernetes/benchmark.yaml",
+        "examples/kubernetes/split-load.yaml",
         "examples/slurm/benchmark.sbatch",
+        "examples/slurm/split-load.sbatch",
     ];
-    for f in &files[..4] {
+    for f in &files[..5] {
         let text = std::fs::read_to_string(root.join(f)).unwrap();
         let doc: serde_json::Value =
             serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
         assert!(doc.is_object(), "{f}");
     }
-    let sh = std::process::Command::new("bash")
-        .arg("-n")
-        .arg(root.join(files[4]))
-        .status()
-        .unwrap();
-    assert!(sh.success(), "{} is not valid shell", files[4]);
+    for f in &files[5..] {
+        let sh = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(root.join(f))
+            .status()
+            .unwrap();
+        assert!(sh.success(), "{f} is not valid shell");
+    }
     let commands = [
         "validate", "schema", "plan", "run", "report", "compare", "merge", "sim", "history",
     ];

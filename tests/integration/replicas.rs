@@ -92,6 +92,11 @@ phases:
             .count()
     };
     assert_eq!(starts(0), 1, "replica 0 ran throughout");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("## Servers") && md.contains("2 replicas launched (least-outstanding)"),
+        "{md}"
+    );
     assert!(starts(1) >= 2, "replica 1 was relaunched: {}", starts(1));
     // Cells measured while both ran: each replica ~half, rows adding up to the record.
     let whole: Vec<Record> = records
