@@ -3,8 +3,9 @@
 //! `/tokenize` (a prompt, or vLLM's chat messages), llama.cpp's `/tokenize` with `content`
 //! after `/apply-template` for chat.
 
+use super::info::json_of;
 use super::{Api, Dialect};
-use super::{ApiError, Client, json_of};
+use super::{ApiError, Client};
 use serde_json::{Value, json};
 
 impl Client {

@@ -5,12 +5,15 @@
 //! (`--split-load`) becomes one record made from all the shards' requests by the caller's
 //! [`Combine`] (the run stage's, which computes a record as one client would have).
 
-use super::requests::{OpenRequest, Request, RequestLine};
 use super::{ENGINE_LOG, Manifest, MergedPart, REQUESTS, Result, RunDir, RunDirError, SpecCopy};
-use crate::plan::{Cell, Plan, Workload};
+use crate::plan::{Cell, Plan};
 use crate::results::{Record, Status};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+
+mod split;
+pub use split::Combine;
+use split::{combined, is_split};
 
 /// One shard's run directory, as read.
 struct Part {
@@ -37,23 +40,6 @@ impl Part {
         self.plan.shard.map_or((0, 0), |s| (s.k, s.n))
     }
 
-    /// The requests of `cell` this part saved (an open-loop cell's).
-    fn open_requests(&self, cell: &str) -> Result<Vec<OpenRequest>> {
-        let path = self.dir.file(REQUESTS);
-        if !path.is_file() {
-            return Ok(Vec::new());
-        }
-        let lines: Vec<RequestLine> = super::jsonl::read_lines(&path)?;
-        Ok(lines
-            .into_iter()
-            .filter(|l| l.cell == cell)
-            .filter_map(|l| match l.request {
-                Request::Open(o) => Some(o),
-                Request::Window(_) => None,
-            })
-            .collect())
-    }
-
     /// The text of one of its optional files (requests, engine log).
     fn text(&self, name: &str) -> Result<String> {
         match std::fs::read_to_string(self.dir.file(name)) {
@@ -65,26 +51,6 @@ impl Part {
             }),
         }
     }
-}
-
-/// Makes one record of a load cell every shard measured a part of: the whole cell, the
-/// plan's workload, and each part's record with its requests.
-pub type Combine<'a> = dyn Fn(&Cell, &Workload, &[(Record, Vec<OpenRequest>)]) -> Record + 'a;
-
-/// Whether every part split the load cells (`--split-load`), so that each measured its
-/// part of every one.
-fn split(parts: &[Part]) -> bool {
-    parts.len() > 1 && parts.iter().all(|p| p.plan.split)
-}
-
-/// A load cell of a split plan: measured by every shard.
-fn is_split(parts: &[Part], cell: &str) -> bool {
-    split(parts)
-        && parts[0]
-            .plan
-            .cells
-            .iter()
-            .any(|c| c.id == cell && matches!(c.measure, crate::plan::Measure::Load(_)))
 }
 
 /// What a merge did.
@@ -277,21 +243,6 @@ fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan, combine: &Combine<'_>)
     }
     dir.write_manifest(&joined_manifest(parts))?;
     Ok(records.len())
-}
-
-/// The one record of a split load cell: every part's record and requests, combined.
-fn combined(parts: &[Part], plan: &Plan, cell: &str, combine: &Combine<'_>) -> Result<Record> {
-    let mut each = Vec::new();
-    for p in parts {
-        if let Some(r) = p.records.iter().find(|r| r.cell == cell) {
-            each.push((r.clone(), p.open_requests(cell)?));
-        }
-    }
-    let whole = plan.cells.iter().find(|c| c.id == cell);
-    match whole {
-        Some(c) if each.len() > 1 => Ok(combine(c, &plan.workload, &each)),
-        _ => Ok(each.swap_remove(0).0),
-    }
 }
 
 /// The cells of `plan` that no part recorded.

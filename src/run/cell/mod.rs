@@ -156,16 +156,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     // The engine's view covers the measured requests, not the primes before them.
     cx.marks.open(tokio::time::Instant::now());
     for r in 0..repeats {
-        let prompt = if how == Prefill::DecodeWarmup {
-            cx.slot_prompt(cell.context, cell.prompt_tokens, 0).await
-        } else {
-            cx.fresh_prompt(
-                cell.prompt_tokens,
-                &format!("prefill{}r{r}n{}", cell.context, rand_tag()),
-            )
-            .await
-        };
-        let prompt = match prompt {
+        let prompt = match prefill_prompt(cx, cell, how, r).await {
             Ok(p) => p,
             Err(e) => return failed(rec, &e),
         };
@@ -208,6 +199,21 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, n * cell.prompt_tokens);
     let errors = rec.errors;
     verdict(rec, errors, repeats as u64, &[])
+}
+
+/// The prompt of a prefill cell's request `r`: the slot prompt its decode cell warms up
+/// with, or a prompt never sent before.
+async fn prefill_prompt(
+    cx: &Ctx,
+    cell: &Cell,
+    how: Prefill,
+    r: u32,
+) -> Result<String, PromptError> {
+    if how == Prefill::DecodeWarmup {
+        return cx.slot_prompt(cell.context, cell.prompt_tokens, 0).await;
+    }
+    let tag = format!("prefill{}r{r}n{}", cell.context, rand_tag());
+    cx.fresh_prompt(cell.prompt_tokens, &tag).await
 }
 
 fn check_prompt(rec: &mut Record, out: &Outcome, expected: u64) {

@@ -19,17 +19,8 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
     let slo = &s.cx.workload.slo;
     let mut by: BTreeMap<u32, Vec<&Turn>> = BTreeMap::new();
     let (mut tokens, mut input, mut reusable) = (0u64, 0u64, 0u64);
-    let mut shares = crate::results::Shares::default();
     for t in turns {
         rec.requests_started += 1;
-        let share = shares.of(t.endpoint);
-        share.requests += 1;
-        if t.failure.is_none() {
-            share.tokens += t.tokens as f64;
-        }
-        if let Some(v) = first_token_s(t) {
-            share.ttft.record_s(v);
-        }
         if let Some(f) = &t.failure {
             rec.errors += 1;
             *rec.error_kinds.entry(f.kind()).or_default() += 1;
@@ -64,7 +55,7 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
         ended_at_max_len: s.at_max_len.load(Relaxed),
     });
     rec.measured_s = Some(round(window_s, 3));
-    rec.by_endpoint = shares.fields(&s.cx.client.endpoints(), window_s);
+    rec.by_endpoint = shares(turns).fields(&s.cx.client.endpoints(), window_s);
     rec.output_tokens = Some(tokens);
     rec.total_tok_s = (window_s > 0.0).then(|| round(tokens as f64 / window_s, 1));
     rec.ttft_ms = ttft.summary();
@@ -80,6 +71,22 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
         .iter()
         .find(|t| t.turn == 1)
         .and_then(|t| t.usage_input);
+}
+
+/// Each server's turns: started, output tokens of those that finished, TTFT.
+fn shares(turns: &[Turn]) -> crate::results::Shares {
+    let mut shares = crate::results::Shares::default();
+    for t in turns {
+        let share = shares.of(t.endpoint);
+        share.requests += 1;
+        if t.failure.is_none() {
+            share.tokens += t.tokens as f64;
+        }
+        if let Some(v) = first_token_s(t) {
+            share.ttft.record_s(v);
+        }
+    }
+    shares
 }
 
 /// The cell against the SLO: every finished turn a request, the cell's percentiles.
