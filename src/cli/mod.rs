@@ -86,6 +86,10 @@ pub enum Command {
         /// `auto` reads K and N from a Slurm job array or a Kubernetes Indexed Job.
         #[arg(long, value_name = "K/N|auto")]
         shard: Option<String>,
+        /// With `--shard`: every load cell in each shard at 1/N of its rate (as `run
+        /// --split-load` runs it).
+        #[arg(long, requires = "shard")]
+        split_load: bool,
     },
     /// Execute the plan: measure every cell, write the run directory.
     Run(run::RunArgs),
@@ -172,7 +176,8 @@ pub fn main() -> i32 {
             spec,
             format,
             shard,
-        } => plan_cmd(&spec, format, shard.as_deref(), &out),
+            split_load,
+        } => plan_cmd(&spec, format, (shard.as_deref(), split_load), &out),
         Command::Sim(args) => sim::run(&args, &out),
         Command::History(args) => history::run(args, &out),
         Command::Fit(args) => twin::fit(&args, &out),
@@ -266,7 +271,12 @@ fn schema(
     Ok(0)
 }
 
-fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> Result<i32, Error> {
+fn plan_cmd(
+    path: &str,
+    format: PlanFormat,
+    (shard, split): (Option<&str>, bool),
+    out: &Out,
+) -> Result<i32, Error> {
     let shard = run::shard_of(shard, "plan", out)?;
     let loaded = spec::load(path, Stage::Validate)?;
     out.diagnostics(&loaded.warnings, DiagFormat::Auto);
@@ -277,9 +287,11 @@ fn plan_cmd(path: &str, format: PlanFormat, shard: Option<&str>, out: &Out) -> R
             plan.with_trace(&entries);
         }
     }
-    if let Some(s) = shard {
-        plan = plan.shard(s);
-    }
+    plan = match shard {
+        Some(s) if split => plan.shard_split(s),
+        Some(s) => plan.shard(s),
+        None => plan,
+    };
     match format {
         PlanFormat::Table => out.print(&plan::render_table(&plan, path)),
         PlanFormat::Json => {

@@ -91,6 +91,45 @@ pub fn whole(cells: &[&Cell]) -> Option<Cell> {
 mod tests {
     use super::*;
 
+    /// Every shard holds every load cell at a third of its load; the other runnable cells
+    /// are each in exactly one shard; the parts' loads add back up to the whole.
+    #[test]
+    fn load_cells_are_in_every_shard_the_others_in_one() {
+        let text = "version: 1\nname: s\nengine: {kind: vllm, base_url: 'http://127.0.0.1:9'}\n\
+             model: {served_name: m, max_model_len: 100000}\nworkload: {max_output_tokens: 16}\n\
+             matrix: {contexts: [512, 1K], concurrency: [1, 2, 4]}\n\
+             phases: {load: {contexts: [512], rates: [3, 30], requests: 10, max_concurrency: 4}}\n";
+        let full = crate::plan::config::of_yaml(text).sizing_plan();
+        let shards: Vec<Plan> = (1..=3)
+            .map(|k| full.clone().shard_split(Shard { k, n: 3 }))
+            .collect();
+        let is_load = |c: &Cell| matches!(c.measure, Measure::Load(_));
+        for c in full.runnable() {
+            let holders: Vec<&Cell> = shards
+                .iter()
+                .filter_map(|p| p.cells.iter().find(|d| d.id == c.id))
+                .collect();
+            if !is_load(c) {
+                assert_eq!(holders.len(), 1, "{}", c.id);
+                continue;
+            }
+            assert_eq!(holders.len(), 3, "{}", c.id);
+            let (Some(whole), Measure::Load(want)) = (whole(&holders), c.measure) else {
+                panic!("{}", c.id)
+            };
+            let Measure::Load(got) = whole.measure else {
+                panic!("{}", c.id)
+            };
+            assert!((got.rate.0 - want.rate.0).abs() < 1e-9, "{}", c.id);
+            assert_eq!(got.bound, want.bound, "{}", c.id);
+            assert_eq!(got.max_concurrency, want.max_concurrency, "{}", c.id);
+        }
+        let seeds: std::collections::BTreeSet<u64> =
+            shards.iter().map(|p| p.workload.seed).collect();
+        assert_eq!(seeds.len(), 3, "each shard draws its own arrivals");
+        assert!(shards.iter().all(|p| p.split));
+    }
+
     #[test]
     fn parts_add_up_to_the_whole() {
         for (total, n) in [(10, 3), (2, 3), (9, 3), (1, 1)] {

@@ -179,14 +179,14 @@ impl EngineSide {
                 let served = served.clone();
                 async move { e.wait_ready(c, &served, timeout).await }
             });
-        let results = futures_util::future::join_all(waits).await;
-        match results.into_iter().find_map(Result::err) {
-            Some(e) => {
-                self.stop(which).await;
-                Err(e.into())
-            }
-            None => Ok(()),
+        // The first replica that exits or times out ends the wait: the others are not
+        // waited for (a start can take minutes).
+        let result = futures_util::future::try_join_all(waits).await;
+        if let Err(e) = result {
+            self.stop(which).await;
+            return Err(e.into());
         }
+        Ok(())
     }
 
     /// Stop the replicas `which`.
