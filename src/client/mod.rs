@@ -283,7 +283,13 @@ impl Client {
         let mut wire = match self.send(to, req, &mut out).await {
             Ok(w) if (200..300).contains(&w.status()) => w,
             Ok(w) => return refused(out, &w),
-            Err(f) => return fail(out, f),
+            Err(f) => {
+                // A server that cannot be connected to is left out for a while.
+                if matches!(f, Failure::Refused | Failure::Connect) {
+                    to.server_down();
+                }
+                return fail(out, f);
+            }
         };
         let mut events = Events::keeping_text(req.keep_text);
         // One timer for the stall timeout, moved on only when it fires: a timer per read

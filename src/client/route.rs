@@ -1,11 +1,19 @@
 //! Where each generation request goes when there are several servers (replicas, or
 //! endpoints to attach to): the set of servers, each with its own keep-alive pool and a count
 //! of the requests it has in flight, and the [`Balance`] that picks one per request. A
-//! [`Route`] holds its server's count up until it is dropped, when its request has ended.
+//! [`Route`] holds its server's count up until it is dropped, when its request has ended. A
+//! server that refuses a connection is left out for [`DOWN_FOR`] (as a router ejects it), so
+//! that a dead replica — which fails at once, and so always has the fewest in flight — does
+//! not draw every request while the others serve; when every server is out, all are tried.
 
 use super::h1;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long a server that refused a connection is left out of the balance.
+pub const DOWN_FOR: Duration = Duration::from_secs(1);
 
 /// How requests are spread over several servers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,6 +33,8 @@ pub(super) struct Target {
     /// The lean HTTP/1.1 path to it (plain `http://`, not in process).
     pub(super) lean: Option<Arc<h1::Pool>>,
     outstanding: AtomicUsize,
+    /// Until when it is left out, after it refused a connection.
+    down_until: Mutex<Option<Instant>>,
 }
 
 impl Target {
@@ -38,7 +48,15 @@ impl Target {
             base,
             lean,
             outstanding: AtomicUsize::new(0),
+            down_until: Mutex::new(None),
         }
+    }
+
+    /// Whether it is left out at `now`.
+    fn down(&self, now: Instant) -> bool {
+        self.down_until
+            .lock()
+            .is_ok_and(|d| d.is_some_and(|until| now < until))
     }
 
     /// The same server (its pool shared), counted apart.
@@ -47,6 +65,7 @@ impl Target {
             base: self.base.clone(),
             lean: self.lean.clone(),
             outstanding: AtomicUsize::new(0),
+            down_until: Mutex::new(None),
         }
     }
 }
@@ -81,15 +100,26 @@ impl Route {
     pub(super) fn pick(targets: &Arc<Targets>) -> Route {
         let n = targets.list.len().max(1);
         let turn = targets.next.fetch_add(1, Relaxed);
-        let index = match targets.balance {
-            _ if n == 1 => 0,
-            Balance::RoundRobin => turn % n,
-            // The fewest in flight; among equals, the first from this turn's start, so that
-            // ties rotate instead of always going to the first server.
-            Balance::LeastOutstanding => (0..n)
-                .map(|k| (turn + k) % n)
-                .min_by_key(|&i| targets.list[i].outstanding.load(Relaxed))
-                .unwrap_or(0),
+        let index = if n == 1 {
+            0
+        } else {
+            let now = Instant::now();
+            let up = |i: &usize| !targets.list[*i].down(now);
+            let order = (0..n).map(|k| (turn + k) % n);
+            let open: Vec<usize> = match order.clone().filter(up).count() {
+                0 => order.collect(),
+                _ => order.filter(up).collect(),
+            };
+            match targets.balance {
+                // The next in turn that is not left out.
+                Balance::RoundRobin => open.first().copied().unwrap_or(0),
+                // The fewest in flight; among equals, the first from this turn's start, so
+                // that ties rotate instead of always going to the first server.
+                Balance::LeastOutstanding => open
+                    .into_iter()
+                    .min_by_key(|&i| targets.list[i].outstanding.load(Relaxed))
+                    .unwrap_or(0),
+            }
         };
         if let Some(t) = targets.list.get(index) {
             t.outstanding.fetch_add(1, Relaxed);
@@ -119,6 +149,16 @@ impl Route {
 
     pub(super) fn target(&self) -> Option<&Target> {
         self.targets.list.get(self.index)
+    }
+
+    /// Its server refused a connection: leave it out for [`DOWN_FOR`] (with several).
+    pub(super) fn server_down(&self) {
+        if self.targets.list.len() < 2 {
+            return;
+        }
+        if let Some(mut d) = self.target().and_then(|t| t.down_until.lock().ok()) {
+            *d = Some(Instant::now() + DOWN_FOR);
+        }
     }
 }
 
@@ -169,6 +209,30 @@ mod tests {
         let seen: std::collections::BTreeSet<usize> =
             (0..4).map(|_| Route::pick(&t).index()).collect();
         assert_eq!(seen.len(), 2);
+    }
+
+    /// A server that refused a connection gets no request for a second, then is tried again;
+    /// with every server out, the balance goes on as if none were.
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_refuses_is_left_out_for_a_while() {
+        for balance in [Balance::LeastOutstanding, Balance::RoundRobin] {
+            let t = targets(3, balance);
+            Route::to(&t, 1).server_down();
+            let got: Vec<usize> = (0..6).map(|_| Route::pick(&t).index()).collect();
+            assert!(!got.contains(&1), "{balance:?}: {got:?}");
+            assert!(got.contains(&0) && got.contains(&2), "{balance:?}: {got:?}");
+            tokio::time::advance(DOWN_FOR + Duration::from_millis(1)).await;
+            let got: Vec<usize> = (0..6).map(|_| Route::pick(&t).index()).collect();
+            assert!(
+                got.contains(&1),
+                "{balance:?}, back after {DOWN_FOR:?}: {got:?}"
+            );
+            for i in 0..3 {
+                Route::to(&t, i).server_down();
+            }
+            let got: Vec<usize> = (0..6).map(|_| Route::pick(&t).index()).collect();
+            assert_eq!(got.len(), 6, "all out: still sent");
+        }
     }
 
     #[test]
