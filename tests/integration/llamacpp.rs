@@ -385,13 +385,7 @@ fn llama_cpp_runs_a_three_turn_session_from_its_cache() {
             "phases:\n  decode:\n    duration: 3s",
             "phases:\n  prefill: {enabled: false}\n  decode: {enabled: false}\n  sessions: {users: [2], sessions: 2, turns: 3, user_tokens: 32, output_tokens: 16}",
         );
-    let dir = super::cli::tempdir::Dir::new();
-    let out = dir.path().join("run");
-    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
-        .spec("llamacpp.yaml", &text)
-        .run();
-    assert_eq!(done.code, 0, "{}", done.stderr);
-    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    let (records, _dir) = run_ok(&text);
     let r = records
         .iter()
         .find(|r| r.cell == "sessions/512/u2")
@@ -436,7 +430,21 @@ fn llama_cpp_runs_a_three_turn_session_from_its_cache() {
 }
 
 /// The shipped llama.cpp spec, listening on `port`.
-fn shipped(port: u16) -> String {
+/// Run the llama.cpp spec `text` (from the root, where its launch command's paths resolve)
+/// into a new run directory: exit 0 asserted; its records and the directory (`<dir>/run`).
+pub(super) fn run_ok(text: &str) -> (Vec<benchspec::results::Record>, super::cli::tempdir::Dir) {
+    let dir = super::cli::tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("llamacpp.yaml", text)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    (records, dir)
+}
+
+/// The shipped llama.cpp spec on `port`.
+pub(super) fn shipped(port: u16) -> String {
     std::fs::read_to_string(super::root().join("specs/llamacpp-smollm2.yaml"))
         .unwrap()
         .edit("8080", &port.to_string())

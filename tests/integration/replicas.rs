@@ -233,13 +233,12 @@ fn reqwest_get(port: u16, path: &str) -> String {
 fn llama_cpp_as_two_replicas() {
     let _cpu = super::cpu();
     let port = free_pair();
-    let text = std::fs::read_to_string(super::root().join("specs/llamacpp-smollm2.yaml"))
-        .unwrap()
+    let text = super::llamacpp::shipped(port)
         .edit(
-            "base_url: http://127.0.0.1:8080",
+            &format!("base_url: http://127.0.0.1:{port}"),
             &format!("base_url: http://127.0.0.1:{port}\n  replicas: 2"),
         )
-        .edit("--port 8080", "--port ${PORT}")
+        .edit(&format!("--port {port}"), "--port ${PORT}")
         .edit("--parallel 4 --threads 2", "--parallel 2 --threads 1")
         .edit("--ctx 16384", "--ctx 8192")
         .edit("contexts: [256, 1K, 2K]", "contexts: [256]")
@@ -249,13 +248,8 @@ fn llama_cpp_as_two_replicas() {
             "duration: 3s",
             "duration: 2s\n  load: {contexts: [256], rates: [6], duration: 3s}",
         );
-    let dir = super::cli::tempdir::Dir::new();
+    let (records, dir) = super::llamacpp::run_ok(&text);
     let out = dir.path().join("run");
-    let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
-        .spec("llamacpp.yaml", &text)
-        .run();
-    assert_eq!(done.code, 0, "{}", done.stderr);
-    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     for r in &records {
         assert_eq!(r.status, Status::Valid, "{r:#?}");
     }
