@@ -203,7 +203,46 @@ pub fn main() -> i32 {
     }
 }
 
-fn validate(specs: &[String], format: DiagFormat, out: &Out) -> i32 {
+/// The spec files among `args`: a directory stands for the spec files directly inside it
+/// (`.yaml`, `.yml`, `.toml`, sorted), so `validate specs/*` passes over a folder of traces
+/// with a note instead of failing on it.
+fn spec_files(args: &[String], out: &Out) -> Vec<String> {
+    let mut files = Vec::new();
+    for arg in args {
+        let dir = std::path::Path::new(arg);
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            files.push(arg.clone());
+            continue;
+        };
+        let mut inside: Vec<String> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .filter(|p| {
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "toml"))
+            })
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        inside.sort();
+        if inside.is_empty() {
+            out.info(&format!(
+                "note: `{arg}` is a directory with no spec in it (.yaml, .yml, .toml); skipped"
+            ));
+        }
+        files.extend(inside);
+    }
+    files
+}
+
+fn validate(args: &[String], format: DiagFormat, out: &Out) -> i32 {
+    let specs = &spec_files(args, out);
+    if specs.is_empty() {
+        eprintln!(
+            "error: no spec to validate: name spec files (.yaml, .yml, .toml) or folders holding them"
+        );
+        return 2;
+    }
     let (mut invalid, mut errors, mut warnings) = (0, 0, 0);
     let mut json = Vec::new();
     for path in specs {

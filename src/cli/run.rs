@@ -117,7 +117,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     };
     let interrupt = run::Interrupt::new();
     listen_for_signals(&interrupt);
-    let config = crate::plan::RunConfig::new(&loaded).attach_to(args.base_url.clone());
+    let config = crate::plan::RunConfig::new(&loaded).attach_to(args.base_url.clone())?;
     let result = run::run(&config, &opts, &interrupt, &on);
     if let Some(bar) = &bar {
         bar.finish_and_clear();

@@ -55,6 +55,19 @@ pub enum PlanError {
         /// The runnable cells' ids, listed.
         cells: String,
     },
+    /// `--base-url` names a server, but the engine is the simulator run in this process.
+    #[error(
+        "`--base-url {url}`: {engine} is `engine.kind: sim`, the embedded simulator this process \
+         runs itself, so nothing would be sent to {url}. To measure the server at {url}, set \
+         `engine.kind` to what it is (vllm, sglang, llama-cpp, trtllm, openai; a `benchspec sim` \
+         server speaks vLLM's API: `vllm`), or drop `--base-url` to measure the simulator"
+    )]
+    AttachToSim {
+        /// The URL given.
+        url: String,
+        /// "the spec's engine", or a variant by name.
+        engine: String,
+    },
 }
 
 /// The expanded plan.

@@ -521,3 +521,73 @@ fn run_refuses_an_unset_api_key() {
         done.stderr
     );
 }
+
+#[test]
+fn validate_takes_a_folder_for_its_specs_and_skips_one_without() {
+    // The README's own `validate specs/*`: the traces folder is passed over with a note.
+    let mut args = vec!["validate".to_string()];
+    let mut entries: Vec<String> = std::fs::read_dir("specs")
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    let n_specs = entries
+        .iter()
+        .filter(|p| p.ends_with(".yaml") || p.ends_with(".toml"))
+        .count();
+    args.extend(entries);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let done = Bench::new(&argv).env("VLLM_API_KEY", "set").run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("note: `specs/traces` is a directory with no spec in it"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stderr
+            .contains(&format!("{n_specs} spec(s): {n_specs} valid, 0 invalid")),
+        "{}",
+        done.stderr
+    );
+    // A folder stands for the specs inside it.
+    let folder = Bench::new(&["validate", "specs"])
+        .env("VLLM_API_KEY", "set")
+        .run();
+    assert_eq!(folder.code, 0, "{}", folder.stderr);
+    assert!(
+        folder
+            .stderr
+            .contains(&format!("{n_specs} spec(s): {n_specs} valid")),
+        "{}",
+        folder.stderr
+    );
+    // Nothing to judge is not a pass.
+    let none = Bench::new(&["validate", "specs/traces"]).run();
+    assert_eq!(none.code, 2, "{}", none.stderr);
+    assert!(
+        none.stderr.contains("error: no spec to validate"),
+        "{}",
+        none.stderr
+    );
+}
+
+#[test]
+fn run_refuses_a_base_url_for_the_embedded_simulator() {
+    let dir = tempdir::Dir::new();
+    let out = dir.path().join("run");
+    let url = format!("http://127.0.0.1:{}", super::free_port());
+    let spec = "version: 1\nname: t\nengine: {kind: sim, sim: {profile: tiny}}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 16}\nmatrix: {contexts: [256], concurrency: [1]}\nphases: {decode: {duration: 300ms}}\n";
+    let done = Bench::new(&["run", "--out", out.to_str().unwrap(), "--base-url", &url])
+        .spec("s.yaml", spec)
+        .run();
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("the spec's engine is `engine.kind: sim`, the embedded simulator"),
+        "{}",
+        done.stderr
+    );
+    assert!(!out.exists(), "nothing was run");
+}

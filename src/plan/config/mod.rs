@@ -124,10 +124,27 @@ impl RunConfig {
     }
 
     /// Attach to the server at `url` (`--base-url`) instead of the spec's or a launched one.
-    #[must_use]
-    pub fn attach_to(mut self, url: Option<String>) -> RunConfig {
+    /// Refused when an engine of the run is the simulator this process runs: the named server
+    /// would receive nothing.
+    pub fn attach_to(mut self, url: Option<String>) -> Result<RunConfig, super::PlanError> {
+        if let Some(url) = &url {
+            let sim = |s: &crate::spec::Spec| s.engine.kind == crate::spec::EngineKind::Sim;
+            let engine = if sim(&self.spec) {
+                Some("the spec's engine".to_string())
+            } else {
+                self.spec
+                    .variants()
+                    .into_iter()
+                    .find(|v| sim(&v.spec))
+                    .map(|v| format!("variant `{}`", v.name))
+            };
+            if let Some(engine) = engine {
+                let url = url.clone();
+                return Err(super::PlanError::AttachToSim { url, engine });
+            }
+        }
         self.attach = url;
-        self
+        Ok(self)
     }
 
     /// The URL the run measures (the simulator's is known only once it listens).
