@@ -13,7 +13,9 @@ mod leftovers;
 mod repeats;
 pub use repeats::{RepeatLine, repeat_line_schema_text};
 mod requests;
-pub use requests::{OpenRequest, Request, RequestLine, WindowRequest, request_line_schema_text};
+pub use requests::{
+    OpenRequest, Request, RequestLine, TurnRequest, WindowRequest, request_line_schema_text,
+};
 mod manifest;
 mod merge;
 pub use error::RunDirError;

@@ -1,8 +1,8 @@
 //! `requests.jsonl` (`--save-requests`): one line per request of a measured window, typed.
-//! Closed-loop (decode) windows and open-loop (load, capacity probe) cells keep different
-//! times, so a line is one of two shapes, both stamped with the cell, the repeat and the run
-//! attempt. Times are seconds from the window's start (decode) or the first arrival (open
-//! loop); the failure is its `error_kinds` key. `schemas/requests-v1.schema.json` is the
+//! Closed-loop (decode) windows, open-loop (load, capacity probe, replay) cells and session
+//! turns keep different times, so a line is one of three shapes, each stamped with the cell,
+//! the repeat and the run attempt. Times are seconds from the window's start (decode,
+//! sessions) or the first arrival (open loop); the failure is its `error_kinds` key. `schemas/requests-v1.schema.json` is the
 //! schema (`benchspec schema --requests`).
 
 use crate::client::Failure;
@@ -30,6 +30,8 @@ pub struct RequestLine {
 pub enum Request {
     /// A request of a decode window.
     Window(WindowRequest),
+    /// A turn of a session cell.
+    Turn(TurnRequest),
     /// A request of an open-loop cell.
     Open(OpenRequest),
 }
@@ -98,6 +100,43 @@ pub struct OpenRequest {
     pub error: Option<Failure>,
     /// The gaps between its token-bearing chunks, µs per token (what ITL is made of), so
     /// that the shards of a split cell merge into the same distributions one client gives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub itl_us: Vec<u32>,
+    /// The server it went to, by its place in the run's list (with several servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<usize>,
+}
+
+/// A turn of a session cell that ended inside its window; times in seconds from the
+/// window's start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TurnRequest {
+    /// The session (conversation) it belongs to: a user's number × 2³² + its session count,
+    /// or the arrival's number in an open loop.
+    pub session: u64,
+    /// Its turn in the session, from 1.
+    pub turn: u32,
+    /// Just before it was written.
+    pub sent_s: f64,
+    /// Its first token-bearing chunk.
+    pub first_token_s: Option<f64>,
+    /// Its last token-bearing chunk.
+    pub last_token_s: Option<f64>,
+    /// When it ended (finished or failed).
+    pub end_s: f64,
+    /// The prompt's length: the server's count, else the client's.
+    pub prompt_tokens: u64,
+    /// Output tokens: the server's count, else one per chunk.
+    pub output_tokens: u64,
+    /// The server's `usage.prompt_tokens`.
+    pub usage_prompt_tokens: Option<u64>,
+    /// The server's `usage.prompt_tokens_details.cached_tokens` (where it says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_cached_tokens: Option<u64>,
+    /// Its failure, as counted in `error_kinds`.
+    #[schemars(with = "Option<String>")]
+    pub error: Option<Failure>,
+    /// The gaps between its token-bearing chunks, µs per token.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub itl_us: Vec<u32>,
     /// The server it went to, by its place in the run's list (with several servers).

@@ -133,3 +133,54 @@ fn an_slo_judges_every_turn_and_the_cell() {
         r.open
     );
 }
+
+#[test]
+fn every_turn_is_saved_with_its_gaps_and_the_cell_has_an_itl() {
+    let spec = shipped()
+        .replace("users: [4, 16]", "users: [4]")
+        .replace("rates: [2] ", "# rates: [2] ")
+        .replace("duration: 15s", "duration: 5s");
+    let (records, dir) = run_spec_paused(&spec);
+    let r = find(&records, "sessions/2K/u4");
+    assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    let text = std::fs::read_to_string(dir.path().join("run/requests.jsonl")).unwrap();
+    let lines: Vec<benchspec::rundir::RequestLine> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &benchspec::rundir::RequestLine| l.cell == r.cell)
+        .collect();
+    // One line per turn that ended in the window: the record's own counts.
+    assert_eq!(lines.len() as u64, r.requests_started, "{text}");
+    let turns: Vec<&benchspec::rundir::TurnRequest> = lines
+        .iter()
+        .map(|l| match &l.request {
+            benchspec::rundir::Request::Turn(t) => t,
+            other => panic!("not a turn: {other:?}"),
+        })
+        .collect();
+    let tokens: u64 = turns.iter().map(|t| t.output_tokens).sum();
+    assert_eq!(Some(tokens), r.output_tokens);
+    let mut all = Vec::new();
+    for t in &turns {
+        assert!(t.turn >= 1 && t.turn <= 4, "{t:?}");
+        // One token a chunk: a gap between each two of the 64 tokens.
+        assert_eq!(t.itl_us.len() as u64, t.output_tokens - 1, "{t:?}");
+        // The gaps add up to the span from the first token to the last, timed apart.
+        let span_us = (t.last_token_s.unwrap() - t.first_token_s.unwrap()) * 1e6;
+        let sum: u64 = t.itl_us.iter().map(|&g| u64::from(g)).sum();
+        assert!(
+            (sum as f64 - span_us).abs() <= t.itl_us.len() as f64 + 1.0,
+            "{sum} vs {span_us}"
+        );
+        all.extend(t.itl_us.iter().map(|&g| f64::from(g) / 1e3));
+    }
+    // The record's ITL (and TBT) is the distribution of every saved gap.
+    let itl = r.open.itl_ms.expect("a session cell has an ITL");
+    assert_eq!(r.tbt_ms, Some(itl));
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    assert!(
+        (itl.mean - mean).abs() / mean < 0.01,
+        "{} vs {mean}",
+        itl.mean
+    );
+}

@@ -14,6 +14,7 @@ use crate::rng::Rng;
 use crate::run::open::dispatch::Progress;
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::run::prompt::user_words;
+use crate::rundir::{Request, RequestLine, TurnRequest};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -39,6 +40,12 @@ struct Turn {
     reusable: u64,
     usage_input: Option<u64>,
     cached: Option<u64>,
+    /// The gaps between its token-bearing chunks, µs per token.
+    gaps: Vec<u32>,
+    /// The session it belongs to.
+    session: u64,
+    /// When it ended: finished, failed or cut at the close.
+    end: Instant,
     /// The server it went to.
     endpoint: usize,
     failure: Option<Failure>,
@@ -97,11 +104,39 @@ pub async fn sessions(
     cx.marks.close(end);
     let turns = shared.turns.lock().map(|t| t.clone()).unwrap_or_default();
     fill::fill(&mut rec, &turns, &shared, (end - start).as_secs_f64());
+    keep_turns(&cx, cell, &turns, start);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
     let mut reasons = super::open::reasons(&rec, &cx.workload.validity);
     reasons.extend(fill::first_turn_reason(&turns, cell.prompt_tokens));
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
+}
+
+/// Each turn's times for `requests.jsonl` (`--save-requests`), relative to the window's
+/// start, in the order they ended.
+fn keep_turns(cx: &Ctx, cell: &Cell, turns: &[Turn], start: Instant) {
+    let Some(lines) = &cx.requests else { return };
+    let Ok(mut lines) = lines.lock() else { return };
+    let rel = |i: Instant| i.saturating_duration_since(start).as_secs_f64();
+    let several = cx.client.endpoints().len() > 1;
+    for t in turns {
+        let request = Request::Turn(TurnRequest {
+            session: t.session,
+            turn: t.turn,
+            sent_s: rel(t.sent),
+            first_token_s: t.first.map(rel),
+            last_token_s: t.last.map(rel),
+            end_s: rel(t.end),
+            prompt_tokens: t.input,
+            output_tokens: t.tokens,
+            usage_prompt_tokens: t.usage_input,
+            usage_cached_tokens: t.cached,
+            error: t.failure.clone(),
+            itl_us: t.gaps.clone(),
+            endpoint: several.then_some(t.endpoint),
+        });
+        lines.push(RequestLine::unnumbered(&cell.id, request));
+    }
 }
 
 /// Start the users (or the arrivals) and run until the window closes or, with a count of
@@ -275,7 +310,7 @@ async fn session(s: &Shared, id: u64, rng: &mut Rng) {
         // The first turn goes where the balance says; the later ones follow it.
         let to = server.map_or_else(|| cx.client.route(), |i| cx.client.route_to(i));
         server = Some(to.index());
-        let t = one_turn(s, (&convo, &to), turn, input, reusable).await;
+        let t = one_turn(s, (&convo, &to), (id, turn), input, reusable).await;
         let Some((answer, t)) = t else { return };
         reusable = t.input + t.tokens;
         input = t.input + t.tokens;
@@ -301,20 +336,18 @@ async fn think(load: &SessionLoad, rng: &mut Rng) {
 async fn one_turn(
     s: &Shared,
     (convo, to): (&Conversation, &crate::client::Route),
-    turn: u32,
+    (session, turn): (u64, u32),
     input: u64,
     reusable: u64,
 ) -> Option<(String, Turn)> {
     let body = convo.prepare(&s.cx, s.load.output_tokens);
-    let (mut first, mut last) = (None, None);
+    let mut times = crate::run::open::gaps::Gaps::default();
     let out =
         s.cx.client
-            .generate_via(to, &body, |c: Chunk| {
-                first = first.or(Some(c.at));
-                last = Some(c.at);
-            })
+            .generate_via(to, &body, |c: Chunk| times.chunk(&c))
             .await;
     let tokens = out.usage_completion.unwrap_or(out.counted);
+    let (first, last) = (times.first(), times.last());
     let t = Turn {
         turn,
         sent: out.sent,
@@ -325,6 +358,9 @@ async fn one_turn(
         reusable: reusable.min(out.usage_prompt.unwrap_or(input)),
         usage_input: out.usage_prompt,
         cached: out.usage_cached,
+        gaps: times.finish(tokens, out.counted),
+        session,
+        end: Instant::now(),
         failure: out.failure.clone(),
         endpoint: to.index(),
     };

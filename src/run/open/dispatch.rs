@@ -189,22 +189,11 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
     };
     let now = s.in_flight.fetch_add(1, Relaxed) + 1;
     s.peak.fetch_max(now, Relaxed);
-    let (mut first, mut prev): (Option<Instant>, Option<Instant>) = (None, None);
-    let (mut gaps, mut by_chunk) = (Vec::new(), true);
+    let mut times = super::gaps::Gaps::default();
     let to = s.client.route();
     let out = s
         .client
-        .generate_via(&to, body, |c: Chunk| {
-            by_chunk &= !c.from_usage;
-            match prev {
-                None => first = Some(c.at),
-                Some(p) => {
-                    let gap = (c.at - p).as_micros() as u64 / c.tokens.max(1);
-                    gaps.push(gap.min(u64::from(u32::MAX)) as u32);
-                }
-            }
-            prev = Some(c.at);
-        })
+        .generate_via(&to, body, |c: Chunk| times.chunk(&c))
         .await;
     let end = Instant::now();
     if let Some(wait) = out
@@ -217,19 +206,14 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
     s.in_flight.fetch_sub(1, Relaxed);
     drop(permit);
     let tokens = out.usage_completion.unwrap_or(out.counted);
-    // Chunk-counted gaps are scaled once the server's count is known (several tokens in
-    // one chunk shorten each token's share of the gap).
-    if by_chunk && out.counted > 0 && tokens > out.counted {
-        let factor = tokens as f64 / out.counted as f64;
-        gaps.iter_mut()
-            .for_each(|g| *g = (f64::from(*g) / factor).round() as u32);
-    }
+    let (first, last) = (times.first(), times.last());
+    let gaps = times.finish(tokens, out.counted);
     let done = Done {
         due,
         admitted,
         sent: out.sent.max(admitted),
         first,
-        last: prev,
+        last,
         end,
         tokens,
         all_usage: out.all_usage,

@@ -6,5 +6,6 @@
 pub mod arrivals;
 pub mod dispatch;
 pub mod fill;
+pub mod gaps;
 pub mod saturation;
 mod timer;

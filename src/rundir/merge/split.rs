@@ -61,7 +61,7 @@ impl Part {
             .filter(|l| l.cell == cell)
             .filter_map(|l| match l.request {
                 Request::Open(o) => Some(o),
-                Request::Window(_) => None,
+                Request::Window(_) | Request::Turn(_) => None,
             })
             .collect())
     }

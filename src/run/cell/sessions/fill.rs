@@ -11,7 +11,8 @@ use std::sync::atomic::Ordering::Relaxed;
 
 /// Fill `rec` from the `turns` that ended in a window of `window_s` seconds.
 pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) {
-    let (mut ttft, mut tpot, mut e2e) = (
+    let (mut ttft, mut tpot, mut e2e, mut itl) = (
+        Latencies::default(),
         Latencies::default(),
         Latencies::default(),
         Latencies::default(),
@@ -39,6 +40,9 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
         if let Some(v) = end_to_end_s(t) {
             e2e.record_s(v);
         }
+        for &g in &t.gaps {
+            itl.record_us(u64::from(g));
+        }
         by.entry(t.turn).or_default().push(t);
     }
     rec.by_turn = Some(
@@ -62,6 +66,9 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
     let tpot_all = tpot.summary();
     rec.open.tpot_ms = tpot_all;
     rec.open.e2e_ms = e2e.summary();
+    // Every gap between tokens, as a load cell keeps them (TBT is the same distribution).
+    rec.open.itl_ms = itl.summary();
+    rec.tbt_ms = rec.open.itl_ms;
     judge(rec, turns, slo, window_s);
     rec.per_request_tok_s = tpot_all
         .filter(|t| t.p50 > 0.0)
@@ -95,7 +102,7 @@ fn judge(rec: &mut Record, turns: &[Turn], slo: &Slo, window_s: f64) {
     let summaries = Summaries {
         ttft: rec.ttft_ms,
         tpot: rec.open.tpot_ms,
-        itl: None,
+        itl: rec.open.itl_ms,
         e2e: rec.open.e2e_ms,
     };
     if let Some(v) = slo::judge(slo, &requests, &summaries, window_s) {
@@ -109,15 +116,16 @@ fn end_to_end_s(t: &Turn) -> Option<f64> {
     Some((t.last? - t.sent).as_secs_f64())
 }
 
-/// A turn as the SLO judges a request (milliseconds; a turn has no gaps kept, so an ITL
-/// objective is judged on the cell's percentiles only).
+/// A turn as the SLO judges a request (milliseconds).
 fn slo_request(t: &Turn) -> slo::Request {
+    let mut itl: Vec<f64> = t.gaps.iter().map(|&g| f64::from(g) / 1e3).collect();
+    itl.sort_by(f64::total_cmp);
     slo::Request {
         ok: t.failure.is_none() && t.tokens > 0,
         ttft: first_token_s(t).map(|v| v * 1e3),
         tpot: per_token_s(t).map(|v| v * 1e3),
         e2e: end_to_end_s(t).map(|v| v * 1e3),
-        itl: Vec::new(),
+        itl,
     }
 }
 
