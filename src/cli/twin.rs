@@ -67,6 +67,14 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
                 .map_err(twin::TwinError::from)?,
         );
     }
+    // The spec --suggest picks from is read first: a missing one writes no twin.
+    let suggest_from = match (&args.spec, args.suggest) {
+        (Some(path), Some(_)) => Some((
+            crate::spec::load(path, crate::spec::Stage::Validate)?.spec,
+            path.clone(),
+        )),
+        _ => None,
+    };
     let started = std::time::Instant::now();
     let t = twin::fit_runs(&runs, args.holdout)?;
     let took = started.elapsed();
@@ -96,10 +104,10 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         ));
     }
     if let Some(n) = args.suggest {
-        let spec = match &args.spec {
-            Some(path) => crate::spec::load(path, crate::spec::Stage::Validate)?.spec,
-            None => runs[0].spec.clone(),
-        };
+        let (spec, path) = suggest_from.unwrap_or_else(|| {
+            let kept = args.dirs[0].join("spec.yaml");
+            (runs[0].spec.clone(), kept.to_string_lossy().into_owned())
+        });
         let measured: Vec<String> = runs
             .iter()
             .flat_map(|r| r.records.iter().map(|x| x.cell.clone()))
@@ -109,8 +117,9 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
             out.print("measure next: nothing (every prefill and decode cell is measured)\n");
         } else {
             out.print(&format!(
-                "measure next: {}\n  benchspec run SPEC --only '{{{}}}'\n",
+                "measure next: {}\n  benchspec run {} --only '{{{}}}'\n",
                 cells.join(", "),
+                crate::spec::command::quote(&path),
                 cells.join(",")
             ));
         }

@@ -78,12 +78,16 @@ impl Obs {
     }
 }
 
-/// The requests in flight on average: the server's count, else the client's (≥ 1).
+/// The requests in flight on average: the server's count, else the client's, else (a
+/// peer's imported run, which says neither) Little's law — requests completed per second ×
+/// the mean seconds each took (≥ 1).
 fn in_flight(r: &Record) -> Option<f64> {
+    let little = || Some(r.open.rate_achieved? * r.open.e2e_ms?.mean / 1e3);
     r.server
         .as_ref()
         .and_then(|s| s.running_mean)
         .or(r.avg_active)
+        .or_else(little)
         .filter(|n| *n > 0.0)
         .map(|n| n.max(1.0))
 }

@@ -166,6 +166,29 @@ fn suggest_names_the_far_corners_first() {
     assert_eq!(cells[..2], ["prefill/128K", "decode/123K/c128"], "{line}");
     assert!(cells[2].starts_with("decode/123K/"), "{line}");
     assert!(d.stdout.contains("--only '{"), "{}", d.stdout);
+    // The command names the spec the cells come from: here the run's own copy.
+    let kept = run.join("spec.yaml");
+    assert!(
+        d.stdout
+            .contains(&format!("benchspec run {} --only", kept.display())),
+        "{}",
+        d.stdout
+    );
+    // A --spec that cannot be read is refused before anything is written.
+    let other = dir.path().join("other.toml");
+    let missing = Bench::new(&[
+        "fit",
+        run.to_str().unwrap(),
+        "--out",
+        other.to_str().unwrap(),
+        "--suggest",
+        "3",
+        "--spec",
+        "missing.yaml",
+    ])
+    .run();
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(!other.exists(), "no twin is written when --spec fails");
 }
 
 /// `engine: {kind: sim, sim: {twin: FILE}}`: the twin fitted on a quarter of the seed table
@@ -329,4 +352,30 @@ phases: {{prefill: {{enabled: false}}, decode: {{duration: 5s}}}}
     eprintln!("fitted on load cells, decode per-request tok/s error: {errors:?}");
     assert_eq!(errors.len(), 2);
     assert!(errors.iter().all(|(_, e)| e.abs() <= 10.0), "{errors:?}");
+}
+
+/// The peers' runs brought in by `import` are fitted as load cells: the requests in flight
+/// come from Little's law (completed requests per second × mean E2E), which they imply.
+#[test]
+fn imported_runs_are_fitted() {
+    let dir = Dir::new();
+    let mut args = vec!["fit".to_string()];
+    for (tool, file) in [
+        ("guidellm", "guidellm-0.8.1-poisson.json"),
+        ("vllm", "vllm-0.34.0-rate4.json"),
+        ("aiperf", "aiperf-0.13.0-rate4.json"),
+    ] {
+        let out = dir.path().join(tool);
+        let file = super::repo_path(&format!("tests/fixtures/peers/{file}"));
+        let d = Bench::new(&["import", tool, &file, "--out", out.to_str().unwrap()]).run();
+        assert_eq!(d.code, 0, "{}", d.stderr);
+        args.push(out.to_string_lossy().into_owned());
+    }
+    let twin = dir.path().join("t.toml");
+    args.extend(["--out".into(), twin.to_string_lossy().into_owned()]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let d = Bench::new(&argv).run();
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert!(d.stderr.contains("fitted 3 cell(s)"), "{}", d.stderr);
+    assert!(twin.is_file());
 }
