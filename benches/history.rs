@@ -94,7 +94,7 @@ async fn measure(label: &str, base: Option<&str>, seed: &Run) -> Res<()> {
     let mut series = Vec::new();
     for _ in 0..3 {
         let t = Instant::now();
-        series = trend::trend(&store, &TrendQuery::default()).await?;
+        series = trend::trend(&store, &TrendQuery::default()).await?.series;
         reads.push(t.elapsed());
         let t = Instant::now();
         let md = render::markdown(&series);

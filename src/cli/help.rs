@@ -1,4 +1,4 @@
-//! The exit codes each command's `--help` ends with: the four codes of docs/cli.md, said for
+//! The exit codes each command's `--help` ends with: the five codes of docs/cli.md, said for
 //! what that command does. Added to the parser built from the derive, so each command's
 //! definition stays where it is.
 
@@ -20,7 +20,7 @@ const EXIT_CODES: [(&str, &str); 14] = [
     ),
     (
         "run",
-        "0  every cell is valid\n1  finished, but some cell is invalid or failed; or stopped (Ctrl-C, SIGTERM)\n2  bad usage or an invalid spec: nothing was run\n3  the engine could not be launched, reached or kept alive",
+        "0  every cell is valid\n1  finished, but some cell is invalid or failed; or stopped (Ctrl-C, SIGTERM)\n2  bad usage or an invalid spec: nothing was run\n3  the engine could not be launched, reached or kept alive\n4  storage failure: the --history database cannot be opened or is newer (nothing was run), or the run could not be added to it",
     ),
     (
         "report",
@@ -40,7 +40,7 @@ const EXIT_CODES: [(&str, &str); 14] = [
     ),
     (
         "history",
-        "0  done\n1  trend: the newest point of a series is a regression\n2  bad usage, a run directory that cannot be read, or an output that cannot be written\n3  the database cannot be opened or queried",
+        "0  done\n1  trend: the newest point of a series is a regression\n2  bad usage, a run directory that cannot be read, a predicted run without --allow-predicted, no database at --db (list, trend, site), or filters that match no series\n4  storage failure: the database cannot be opened or queried or is newer, or an output cannot be written",
     ),
     (
         "import",
@@ -69,7 +69,8 @@ pub fn command() -> clap::Command {
     let cmd = super::Cli::command().after_help(
         "Exit codes: 0 success; 1 finished, but some cell is invalid or failed, or a regression; \
          2 bad usage or invalid spec (nothing was run); 3 the engine could not be launched, \
-         reached or kept alive. `benchspec COMMAND --help` says which apply.",
+         reached or kept alive; 4 storage failure (the history database). `benchspec COMMAND \
+         --help` says which apply.",
     );
     cmd.mut_subcommands(
         |sub| match EXIT_CODES.iter().find(|(name, _)| *name == sub.get_name()) {
@@ -97,5 +98,25 @@ mod tests {
                 sub.get_name()
             );
         }
+    }
+
+    /// A database failure has its own code (4), not the engine's (3), wherever one can happen:
+    /// `run --history` and every `history` command.
+    #[test]
+    fn storage_failures_exit_4() {
+        let cmd = command();
+        let help = |sub: &clap::Command| sub.get_after_help().map(ToString::to_string);
+        for name in ["run", "history"] {
+            let sub = cmd.find_subcommand(name).expect("a command");
+            let mut helps = vec![help(sub)];
+            helps.extend(sub.get_subcommands().map(help));
+            for h in helps {
+                let h = h.unwrap_or_default();
+                assert!(h.contains("\n4  storage failure"), "`{name}`: {h}");
+                assert!(!h.contains("\n3  the database"), "`{name}`: {h}");
+            }
+        }
+        let top = cmd.get_after_help().map(ToString::to_string);
+        assert!(top.unwrap_or_default().contains("4 storage failure"));
     }
 }

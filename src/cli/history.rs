@@ -18,8 +18,9 @@ pub struct HistoryArgs {
 /// The database option every history command takes.
 #[derive(Debug, Args, Clone)]
 pub struct DbArg {
-    /// An SQLite file (created when missing) or a `postgres://` URL; else `BENCHSPEC_HISTORY`,
-    /// else `./benchspec-history.sqlite`.
+    /// An SQLite file or a `postgres://` URL; else `BENCHSPEC_HISTORY`, else
+    /// `./benchspec-history.sqlite`. `add` creates a missing file; `list`, `trend` and `site`
+    /// refuse it (exit 2).
     #[arg(long, value_name = "DB")]
     pub db: Option<String>,
 }
@@ -28,12 +29,17 @@ pub struct DbArg {
 #[derive(Debug, Subcommand)]
 pub enum HistoryCommand {
     /// Add run directories (idempotent: a run is added once, by its run id, from any path).
+    /// A run `benchspec predict` made is refused (exit 2) unless --allow-predicted.
     Add {
         /// The run directories.
         #[arg(required = true, value_name = "RUN_DIR")]
         dirs: Vec<PathBuf>,
         #[command(flatten)]
         db: DbArg,
+        /// Keep runs `benchspec predict --out` made (nothing in them measured): marked as
+        /// predicted wherever they are shown, and left out of every trend.
+        #[arg(long)]
+        allow_predicted: bool,
     },
     /// List the runs, oldest first.
     List {
@@ -46,8 +52,9 @@ pub enum HistoryCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
-    /// Series of each cell's metrics over the runs, each point judged against the points
-    /// before it; exits 1 when the newest point of a series is a regression.
+    /// Series of each cell's metrics over the measured runs, each point judged against the
+    /// points before it; exits 1 when the newest point of a series is a regression, 2 when
+    /// the filters match no series (naming what the history holds).
     Trend {
         #[command(flatten)]
         db: DbArg,
@@ -120,7 +127,11 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 pub fn run(args: HistoryArgs, out: &Out) -> Result<i32, Error> {
     runtime()?.block_on(async move {
         match args.command {
-            HistoryCommand::Add { dirs, db } => add(&dirs, db.db.as_deref(), out).await,
+            HistoryCommand::Add {
+                dirs,
+                db,
+                allow_predicted,
+            } => add(&dirs, db.db.as_deref(), allow_predicted, out).await,
             HistoryCommand::List { db, spec, format } => {
                 list(db.db.as_deref(), spec.as_deref(), format, out).await
             }
@@ -167,7 +178,7 @@ async fn list(
     format: ListFormat,
     out: &Out,
 ) -> Result<i32, Error> {
-    let store = Store::open(Target::resolve(db)).await?;
+    let store = Store::open_existing(Target::resolve(db)).await?;
     let runs = history::list::list(&store, spec).await?;
     out.print(&match format {
         ListFormat::Table => history::list::table(&runs),
@@ -178,7 +189,7 @@ async fn list(
 
 /// `history site`.
 async fn site(db: Option<&str>, dir: &Path, q: &TrendQuery, out: &Out) -> Result<i32, Error> {
-    let store = Store::open(Target::resolve(db)).await?;
+    let store = Store::open_existing(Target::resolve(db)).await?;
     let w = history::site::build(&store, dir, q).await?;
     let moved = if w.linked < w.runs {
         " (the other runs' directories have moved)"
@@ -195,22 +206,55 @@ async fn site(db: Option<&str>, dir: &Path, q: &TrendQuery, out: &Out) -> Result
     Ok(0)
 }
 
-/// Add `dirs` to the history at `db` now, on a runtime of its own (`run --history`).
-pub fn add_now(dirs: &[PathBuf], db: Option<&str>, out: &Out) -> Result<i32, Error> {
-    runtime()?.block_on(add(dirs, db, out))
+/// Open (creating it when missing) and migrate the history at `db`, on a runtime of its own:
+/// `run --history` checks its database before the first cell.
+pub fn check_now(db: Option<&str>) -> Result<(), Error> {
+    runtime()?.block_on(async {
+        Store::open(Target::resolve(db)).await?.close().await;
+        Ok(())
+    })
 }
 
-/// Add `dirs` to the history at `db` (also `run --history`).
-pub async fn add(dirs: &[PathBuf], db: Option<&str>, out: &Out) -> Result<i32, Error> {
-    let store = Store::open(Target::resolve(db)).await?;
+/// Add `dirs` to the history at `db` now, on a runtime of its own (`run --history`).
+pub fn add_now(dirs: &[PathBuf], db: Option<&str>, out: &Out) -> Result<i32, Error> {
+    runtime()?.block_on(add(dirs, db, false, out))
+}
+
+/// Add `dirs` to the history at `db` (also `run --history`): each is read first, and a
+/// predicted run refused unless `allow_predicted`, before the database is opened.
+pub async fn add(
+    dirs: &[PathBuf],
+    db: Option<&str>,
+    allow_predicted: bool,
+    out: &Out,
+) -> Result<i32, Error> {
+    let mut runs = Vec::new();
     for dir in dirs {
         let run = crate::rundir::RunDir::open(dir)
             .and_then(|d| d.load())
             .map_err(HistoryError::from)?;
-        let a = store.add(&run).await?;
+        if let Some(p) = &run.manifest.predicted_by
+            && !allow_predicted
+        {
+            return Err(HistoryError::Predicted {
+                dir: dir.clone(),
+                twin: p.twin.clone(),
+            }
+            .into());
+        }
+        runs.push((dir, run));
+    }
+    let store = Store::open(Target::resolve(db)).await?;
+    for (dir, run) in &runs {
+        let a = store.add(run).await?;
+        let predicted = if run.manifest.predicted_by.is_some() {
+            " as predicted (left out of trends)"
+        } else {
+            ""
+        };
         out.info(&if a.new_run {
             format!(
-                "added {} ({}, {} cells) to {}",
+                "added {} ({}, {} cells) to {}{predicted}",
                 a.run_id,
                 dir.display(),
                 a.cells_added,
@@ -242,8 +286,19 @@ async fn trend(
     dir: Option<&Path>,
     out: &Out,
 ) -> Result<i32, Error> {
-    let store = Store::open(Target::resolve(db)).await?;
-    let series = history::trend::trend(&store, q).await?;
+    q.check()?;
+    let store = Store::open_existing(Target::resolve(db)).await?;
+    let history::Trend { series, predicted } = history::trend::trend(&store, q).await?;
+    if series.is_empty() {
+        return Err(history::nomatch::nothing_matches(&store, q).await.into());
+    }
+    if !predicted.is_empty() {
+        out.info(&format!(
+            "note: {} predicted run(s) left out (not measured): {}",
+            predicted.len(),
+            predicted.join(", ")
+        ));
+    }
     let (text, ext) = match format {
         TrendFormat::Markdown => (history::render::markdown(&series), "md"),
         TrendFormat::Html => (
@@ -269,9 +324,6 @@ async fn trend(
     let regressions = history::render::regressions(&series);
     for r in &regressions {
         out.info(&format!("regression: {}", r.replace('`', "")));
-    }
-    if series.is_empty() {
-        out.info("no series: the history has no run matching these filters");
     }
     Ok(if regressions.is_empty() { 0 } else { 1 })
 }

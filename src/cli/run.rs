@@ -51,7 +51,9 @@ pub struct RunArgs {
     pub client_threads: Option<u32>,
     /// Add the run to the history database when it ends: `--history` alone uses
     /// `BENCHSPEC_HISTORY`, else `./benchspec-history.sqlite`; `--history=DB` names an SQLite
-    /// file or a `postgres://` URL (`=` before a value).
+    /// file or a `postgres://` URL (`=` before a value). The database is opened (created when
+    /// missing) and its schema checked before the first cell: one that cannot be is refused
+    /// up front (exit 4), nothing run.
     #[arg(long, value_name = "DB", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub history: Option<String>,
 }
@@ -90,6 +92,13 @@ fn checked(args: &RunArgs, out: &Out) -> Result<spec::Loaded, Error> {
 pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     let shard = shard_of(args.shard.as_deref(), "run", out)?;
     let loaded = checked(args, out)?;
+    let history = args
+        .history
+        .as_deref()
+        .map(|db| Some(db).filter(|d| !d.is_empty()));
+    if let Some(db) = history {
+        super::history::check_now(db)?;
+    }
     let opts = RunOptions {
         out: args.out.clone(),
         only: args.only.clone(),
@@ -138,8 +147,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     };
     render_reports(&summary.out, &loaded, out);
     done(&summary, &probes, out);
-    if let Some(db) = &args.history {
-        let db = Some(db.as_str()).filter(|d| !d.is_empty());
+    if let Some(db) = history {
         // The run is on disk whatever the history says: a failed add is reported, and
         // `history add` can add the run later.
         if let Err(e) = super::history::add_now(std::slice::from_ref(&summary.out), db, out) {

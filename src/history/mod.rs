@@ -7,15 +7,17 @@
 
 mod chart;
 pub mod list;
+pub mod nomatch;
 pub mod render;
 pub mod site;
 mod sql;
 pub mod store;
+mod target;
 pub mod trend;
 
 pub use list::RunSummary;
 pub use store::{Added, Store, Target};
-pub use trend::{Flag, Point, Series, TrendQuery};
+pub use trend::{Flag, Point, Series, Trend, TrendQuery};
 
 use std::path::PathBuf;
 
@@ -24,6 +26,10 @@ pub const DEFAULT_DB: &str = "benchspec-history.sqlite";
 
 /// The environment variable naming the history database.
 pub const DB_ENV: &str = "BENCHSPEC_HISTORY";
+
+/// The exit code of a storage failure: the history database cannot be opened, queried or is
+/// newer than this benchspec, or a file of the history cannot be written.
+pub const STORAGE_FAILURE: i32 = 4;
 
 /// What can go wrong with the history.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +63,32 @@ pub enum HistoryError {
         /// The newest this build knows.
         known: i64,
     },
+    /// A read command (`list`, `trend`, `site`) named an SQLite file that does not exist:
+    /// reading never creates a database.
+    #[error(
+        "no history database at {target}: check --db (or BENCHSPEC_HISTORY); `history add` \
+         or `run --history` creates one"
+    )]
+    Missing {
+        /// The file named.
+        target: String,
+    },
+    /// `history add` was given a run that `benchspec predict` made, without
+    /// `--allow-predicted`.
+    #[error(
+        "{dir} was predicted by the twin {twin} (`benchspec predict`), not measured: a history \
+         judges measured runs; add it with --allow-predicted to keep it there, marked as \
+         predicted and left out of every trend"
+    )]
+    Predicted {
+        /// The run directory.
+        dir: PathBuf,
+        /// The twin file that predicted it.
+        twin: String,
+    },
+    /// The filters match nothing in the history; the message names what is there.
+    #[error("{0}")]
+    NoMatch(String),
     /// A run directory could not be read.
     #[error("{0}")]
     RunDir(#[from] crate::rundir::RunDirError),
@@ -77,14 +109,77 @@ pub enum HistoryError {
 }
 
 impl HistoryError {
-    /// The process exit code: 2 for bad arguments and unreadable runs, 3 for the database.
+    /// The process exit code: 2 for bad input (arguments, a missing database, a predicted
+    /// run, filters matching nothing, unreadable runs), 4 for a storage failure (the database
+    /// cannot be opened, queried or is newer; an output cannot be written).
     pub fn exit_code(&self) -> i32 {
         match self {
-            HistoryError::Usage(_) | HistoryError::RunDir(_) => 2,
-            HistoryError::Write { .. } | HistoryError::Render(_) => 2,
-            HistoryError::Open { .. } | HistoryError::Query { .. } | HistoryError::Newer { .. } => {
-                3
-            }
+            HistoryError::Usage(_)
+            | HistoryError::RunDir(_)
+            | HistoryError::Render(_)
+            | HistoryError::Missing { .. }
+            | HistoryError::Predicted { .. }
+            | HistoryError::NoMatch(_) => 2,
+            HistoryError::Open { .. }
+            | HistoryError::Query { .. }
+            | HistoryError::Newer { .. }
+            | HistoryError::Write { .. } => STORAGE_FAILURE,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_failures_exit_4_bad_input_2() {
+        let io = || std::io::Error::other("disk full");
+        let target = || "h.sqlite".to_string();
+        let message = || "m".to_string();
+        let cases = [
+            (
+                HistoryError::Open {
+                    target: target(),
+                    message: message(),
+                },
+                4,
+            ),
+            (
+                HistoryError::Query {
+                    target: target(),
+                    message: message(),
+                },
+                4,
+            ),
+            (
+                HistoryError::Newer {
+                    target: target(),
+                    found: 9,
+                    known: 1,
+                },
+                4,
+            ),
+            (
+                HistoryError::Write {
+                    path: "x".into(),
+                    source: io(),
+                },
+                4,
+            ),
+            (HistoryError::Missing { target: target() }, 2),
+            (
+                HistoryError::Predicted {
+                    dir: "run".into(),
+                    twin: "t.toml".into(),
+                },
+                2,
+            ),
+            (HistoryError::NoMatch(message()), 2),
+            (HistoryError::Usage(message()), 2),
+        ];
+        for (e, code) in cases {
+            assert_eq!(e.exit_code(), code, "{e}");
         }
     }
 }

@@ -16,7 +16,7 @@ const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max
 @media(prefers-color-scheme:dark){body{color:#e5e7eb;background:#111827}a{color:#93c5fd}}
 table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border-bottom:1px solid #8884;padding:.25rem .6rem;text-align:left}
 code{font-size:92%}.bad{color:#dc2626}.ok{color:#059669}.charts{display:flex;flex-wrap:wrap;gap:1rem}
-figure{margin:0}figcaption{font-weight:600}svg{width:360px;height:170px}";
+.predicted td{font-style:italic;opacity:.75}figure{margin:0}figcaption{font-weight:600}svg{width:360px;height:170px}";
 
 /// An HTML page around `body`.
 pub fn page(title: &str, body: &str) -> String {
@@ -96,10 +96,13 @@ fn specs(
         by_spec.entry(&s.spec).or_default().push(s.clone());
     }
     let mut body = String::from(
-        "<h2>Specs</h2><table><tr><th>Spec</th><th>Runs</th><th>Newest run</th><th>Regressions at the newest point</th></tr>\n",
+        "<h2>Specs</h2><table><tr><th>Spec</th><th>Measured runs</th><th>Newest run</th><th>Regressions at the newest point</th></tr>\n",
     );
     for (spec, group) in &by_spec {
-        let spec_runs: Vec<&RunSummary> = runs.iter().filter(|r| r.spec == *spec).collect();
+        let spec_runs: Vec<&RunSummary> = runs
+            .iter()
+            .filter(|r| r.spec == *spec && r.predicted_by.is_none())
+            .collect();
         let regs = super::render::regressions(group).len();
         let newest = spec_runs
             .last()
@@ -131,6 +134,12 @@ fn run_table(runs: &[RunSummary], link: Link) -> String {
             Some(href) => format!("<a class=\"report\" href=\"{}\">report</a>", esc(&href)),
             None => format!("<span title=\"{}\">moved</span>", esc(&r.path)),
         };
+        // A predicted run is marked (its cells say by which twin), and in no trend.
+        let class = if r.predicted_by.is_some() {
+            " class=\"predicted\""
+        } else {
+            ""
+        };
         let engine = format!(
             "{} {}",
             r.engine.kind,
@@ -138,13 +147,12 @@ fn run_table(runs: &[RunSummary], link: Link) -> String {
         );
         let _ = writeln!(
             body,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}/{} valid</td><td>{report}</td></tr>",
+            "<tr{class}><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{report}</td></tr>",
             esc(short(&r.run)),
             esc(&r.spec),
             esc(&r.started_at),
             esc(engine.trim()),
-            r.valid,
-            r.cells
+            esc(&r.cells_text()),
         );
     }
     body.push_str("</table>\n");
@@ -154,7 +162,7 @@ fn run_table(runs: &[RunSummary], link: Link) -> String {
 /// Write the dashboard of `store` into `out`.
 pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written, HistoryError> {
     let runs = super::list::list(store, None).await?;
-    let series = super::trend::trend(store, q).await?;
+    let series = super::trend::trend(store, q).await?.series;
     let links: BTreeMap<String, String> = runs
         .iter()
         .filter_map(|r| Some((r.run.clone(), run_report(r, out)?)))

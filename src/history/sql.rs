@@ -83,11 +83,14 @@ pub const INSERT_METRIC: &str = "INSERT INTO metrics (run_id, cell, metric, valu
     VALUES ($1, $2, $3, $4, $5, $6)
     ON CONFLICT (run_id, cell, metric) DO NOTHING";
 
-/// The runs, oldest first, with their number of cells.
+/// The runs, oldest first, with their number of cells, valid and skipped ones, and their
+/// manifest (which says whether the run was predicted).
 pub const RUNS: &str = "SELECT r.run_id, r.spec, r.started_at, r.ended_at, r.tool,
     r.engine_kind, r.engine_version, r.model, r.hardware, r.labels, r.git_commit, r.path,
-    r.report, (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id) AS cells,
-    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id AND c.status = 'valid') AS valid
+    r.report, r.manifest, (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id) AS cells,
+    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id AND c.status = 'valid') AS valid,
+    (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.run_id AND c.status = 'skipped')
+    AS skipped
     FROM runs r ORDER BY r.started_at, r.run_id";
 
 /// Every metric of every run, for trends (filtered by the caller).

@@ -5,80 +5,36 @@
 
 use super::HistoryError;
 use super::sql;
+pub use super::target::Target;
 use crate::report::verdict::headline;
 use crate::results::Record;
 use crate::results::record::utc_now;
 use crate::rundir::Run;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 type Result<T> = std::result::Result<T, HistoryError>;
 
-/// Where the history lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// An SQLite file (created when missing).
-    Sqlite(PathBuf),
-    /// A PostgreSQL URL (`postgres://user:password@host:port/db`).
-    Postgres(String),
-}
+/// How long a PostgreSQL server has to accept a connection (a refused one fails at once).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-impl Target {
-    /// `--db` if given, else `BENCHSPEC_HISTORY`, else `./benchspec-history.sqlite`.
-    pub fn resolve(db: Option<&str>) -> Target {
-        let env = std::env::var(super::DB_ENV)
-            .ok()
-            .filter(|v| !v.trim().is_empty());
-        let text = db.map(str::to_string).or(env);
-        Target::parse(text.as_deref().unwrap_or(super::DEFAULT_DB))
-    }
-
-    /// A `postgres://` or `postgresql://` URL, else an SQLite file path.
-    pub fn parse(text: &str) -> Target {
-        let t = text.trim();
-        if t.starts_with("postgres://") || t.starts_with("postgresql://") {
-            Target::Postgres(t.to_string())
-        } else {
-            Target::Sqlite(PathBuf::from(t.strip_prefix("sqlite://").unwrap_or(t)))
+/// One connection to the PostgreSQL server at `url`, within [`CONNECT_TIMEOUT`], closed again:
+/// what the driver says when it fails (connection refused, authentication failed, no such
+/// database) — the pool would retry until its own timeout and only say that it timed out.
+async fn probe(url: &str) -> std::result::Result<(), String> {
+    use sqlx::Connection;
+    match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(url)).await {
+        Ok(Ok(c)) => {
+            let _ = c.close().await;
+            Ok(())
         }
-    }
-
-    /// The target for messages: a URL's password replaced by `***`.
-    pub fn shown(&self) -> String {
-        match self {
-            Target::Sqlite(p) => p.display().to_string(),
-            Target::Postgres(url) => hide_password(url),
-        }
-    }
-
-    fn url(&self) -> String {
-        match self {
-            Target::Postgres(url) => url.clone(),
-            Target::Sqlite(p) => {
-                let path = p.display().to_string();
-                let escaped = path
-                    .replace('%', "%25")
-                    .replace('?', "%3F")
-                    .replace('#', "%23");
-                format!("sqlite://{escaped}?mode=rwc")
-            }
-        }
-    }
-}
-
-/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
-fn hide_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    match rest.split_once('@') {
-        Some((user, host)) if user.contains(':') => {
-            let name = user.split(':').next().unwrap_or_default();
-            format!("{scheme}://{name}:***@{host}")
-        }
-        _ => url.to_string(),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!(
+            "no answer within {} s: is the server up, and its host and port right?",
+            CONNECT_TIMEOUT.as_secs()
+        )),
     }
 }
 
@@ -100,33 +56,48 @@ pub struct Store {
 }
 
 impl Store {
-    /// Open (creating and migrating as needed) the history at `target`.
+    /// Open the history at `target`, creating it when missing (`history add`,
+    /// `run --history`), and migrate it.
     pub async fn open(target: Target) -> Result<Store> {
+        Store::connect(target, true).await
+    }
+
+    /// Open the history at `target` for reading (`list`, `trend`, `site`): a missing SQLite
+    /// file is refused ([`HistoryError::Missing`]), never created.
+    pub async fn open_existing(target: Target) -> Result<Store> {
+        Store::connect(target, false).await
+    }
+
+    async fn connect(target: Target, create: bool) -> Result<Store> {
         sqlx::any::install_default_drivers();
-        let open_err = |e: sqlx::Error| HistoryError::Open {
+        let open_err = |message: String| HistoryError::Open {
             target: target.shown(),
-            message: e.to_string(),
+            message,
         };
-        if let Target::Sqlite(p) = &target
-            && let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty())
-        {
-            std::fs::create_dir_all(dir).map_err(|e| HistoryError::Open {
-                target: target.shown(),
-                message: e.to_string(),
-            })?;
+        match &target {
+            Target::Sqlite(p) if !create && !p.is_file() => {
+                return Err(HistoryError::Missing {
+                    target: target.shown(),
+                });
+            }
+            Target::Sqlite(p) => {
+                if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+                }
+            }
+            Target::Postgres(url) => probe(url).await.map_err(open_err)?,
         }
         // One connection to an SQLite file (its busy timeout set once, writes in order).
-        let connections = if matches!(target, Target::Sqlite(_)) {
-            1
-        } else {
-            2
+        let (connections, wait) = match target {
+            Target::Sqlite(_) => (1, Duration::from_secs(30)),
+            Target::Postgres(_) => (2, CONNECT_TIMEOUT * 2),
         };
         let pool = AnyPoolOptions::new()
             .max_connections(connections)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect(&target.url())
+            .acquire_timeout(wait)
+            .connect(&target.url(create))
             .await
-            .map_err(open_err)?;
+            .map_err(|e| open_err(e.to_string()))?;
         let store = Store { pool, target };
         if matches!(store.target, Target::Sqlite(_)) {
             store.exec("PRAGMA busy_timeout = 30000").await?;
@@ -342,39 +313,4 @@ pub(super) fn absolute(path: &Path) -> String {
         .unwrap_or_else(|_| path.to_path_buf())
         .display()
         .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn targets() {
-        let cases = [
-            ("h.sqlite", Target::Sqlite("h.sqlite".into())),
-            ("sqlite://a/b.db", Target::Sqlite("a/b.db".into())),
-            (
-                "postgres://u:p@127.0.0.1:5/d",
-                Target::Postgres("postgres://u:p@127.0.0.1:5/d".into()),
-            ),
-            (
-                "postgresql://u@h/d",
-                Target::Postgres("postgresql://u@h/d".into()),
-            ),
-        ];
-        for (text, want) in cases {
-            assert_eq!(Target::parse(text), want, "{text}");
-        }
-        let pg = Target::parse("postgres://bench:s3cret@127.0.0.1:5432/hist");
-        assert_eq!(pg.shown(), "postgres://bench:***@127.0.0.1:5432/hist");
-        assert!(!pg.shown().contains("s3cret"));
-        assert_eq!(
-            Target::parse("postgres://u@h/d").shown(),
-            "postgres://u@h/d"
-        );
-        assert_eq!(
-            Target::parse("a b/h?.sqlite").url(),
-            "sqlite://a b/h%3F.sqlite?mode=rwc"
-        );
-    }
 }

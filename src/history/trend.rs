@@ -7,11 +7,11 @@
 
 use super::HistoryError;
 use super::store::Store;
-use crate::report::verdict::{RATES, Rules, Verdict};
+use crate::report::verdict::{LATENCIES, RATES, Rules, Verdict};
 use crate::results::significance::{two_sided_p, welch_p};
 use serde::Serialize;
 use sqlx::Row;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How many earlier points a point is judged against.
 pub const BASELINE: usize = 5;
@@ -89,6 +89,29 @@ pub struct TrendQuery {
     pub by: Option<String>,
     /// Thresholds, floors and significance level (`compare`'s).
     pub rules: Rules,
+}
+
+/// The metrics a trend follows: the headline metrics `compare` judges.
+pub fn known_metrics() -> Vec<&'static str> {
+    RATES
+        .iter()
+        .map(|m| m.0)
+        .chain(LATENCIES.iter().map(|m| m.0))
+        .collect()
+}
+
+impl TrendQuery {
+    /// Refuse a `--metric` that is no headline metric, naming the metrics there are.
+    pub fn check(&self) -> Result<(), HistoryError> {
+        let known = known_metrics();
+        match self.metrics.iter().find(|m| !known.contains(&m.as_str())) {
+            Some(m) => Err(HistoryError::Usage(format!(
+                "unknown metric `{m}` (--metric): the metrics are {}",
+                known.join(", ")
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// `*` any run of characters, `?` one character.
@@ -253,54 +276,86 @@ pub fn series(rows: Vec<Row0>, q: &TrendQuery) -> Vec<Series> {
     out
 }
 
-/// Read the store's points and make the series `q` asks for.
-pub async fn trend(store: &Store, q: &TrendQuery) -> Result<Vec<Series>, HistoryError> {
-    // The spec and metrics are filtered by the database, the cell glob here.
+/// The series of a history, and the predicted runs left out of them.
+#[derive(Debug, Clone)]
+pub struct Trend {
+    /// The series, judged.
+    pub series: Vec<Series>,
+    /// The runs `benchspec predict` made (of the spec asked for): never a baseline, never
+    /// judged.
+    pub predicted: Vec<String>,
+}
+
+/// Read the store's points and make the series `q` asks for, leaving predicted runs out.
+pub async fn trend(store: &Store, q: &TrendQuery) -> Result<Trend, HistoryError> {
+    q.check()?;
+    let predicted: BTreeSet<String> = super::list::list(store, None)
+        .await?
+        .into_iter()
+        .filter(|r| r.predicted_by.is_some() && q.spec.as_ref().is_none_or(|s| *s == r.spec))
+        .map(|r| r.run)
+        .collect();
+    let rows = points(store, Some(q)).await?;
+    let measured = rows
+        .into_iter()
+        .filter(|r| !predicted.contains(&r.point.run))
+        .collect();
+    Ok(Trend {
+        series: series(measured, q),
+        predicted: predicted.into_iter().collect(),
+    })
+}
+
+/// The store's metric rows of measured and predicted runs alike: those `q` asks for (its spec
+/// and metrics filtered by the database, its cell glob by [`series`]), or all of them.
+pub(super) async fn points(
+    store: &Store,
+    q: Option<&TrendQuery>,
+) -> Result<Vec<Row0>, HistoryError> {
     let mut statement = format!("{} WHERE 1 = 1", super::sql::POINTS);
     let mut binds = Vec::new();
-    if let Some(spec) = &q.spec {
+    if let Some(spec) = q.and_then(|q| q.spec.as_ref()) {
         binds.push(spec.clone());
         statement.push_str(&format!(" AND r.spec = ${}", binds.len()));
     }
-    if !q.metrics.is_empty() {
+    if let Some(metrics) = q.map(|q| &q.metrics).filter(|m| !m.is_empty()) {
         let mut marks = Vec::new();
-        for m in &q.metrics {
+        for m in metrics {
             binds.push(m.clone());
             marks.push(format!("${}", binds.len()));
         }
         statement.push_str(&format!(" AND m.metric IN ({})", marks.join(", ")));
     }
     let rows = store.rows(&statement, &binds).await?;
-    let rows = rows
-        .iter()
-        .filter_map(|row| {
-            let text = |c: &str| row.try_get::<Option<String>, _>(c).ok().flatten();
-            let mut labels: BTreeMap<String, String> =
-                serde_json::from_str(&text("labels")?).unwrap_or_default();
-            if let Some(v) = text("engine_version") {
-                labels.insert("engine_version".into(), v);
-            }
-            Some(Row0 {
-                spec: text("spec")?,
-                cell: text("cell")?,
-                metric: text("metric")?,
-                point: Point {
-                    run: text("run_id")?,
-                    started_at: text("started_at")?,
-                    value: row.try_get("value").ok()?,
-                    ci95: row.try_get::<Option<f64>, _>("ci95").ok().flatten(),
-                    labels,
-                    flag: None,
-                    change_pct: None,
-                    p_value: None,
-                    repeats: text("repeats")
-                        .and_then(|r| serde_json::from_str(&r).ok())
-                        .unwrap_or_default(),
-                },
-            })
-        })
-        .collect();
-    Ok(series(rows, q))
+    Ok(rows.iter().filter_map(row0).collect())
+}
+
+/// A metric row of the store, with its run.
+fn row0(row: &sqlx::any::AnyRow) -> Option<Row0> {
+    let text = |c: &str| row.try_get::<Option<String>, _>(c).ok().flatten();
+    let mut labels: BTreeMap<String, String> =
+        serde_json::from_str(&text("labels")?).unwrap_or_default();
+    if let Some(v) = text("engine_version") {
+        labels.insert("engine_version".into(), v);
+    }
+    Some(Row0 {
+        spec: text("spec")?,
+        cell: text("cell")?,
+        metric: text("metric")?,
+        point: Point {
+            run: text("run_id")?,
+            started_at: text("started_at")?,
+            value: row.try_get("value").ok()?,
+            ci95: row.try_get::<Option<f64>, _>("ci95").ok().flatten(),
+            labels,
+            flag: None,
+            change_pct: None,
+            p_value: None,
+            repeats: text("repeats")
+                .and_then(|r| serde_json::from_str(&r).ok())
+                .unwrap_or_default(),
+        },
+    })
 }
 
 #[cfg(test)]

@@ -160,3 +160,21 @@ fn ordered_by_a_label_as_versions() {
     let order: Vec<&str> = by_time[0].points.iter().map(|p| p.run.as_str()).collect();
     assert_eq!(order, ["r2", "r3"]);
 }
+
+#[test]
+fn an_unknown_metric_is_refused_naming_the_metrics() {
+    let q = |m: &[&str]| TrendQuery {
+        metrics: m.iter().map(|s| s.to_string()).collect(),
+        ..TrendQuery::default()
+    };
+    assert!(q(&[]).check().is_ok());
+    assert!(q(&["total_tok_s", "ttft_ms_p99"]).check().is_ok());
+    let e = q(&["total_tok_s", "bogus_metric"]).check().unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    let text = e.to_string();
+    assert!(text.contains("`bogus_metric`"), "{text}");
+    for m in known_metrics() {
+        assert!(text.contains(m), "{m} named: {text}");
+    }
+    assert_eq!(known_metrics().len(), 13);
+}

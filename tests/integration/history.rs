@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// Decode at 256 tokens, c1 and c4, of the default (H200) engine with 2% noise, `time_scale`
 /// 2.5 making a step (~10 ms) long beside the paused clock's 1 ms tick, which rounds it.
-fn spec_text(seed: u32, time_scale: f64) -> String {
+pub(super) fn spec_text(seed: u32, time_scale: f64) -> String {
     format!(
         "version: 1
 name: nightly
@@ -31,7 +31,7 @@ phases: {{prefill: {{enabled: false}}, decode: {{duration: 500ms}}}}
 
 /// Run `yaml` on a paused clock into `dir/run` (shard `shard` of the plan when given), its
 /// manifest's start set to `started_at` (nightly runs are a day apart; these, milliseconds).
-fn paused_run(dir: &Dir, yaml: &str, shard: Option<Shard>, started_at: &str) -> PathBuf {
+pub(super) fn paused_run(dir: &Dir, yaml: &str, shard: Option<Shard>, started_at: &str) -> PathBuf {
     let path = dir.path().join("spec.yaml");
     std::fs::write(&path, yaml).unwrap();
     let path = path.to_string_lossy().into_owned();
@@ -52,7 +52,7 @@ fn paused_run(dir: &Dir, yaml: &str, shard: Option<Shard>, started_at: &str) -> 
 }
 
 /// A fresh database on the test PostgreSQL server.
-fn postgres_db() -> String {
+pub(super) fn postgres_db() -> String {
     let url = std::env::var("BENCHSPEC_TEST_POSTGRES").unwrap_or_else(|_| {
         panic!(
             "BENCHSPEC_TEST_POSTGRES is not set: run scripts/test (it starts PostgreSQL), or \
@@ -83,7 +83,7 @@ fn postgres_db() -> String {
     format!("{base}/{name}")
 }
 
-fn history(args: &[&str], db: &str) -> super::cli::Done {
+pub(super) fn history(args: &[&str], db: &str) -> super::cli::Done {
     let mut b = Bench::new(&["history"]);
     for a in args {
         b = b.arg(a);
@@ -91,7 +91,7 @@ fn history(args: &[&str], db: &str) -> super::cli::Done {
     b.arg("--db").arg(db).run()
 }
 
-fn json(text: &str) -> Value {
+pub(super) fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 

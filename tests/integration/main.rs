@@ -11,6 +11,7 @@ mod edges;
 mod faults;
 mod fleet;
 mod history;
+mod history_gates;
 mod html;
 mod init;
 mod interop;
