@@ -3,7 +3,7 @@
 use super::output::Out;
 use crate::Error;
 use crate::interop::{self, Tool};
-use crate::spec::Format;
+use crate::spec::{EngineKind, Format};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -17,13 +17,13 @@ pub struct ImportArgs {
     /// AIPerf's `profile_export_aiperf.json`. Each benchmark becomes a cell `import/<tool>/<n>`.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// The run directory to write (new or empty).
+    /// The run directory to write: a new or empty folder (`import` never adds to a run).
     #[arg(long, value_name = "RUN_DIR")]
     pub out: PathBuf,
-    /// The engine the peer measured (the peers' files do not say): `vllm`, `sglang`,
-    /// `llamacpp` or `sim`, written into the run's spec and manifest.
-    #[arg(long, value_name = "KIND", default_value = "vllm", value_parser = ["vllm", "sglang", "llamacpp", "sim"])]
-    pub engine: String,
+    /// The engine the peer measured (the peers' files do not say), as a spec names it
+    /// (`engine.kind`), written into the run's spec and manifest.
+    #[arg(long, value_name = "KIND", value_enum, default_value_t = EngineKind::Vllm)]
+    pub engine: EngineKind,
     /// The spec name the run is kept under (`history` series are keyed by it); default
     /// `<tool> <model>`.
     #[arg(long, value_name = "NAME")]
@@ -60,7 +60,7 @@ pub fn import(args: &ImportArgs, out: &Out) -> Result<i32, Error> {
     }
     let dir = interop::write_run(
         args.tool,
-        &args.engine,
+        args.engine.as_str(),
         &runs,
         &args.out,
         args.name.as_deref(),

@@ -2,7 +2,7 @@
 //! object with `unit`, `avg`, `p1…p99`, `min`, `max` (ms for latencies), the load in
 //! `input_config.phases[]`, the start as a local ISO time without offset.
 
-use super::{PeerBenchmark, PeerRun, num, text};
+use super::{PeerBenchmark, PeerRun, num, range, text};
 use crate::results::Summary;
 use serde_json::Value;
 
@@ -81,7 +81,9 @@ pub fn read(v: &Value) -> Result<PeerRun, String> {
         errors,
         incomplete: 0,
         input_tokens_mean: num(v, "/input_sequence_length/avg"),
+        input_tokens_range: range(v, "/input_sequence_length"),
         output_tokens_mean: num(v, "/output_sequence_length/avg"),
+        output_tokens_range: range(v, "/output_sequence_length"),
         output_tokens: num(v, "/total_osl/avg").map(|x| x as u64),
         output_tok_s: num(v, "/output_token_throughput/avg"),
         request_rate: num(v, "/request_throughput/avg"),

@@ -2,7 +2,7 @@
 //! strategy or rate, each with `metrics.<name>.successful` distributions (`mean`, `median`,
 //! `min`, `max`, `percentiles.p50…p99`), latencies in ms but `request_latency` in seconds.
 
-use super::{PeerBenchmark, PeerRun, num, text};
+use super::{PeerBenchmark, PeerRun, num, range, text};
 use crate::results::Summary;
 use serde_json::Value;
 
@@ -51,7 +51,9 @@ fn benchmark(b: &Value) -> Result<PeerBenchmark, String> {
         errors: count("errored"),
         incomplete: count("incomplete"),
         input_tokens_mean: num(m, "/prompt_token_count/successful/mean"),
+        input_tokens_range: range(m, "/prompt_token_count/successful"),
         output_tokens_mean: num(m, "/output_token_count/successful/mean"),
+        output_tokens_range: range(m, "/output_token_count/successful"),
         output_tokens: num(m, "/output_token_count/successful/total_sum").map(|x| x as u64),
         output_tok_s: num(m, "/output_tokens_per_second/successful/mean"),
         request_rate: num(m, "/requests_per_second/successful/mean"),

@@ -8,6 +8,7 @@
 mod aiperf;
 pub mod benchmark_report;
 mod guidellm;
+pub mod kept;
 mod vllm;
 mod write;
 
@@ -36,6 +37,36 @@ impl Tool {
             Tool::Aiperf => "aiperf",
         }
     }
+
+    /// The tool named `name` (as [`Tool::as_str`] writes it in a manifest).
+    pub fn named(name: &str) -> Option<Tool> {
+        [Tool::Guidellm, Tool::Vllm, Tool::Aiperf]
+            .into_iter()
+            .find(|t| t.as_str() == name)
+    }
+
+    /// The tool as its authors write its name: `GuideLLM`, `vLLM bench serve`, `AIPerf`.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Tool::Guidellm => "GuideLLM",
+            Tool::Vllm => "vLLM bench serve",
+            Tool::Aiperf => "AIPerf",
+        }
+    }
+}
+
+/// Who measured an imported run, from its manifest: `AIPerf 0.13.0`, `vLLM bench serve
+/// (version not stated)`; `None` for a run benchspec measured.
+pub fn measured_by(m: &crate::rundir::Manifest) -> Option<String> {
+    let i = m.imported_from.as_ref()?;
+    let name = match Tool::named(&i.tool) {
+        Some(t) => t.display_name(),
+        None => i.tool.as_str(),
+    };
+    Some(match i.version.as_deref() {
+        Some(v) => format!("{name} {v}"),
+        None => format!("{name} (version not stated)"),
+    })
 }
 
 /// What can go wrong importing or exporting.
@@ -60,6 +91,11 @@ pub enum InteropError {
     /// The run directory could not be written or read.
     #[error("{0}")]
     RunDir(#[from] crate::rundir::RunDirError),
+    /// `import --out` names a folder that is not empty.
+    #[error(
+        "`{0}` exists and is not empty: `import` writes a new run directory; choose an empty or new `--out` folder"
+    )]
+    NotEmpty(PathBuf),
     /// An exported file could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -85,7 +121,8 @@ impl InteropError {
 pub struct PeerBenchmark {
     /// The peer's name for it (`poisson@3.00`, `request-rate 4`).
     pub label: String,
-    /// Requests per second offered; `None` for as many as possible.
+    /// Requests per second offered (infinite: all at once, as vLLM's `inf`); `None` where the
+    /// peer offered no rate (a concurrency or throughput benchmark).
     pub rate: Option<f64>,
     /// How arrivals were drawn: `poisson`, `constant`, …
     pub arrivals: Option<String>,
@@ -103,8 +140,12 @@ pub struct PeerBenchmark {
     pub incomplete: u64,
     /// Prompt tokens per request, mean.
     pub input_tokens_mean: Option<f64>,
+    /// Prompt tokens per request, the least and the most, when the file says.
+    pub input_tokens_range: Option<(f64, f64)>,
     /// Output tokens per request, mean.
     pub output_tokens_mean: Option<f64>,
+    /// Output tokens per request, the least and the most, when the file says.
+    pub output_tokens_range: Option<(f64, f64)>,
     /// Output tokens in all.
     pub output_tokens: Option<u64>,
     /// Output tokens per second, the peer's figure.
@@ -173,6 +214,14 @@ pub(crate) fn num(v: &serde_json::Value, pointer: &str) -> Option<f64> {
     v.pointer(pointer)
         .and_then(serde_json::Value::as_f64)
         .filter(|x| x.is_finite())
+}
+
+/// The least and the most at `min` and `max` under `pointer`.
+pub(crate) fn range(v: &serde_json::Value, pointer: &str) -> Option<(f64, f64)> {
+    Some((
+        num(v, &format!("{pointer}/min"))?,
+        num(v, &format!("{pointer}/max"))?,
+    ))
 }
 
 /// Text at `pointer`.

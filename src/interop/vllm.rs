@@ -4,7 +4,7 @@
 //! (`completed`, `failed`, `total_input_tokens`, `total_output_tokens`, `duration`,
 //! `request_throughput`, `output_throughput`), `request_rate` (a number or `"inf"`),
 //! `max_concurrency`, and per-request arrays in seconds (`latencies` always, `ttfts` with
-//! `--save-detailed`). A statistic the file lacks (min, max, p90 without
+//! `--save-detailed`, with `input_lens` and `output_lens`). A statistic the file lacks (min, max, p90 without
 //! `--metric-percentiles 50,90,99`) is taken from those arrays when the file has them. The
 //! file does not say vLLM's version.
 
@@ -54,6 +54,14 @@ fn array(v: &Value, key: &str, scale: f64) -> Option<Vec<f64>> {
     )
 }
 
+/// The least and the most of the per-request lengths `key` (`--save-detailed`).
+fn lens_range(v: &Value, key: &str) -> Option<(f64, f64)> {
+    let a = array(v, key, 1.0)?;
+    let min = a.iter().copied().reduce(f64::min)?;
+    let max = a.iter().copied().reduce(f64::max)?;
+    Some((min, max))
+}
+
 /// `20261204-154911` as Unix seconds (vLLM writes local time; read as UTC).
 fn date_seconds(d: &str) -> Option<f64> {
     let (day, time) = d.split_once('-')?;
@@ -78,7 +86,7 @@ pub fn read(v: &Value) -> Result<PeerRun, String> {
         return Err("no `mean_ttft_ms` or `completed`".into());
     }
     let rate = match v.get("request_rate") {
-        Some(Value::String(s)) if s == "inf" => None,
+        Some(Value::String(s)) if s == "inf" => Some(f64::INFINITY),
         Some(x) => x.as_f64().filter(|r| r.is_finite()),
         None => None,
     };
@@ -96,8 +104,9 @@ pub fn read(v: &Value) -> Result<PeerRun, String> {
     let burstiness = num(v, "/burstiness").unwrap_or(1.0);
     let b = PeerBenchmark {
         label: match rate {
-            Some(r) => format!("request-rate {r}"),
-            None => "request-rate inf".into(),
+            Some(r) if r.is_finite() => format!("request-rate {r}"),
+            Some(_) => "request-rate inf".into(),
+            None => "request-rate not stated".into(),
         },
         rate,
         arrivals: Some(
@@ -115,7 +124,9 @@ pub fn read(v: &Value) -> Result<PeerRun, String> {
         errors,
         incomplete: 0,
         input_tokens_mean: mean(num(v, "/total_input_tokens")),
+        input_tokens_range: lens_range(v, "input_lens"),
         output_tokens_mean: mean(output),
+        output_tokens_range: lens_range(v, "output_lens"),
         output_tokens: output.map(|x| x as u64),
         output_tok_s: num(v, "/output_throughput"),
         request_rate: num(v, "/request_throughput"),

@@ -1,7 +1,7 @@
 //! A peer's benchmarks written as a run directory: a spec that describes them (the engine
 //! kind `--engine` names, at the peer's target, its model, its prompt length and rates), a plan of one load
 //! cell per benchmark (`import/<tool>/<n>`), a manifest naming the peer, and one record per
-//! cell holding the peer's own figures.
+//! cell holding the peer's own figures; the peer's files are kept beside them ([`super::kept`]).
 
 use super::{InteropError, PeerBenchmark, PeerRun, Tool};
 use crate::plan::{Cell, Measure, Plan};
@@ -107,7 +107,8 @@ fn record(
     }
     r.ttft_ms = b.ttft;
     r.tbt_ms = b.itl;
-    r.open.rate_offered = Some(crate::plan::vocab::Rate(b.rate.unwrap_or(f64::INFINITY)));
+    // No rate where the peer offered none (a concurrency benchmark): shown as "—".
+    r.open.rate_offered = b.rate.map(crate::plan::vocab::Rate);
     r.open.rate_achieved = b.request_rate;
     r.open.arrivals = b.arrivals.clone();
     r.open.input_tokens_mean = b.input_tokens_mean;
@@ -216,6 +217,9 @@ pub fn write_run(
         path: out.to_path_buf(),
         message: message.into(),
     };
+    if std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(InteropError::NotEmpty(out.to_path_buf()));
+    }
     let first_run = &runs
         .first()
         .ok_or_else(|| format_error("no file to import"))?
@@ -248,5 +252,6 @@ pub fn write_run(
     for r in &records {
         dir.append(r)?;
     }
+    super::kept::keep(dir.path(), &files)?;
     Ok(dir.path().to_path_buf())
 }

@@ -73,12 +73,24 @@ fn disabled(c: &CellView) -> bool {
     c.status == CellStatus::Skipped && c.reasons.contains(&off)
 }
 
-/// What a cell's load is: `4` (requests at once), `2 req/s`, `unlimited` (rate `inf`).
-fn level_label(p: &Planned) -> String {
+/// What a cell's load is: `4` (requests at once), `2 req/s`, `unlimited` (rate `inf`). A
+/// load cell whose id names no rate (`import/aiperf/1`) shows its record's offered rate, or
+/// `—` where none was offered.
+fn level_label(p: &Planned, record: Option<&Record>) -> String {
     let last = p.id.rsplit('/').next().unwrap_or_default();
     match (p.phase, last.strip_prefix('r')) {
         (Phase::Load, Some("inf")) => "unlimited".into(),
         (Phase::Load, Some(rate)) => format!("{rate} req/s"),
+        (Phase::Load, None) => match record.and_then(|r| r.open.rate_offered) {
+            Some(r) if r.is_inf() => "unlimited".into(),
+            Some(r) => format!(
+                "{} req/s",
+                super::format::grouped(r.0, 3)
+                    .trim_end_matches('0')
+                    .trim_end_matches('.')
+            ),
+            None => "—".into(),
+        },
         (Phase::Capacity, _) => "—".into(),
         (Phase::Sessions, Some(rate)) => format!("{rate} sessions/s"),
         (Phase::Replay, _) => "trace".into(),
@@ -113,7 +125,7 @@ fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellVie
         }
         .into(),
         probe,
-        level_label: level_label(p),
+        level_label: level_label(p, record),
         context: p.context,
         context_label: ctx(p.context),
         concurrency: p.concurrency,

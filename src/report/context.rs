@@ -112,6 +112,8 @@ pub struct RunInfo {
     pub counts: Counts,
     /// For a run `benchspec predict --out` made: what predicted it (nothing was measured).
     pub predicted: Option<String>,
+    /// For a run `benchspec import` made: the peer that measured it (`AIPerf 0.13.0`).
+    pub imported: Option<String>,
 }
 
 /// Cells by status.
@@ -166,6 +168,7 @@ impl Context {
             engine_reported_version: reported.clone(),
             counts,
             predicted: m.predicted_by.as_ref().map(predicted),
+            imported: crate::interop::measured_by(m),
         };
         let (prefill, decode, variants, mut matrix_line) = arranged(&cells, m);
         let load = load_cells(&cells);
@@ -190,7 +193,7 @@ impl Context {
             matrix_line,
             hardware: hardware(spec),
             engine: engine(spec, reported),
-            settings: settings(spec, run_info.tool_version.as_deref()),
+            settings: settings(spec, &run_info),
             launch_command: m.launch_command.clone(),
             prompt_cache: cache_name(spec.workload.prompt_cache).into(),
             ttft_note: ttft_note(spec.workload.prompt_cache).into(),

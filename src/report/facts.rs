@@ -139,8 +139,18 @@ fn servers(e: &crate::spec::Engine) -> Option<String> {
     }
 }
 
-/// How the run measured.
-pub fn settings(spec: &Spec, tool_version: Option<&str>) -> Vec<Item> {
+/// How the run measured (`run`: who measured, benchspec or the peer of an imported run).
+pub fn settings(spec: &Spec, run: &super::context::RunInfo) -> Vec<Item> {
+    let benchspec = format!(
+        "benchspec v{}",
+        run.tool_version
+            .as_deref()
+            .unwrap_or(env!("CARGO_PKG_VERSION"))
+    );
+    let tool = match &run.imported {
+        Some(peer) => format!("{peer} (imported by {benchspec})"),
+        None => benchspec,
+    };
     let d = &spec.phases.decode;
     let p = &spec.phases.prefill;
     let (test, per) = match d.mode {
@@ -172,13 +182,7 @@ pub fn settings(spec: &Spec, tool_version: Option<&str>) -> Vec<Item> {
         item("Served model", Some(spec.model.served_name.clone())),
         item("Model source", spec.model.source.clone()),
         item("Revision", spec.model.revision.clone()),
-        item(
-            "Benchmark tool",
-            Some(format!(
-                "benchspec v{}",
-                tool_version.unwrap_or(env!("CARGO_PKG_VERSION"))
-            )),
-        ),
+        item("Benchmark tool", Some(tool)),
         item("Decode test", d.enabled.then(|| test.to_string())),
         item("Prefill mode", p.enabled.then_some(prefill)),
         if d.enabled { per } else { None },

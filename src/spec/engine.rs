@@ -115,8 +115,12 @@ impl Balance {
 }
 
 /// Which engine serves the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+// Its names (kebab-case) are the spec's and the command line's (`import --engine`) alike.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
+#[value(rename_all = "kebab-case")]
 pub enum EngineKind {
     /// vLLM (`vllm serve`).
     Vllm,

@@ -9,22 +9,22 @@ use benchspec::results::Record;
 use serde_json::Value;
 use std::path::Path;
 
-fn fixture(name: &str) -> String {
+pub(super) fn fixture(name: &str) -> String {
     repo_path(&format!("tests/fixtures/peers/{name}"))
 }
 
-fn read_json(path: &str) -> Value {
+pub(super) fn read_json(path: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn import(tool: &str, file: &str, out: &Path) -> Vec<Record> {
+pub(super) fn import(tool: &str, file: &str, out: &Path) -> Vec<Record> {
     let d = Bench::new(&["import", tool, file, "--out", out.to_str().unwrap()]).run();
     assert_eq!(d.code, 0, "{}", d.stderr);
     assert!(out.join("report.html").is_file() && out.join("report.md").is_file());
     benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap()
 }
 
-fn close(a: f64, b: f64, tol: f64) -> bool {
+pub(super) fn close(a: f64, b: f64, tol: f64) -> bool {
     ((a - b) / b).abs() <= tol
 }
 
@@ -216,4 +216,134 @@ phases: {prefill: {enabled: false}, decode: {duration: 300ms}, load: {rates: [20
             );
         }
     }
+}
+
+/// An imported run's report shows the peer's offered and achieved rates and names the peer
+/// as what measured it.
+#[test]
+fn imported_reports_show_the_peers_rate_and_identity() {
+    let dir = Dir::new();
+    // (tool, file, who, offered, achieved): the offered rate is AIPerf's
+    // `input_config.phases[0].rate`, guidellm's `benchmarks[0].config.strategy.rate`, vLLM's
+    // `request_rate` (4, 3, 4); the achieved AIPerf's `request_throughput.avg`, guidellm's
+    // `metrics.requests_per_second.successful.mean`, vLLM's `request_throughput`, to two
+    // decimals.
+    for (tool, file, who, offered, achieved) in [
+        (
+            "aiperf",
+            "aiperf-0.13.0-rate4.json",
+            "AIPerf 0.13.0",
+            "4 req/s",
+            "/request_throughput/avg",
+        ),
+        (
+            "guidellm",
+            "guidellm-0.8.1-poisson.json",
+            "GuideLLM 0.8.1",
+            "3 req/s",
+            "/benchmarks/0/metrics/requests_per_second/successful/mean",
+        ),
+        (
+            "vllm",
+            "vllm-0.34.0-rate4.json",
+            "vLLM bench serve (version not stated)",
+            "4 req/s",
+            "/request_throughput",
+        ),
+    ] {
+        let out = dir.path().join(tool);
+        import(tool, &fixture(file), &out);
+        let peer = read_json(&fixture(file));
+        let achieved = format!("{:.2}", peer.pointer(achieved).unwrap().as_f64().unwrap());
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+        let by = format!("Measured by {who}, imported by benchspec v");
+        assert!(md.contains(&by) && html.contains(&by), "{tool}: {md}");
+        let row = md
+            .lines()
+            .find(|l| l.contains(&format!("| {offered} | {achieved} |")));
+        assert!(row.is_some(), "{tool}: no row offering {offered}: {md}");
+        assert!(md.contains(&format!(": {offered}")), "{tool}: {md}");
+        assert!(!md.contains(": 0 req/s"), "{md}");
+        assert!(
+            md.contains(&format!("{who} (imported by benchspec v")),
+            "{md}"
+        );
+    }
+}
+
+/// A peer benchmark that offered no rate (AIPerf at a concurrency) shows "—", not 0.
+#[test]
+fn a_peer_without_a_rate_shows_a_dash() {
+    let dir = Dir::new();
+    let mut peer = read_json(&fixture("aiperf-0.13.0-rate4.json"));
+    let phase = &mut peer["input_config"]["phases"][0];
+    phase.as_object_mut().unwrap().remove("rate");
+    phase["type"] = "concurrency".into();
+    phase["concurrency"] = 8.into();
+    let file = dir.path().join("conc.json");
+    std::fs::write(&file, peer.to_string()).unwrap();
+    let out = dir.path().join("c");
+    let r = &import("aiperf", file.to_str().unwrap(), &out)[0];
+    assert_eq!(r.open.rate_offered, None);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| — | 4.13 |"), "{md}");
+}
+
+/// `--engine` takes the spec's own names: `llama-cpp` is written into the spec; `llamacpp`
+/// is refused by the command line, naming the right spelling.
+#[test]
+fn the_engine_kinds_are_the_specs() {
+    let dir = Dir::new();
+    let out = dir.path().join("l");
+    let file = fixture("vllm-0.34.0-rate4.json");
+    let d = Bench::new(&[
+        "import",
+        "vllm",
+        &file,
+        "--out",
+        out.to_str().unwrap(),
+        "--engine",
+        "llama-cpp",
+    ])
+    .run();
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let spec = std::fs::read_to_string(out.join("spec.yaml")).unwrap();
+    assert!(spec.contains("kind: llama-cpp"), "{spec}");
+    let other = dir.path().join("m");
+    let d = Bench::new(&[
+        "import",
+        "vllm",
+        &file,
+        "--out",
+        other.to_str().unwrap(),
+        "--engine",
+        "llamacpp",
+    ])
+    .run();
+    assert_eq!(d.code, 2, "{}", d.stderr);
+    assert!(d.stderr.contains("llama-cpp"), "{}", d.stderr);
+    assert!(!other.exists());
+    let help = Bench::new(&["import", "--help"]).run();
+    assert!(
+        help.stdout.contains("llama-cpp") && !help.stdout.contains("llamacpp"),
+        "{}",
+        help.stdout
+    );
+}
+
+/// `import` into a folder that holds something: exit 2, saying to choose an empty or new
+/// `--out` (import has no `--resume`), and nothing written there.
+#[test]
+fn import_into_a_non_empty_folder_says_what_to_do() {
+    let dir = Dir::new();
+    let out = dir.path().join("full");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let file = fixture("vllm-0.34.0-rate4.json");
+    let d = Bench::new(&["import", "vllm", &file, "--out", out.to_str().unwrap()]).run();
+    assert_eq!(d.code, 2, "{}", d.stderr);
+    assert!(d.stderr.contains("empty or new `--out`"), "{}", d.stderr);
+    assert!(!d.stderr.contains("--resume"), "{}", d.stderr);
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
 }

@@ -8,6 +8,7 @@ mod checks;
 mod cli;
 mod dialects;
 mod edges;
+mod export;
 mod faults;
 mod fleet;
 mod history;
