@@ -128,13 +128,7 @@ fn bound(r: &Record, probes: &[ProbeView]) -> CapacityBound {
 
 /// `Capacity at 16K: 24 requests at once — TTFT p90 412 ms < 500 ms; at 25: …`; `at least
 /// 4 …` when the search's `max` met the SLO, `below 1 …` when not even its `min` did.
-fn line(
-    r: &Record,
-    search: &str,
-    probes: &[ProbeView],
-    slo: &Slo,
-    bound: CapacityBound,
-) -> String {
+fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo, bound: CapacityBound) -> String {
     let label = ctx(r.context);
     let why = |p: &ProbeView| p.cell.record.as_ref().map(|r| against(r, slo));
     match r.open.capacity {

@@ -191,7 +191,10 @@ pub fn settings(spec: &Spec, tool_version: Option<&str>) -> Vec<Item> {
         ),
         // Only decode, load and capacity cells reuse (or not) a slot's prompt: sessions
         // resend their history and replays follow the trace's `hash_ids`.
-        item("Prompt cache", uses_prompt_cache(spec).then(|| cache.to_string())),
+        item(
+            "Prompt cache",
+            uses_prompt_cache(spec).then(|| cache.to_string()),
+        ),
     ]
     .into_iter()
     .flatten()

@@ -4,9 +4,9 @@
 //! and tokens per joule of each cell with GPU telemetry, and the effective concurrency of a
 //! decode cell whose engine ran fewer requests than were sent.
 
+use super::format::grouped;
 use super::view::{CellStatus, CellView};
 use crate::plan::Phase;
-use super::format::grouped;
 use crate::results::{Bucket, Record};
 use schemars::JsonSchema;
 use serde::Serialize;

@@ -90,13 +90,19 @@ fn a_saturated_load_cell_says_so_in_every_format() {
     // HTML: the same label and reason.
     assert!(html.contains(">Valid · saturated</td>"), "{html}");
     assert!(
-        html.contains("<li><code>load/1K/r4</code> saturated the server: 1.94 req/s completed"),
+        html.contains(
+            // HTML-escaped, as minijinja writes `/`.
+            "<li><code>load&#x2f;1K&#x2f;r4</code> saturated the server: 1.94 req&#x2f;s completed"
+        ),
         "{html}"
     );
     // CSV: a `saturated` column holding the reason, empty for the cell that did not.
     let mut rows = csv::Reader::from_reader(csv.as_bytes());
     let head = rows.headers().unwrap().clone();
-    let col = head.iter().position(|h| h == "saturated").expect("a saturated column");
+    let col = head
+        .iter()
+        .position(|h| h == "saturated")
+        .expect("a saturated column");
     let cell_of = |id: &str| {
         csv::Reader::from_reader(csv.as_bytes())
             .records()
@@ -113,7 +119,12 @@ fn a_saturated_load_cell_says_so_in_every_format() {
 fn a_capacity_at_the_searchs_max_is_a_lower_bound_and_below_min_is_said() {
     let dir = Dir::new();
     let probe = |cell: &str, context: u64| {
-        record(cell, "decode", context, json!({"concurrency": 4, "slo_met": true}))
+        record(
+            cell,
+            "decode",
+            context,
+            json!({"concurrency": 4, "slo_met": true}),
+        )
     };
     let summary = |cell: &str, context: u64, capacity: Value, bound: &str| {
         record(
@@ -146,7 +157,10 @@ fn a_capacity_at_the_searchs_max_is_a_lower_bound_and_below_min_is_said() {
     );
     assert!(html.contains("Capacity at 8K: at least 4 requests at once"));
     assert!(html.contains("Capacity at 16K: below 1 request at once"));
-    assert!(csv.lines().any(|l| l.starts_with("capacity/8K,") && l.contains(",at_least,")));
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("capacity/8K,") && l.contains(",at_least,"))
+    );
 }
 
 #[test]
@@ -161,7 +175,10 @@ fn the_servers_percentile_is_an_estimate_with_its_bucket() {
     let run = run_with(dir.path(), &[], Some(server));
     let out = Dir::new();
     let (md, html, _) = render(&run, out.path());
-    assert!(md.contains("is an estimate from its histogram's buckets"), "{md}");
+    assert!(
+        md.contains("is an estimate from its histogram's buckets"),
+        "{md}"
+    );
     assert!(
         md.contains("| 71 ms / ≈2,500 ms (in 1,000–2,500 ms) | 3.8 ms / ≈3.7 ms (in 0–10 ms) |"),
         "{md}"

@@ -4,8 +4,8 @@
 //! names), SGLang's and llama.cpp's.
 
 use super::prom::{self, Scrape};
-use crate::results::{Bucket, ServerUse};
 use crate::results::stats::round;
+use crate::results::{Bucket, ServerUse};
 use std::time::Duration;
 use tokio::time::Instant;
 
