@@ -7,7 +7,7 @@ use super::format::{ctx, grouped};
 use super::open::{SloTerm, against, slo_terms, verdict};
 use super::view::CellView;
 use crate::plan::Phase;
-use crate::results::{Record, Status};
+use crate::results::{CapacityBound, Record, Status};
 use crate::spec::Slo;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -25,6 +25,9 @@ pub struct CapacityView {
     pub axis_label: String,
     /// The highest value that met the SLO; `null` when none did.
     pub capacity: Option<f64>,
+    /// `exact`, `at_least` (the search's `max` met the SLO: the capacity is that or more) or
+    /// `below_min` (not even its `min` did).
+    pub bound: CapacityBound,
     /// `Capacity at 16K: 24 requests at once — TTFT p90 412 ms < 500 ms`.
     pub line: String,
     /// The probes, by the searched value.
@@ -68,7 +71,8 @@ pub fn capacity(records: &[Record], cells: &[CellView], slo: &Slo) -> Vec<Capaci
         .map(|r| {
             let search = r.open.search.clone().unwrap_or_default();
             let probes = probes(r, cells, slo);
-            let line = line(r, &search, &probes, slo);
+            let bound = bound(r, &probes);
+            let line = line(r, &search, &probes, slo, bound);
             CapacityView {
                 context: r.context,
                 context_label: ctx(r.context),
@@ -79,6 +83,7 @@ pub fn capacity(records: &[Record], cells: &[CellView], slo: &Slo) -> Vec<Capaci
                 .into(),
                 search,
                 capacity: r.open.capacity,
+                bound,
                 line,
                 probes,
             }
@@ -110,8 +115,20 @@ fn probes(summary: &Record, cells: &[CellView], slo: &Slo) -> Vec<ProbeView> {
     probes
 }
 
-/// `Capacity at 16K: 24 requests at once — TTFT p90 412 ms < 500 ms; at 25: …`.
-fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo) -> String {
+/// The record's bound, or (a record of an older run) what its probes say: no capacity is
+/// below the lowest probe, a capacity with no probe above it is at least that.
+fn bound(r: &Record, probes: &[ProbeView]) -> CapacityBound {
+    match (r.open.capacity_bound, r.open.capacity) {
+        (Some(b), _) => b,
+        (None, None) => CapacityBound::BelowMin,
+        (None, Some(v)) if probes.iter().all(|p| p.value <= v) => CapacityBound::AtLeast,
+        (None, Some(_)) => CapacityBound::Exact,
+    }
+}
+
+/// `Capacity at 16K: 24 requests at once — TTFT p90 412 ms < 500 ms; at 25: …`; `at least
+/// 4 …` when the search's `max` met the SLO, `below 1 …` when not even its `min` did.
+fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo, bound: CapacityBound) -> String {
     let label = ctx(r.context);
     let why = |p: &ProbeView| p.cell.record.as_ref().map(|r| against(r, slo));
     match r.open.capacity {
@@ -128,15 +145,28 @@ fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo) -> String {
                 .and_then(|p| p.cell.record.as_ref()?.usd_per_mtok)
                 .map(|u| format!(" · {} per million output tokens at capacity", usd(u)))
                 .unwrap_or_default();
+            let (least, max) = match bound {
+                CapacityBound::AtLeast => (
+                    "at least ",
+                    " (the search's `max` still meets the SLO: raise it to find the limit)",
+                ),
+                _ => ("", ""),
+            };
             format!(
-                "Capacity at {label}: {} — {}{next}{cost}",
+                "Capacity at {label}: {least}{} — {}{max}{next}{cost}",
                 unit(search, v),
                 at.unwrap_or_default()
             )
         }
         None => {
-            let first = probes.first().and_then(why).unwrap_or_default();
-            format!("Capacity at {label}: none — the lowest load tried misses the SLO ({first})")
+            let first = probes.first();
+            let below = first
+                .map(|p| format!("below {}", unit(search, p.value)))
+                .unwrap_or_else(|| "none".into());
+            let why = first.and_then(why).unwrap_or_default();
+            format!(
+                "Capacity at {label}: {below} — the lowest load tried (the search's `min`) misses the SLO ({why})"
+            )
         }
     }
 }
@@ -159,15 +189,19 @@ pub fn summary(r: &Record, slo: &Slo) -> String {
         .map(|t: SloTerm| t.label)
         .collect();
     let search = r.open.search.as_deref().unwrap_or("concurrency");
+    let least = match r.open.capacity_bound {
+        Some(CapacityBound::AtLeast) => "at least ",
+        _ => "",
+    };
     let found = match (r.open.capacity, search) {
-        (Some(v), "rate") => format!("{} req/s", grouped(v, 2).trim_end_matches(".00")),
-        (Some(v), _) => format!("{v} concurrent"),
+        (Some(v), "rate") => format!("{least}{} req/s", grouped(v, 2).trim_end_matches(".00")),
+        (Some(v), _) => format!("{least}{v} concurrent"),
         (None, _) => {
             let reason = r
                 .reasons
                 .first()
                 .map_or("no probe met the SLO", String::as_str);
-            format!("none ({reason})")
+            format!("below the search's min ({reason})")
         }
     };
     format!(

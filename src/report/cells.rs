@@ -130,7 +130,13 @@ fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellVie
         context_label: ctx(p.context),
         concurrency: p.concurrency,
         status,
-        status_label: status_label.into(),
+        status_label: match record.and_then(|r| r.open.saturated.as_ref()) {
+            Some(_) if status.measured() => format!("{status_label} · saturated"),
+            _ => status_label.into(),
+        },
+        saturated: record
+            .filter(|_| status.measured())
+            .and_then(|r| r.open.saturated.clone()),
         // A prefill prompt shorter than its context was clamped to max_model_len − 1, also
         // where the plan does not say so (a record of a cell it does not list).
         clamped: p.clamped

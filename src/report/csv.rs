@@ -12,10 +12,11 @@ use crate::results::stats::Summary;
 const STATS: [&str; 7] = ["mean", "min", "p50", "p90", "p95", "p99", "max"];
 const CLIENT: [&str; 4] = ["cpu_busy", "threads", "rss_mb", "cpu_s"];
 /// Open-loop fields, as the record names them.
-const OPEN: [&str; 13] = [
+const OPEN: [&str; 15] = [
     "rate_offered",
     "rate_sent",
     "rate_achieved",
+    "saturated",
     "arrivals",
     "arrival_cv",
     "peak_active",
@@ -26,6 +27,7 @@ const OPEN: [&str; 13] = [
     "slo_met",
     "search",
     "capacity",
+    "capacity_bound",
 ];
 /// Open-loop latency summaries.
 const OPEN_STATS: [&str; 5] = [

@@ -193,9 +193,22 @@ pub fn settings(spec: &Spec, run: &super::context::RunInfo) -> Vec<Item> {
                 grouped(spec.workload.max_output_tokens.0 as f64, 0)
             )),
         ),
-        item("Prompt cache", Some(cache.to_string())),
+        // Only decode, load and capacity cells reuse (or not) a slot's prompt: sessions
+        // resend their history and replays follow the trace's `hash_ids`.
+        item(
+            "Prompt cache",
+            uses_prompt_cache(spec).then(|| cache.to_string()),
+        ),
     ]
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// Whether a phase that the spec runs reads `workload.prompt_cache`.
+fn uses_prompt_cache(spec: &Spec) -> bool {
+    let p = &spec.phases;
+    p.decode.enabled
+        || p.load.as_ref().is_some_and(|l| l.enabled)
+        || p.capacity.as_ref().is_some_and(|c| c.enabled)
 }

@@ -4,9 +4,10 @@
 //! and tokens per joule of each cell with GPU telemetry, and the effective concurrency of a
 //! decode cell whose engine ran fewer requests than were sent.
 
+use super::format::grouped;
 use super::view::{CellStatus, CellView};
 use crate::plan::Phase;
-use crate::results::Record;
+use crate::results::{Bucket, Record};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -43,12 +44,17 @@ pub struct ServerRow {
     pub preemptions: Option<f64>,
     /// The client's TTFT p50, ms.
     pub client_ttft_ms: Option<f64>,
-    /// The engine's TTFT p50, ms.
+    /// The engine's TTFT p50, ms: an estimate from its histogram's buckets.
     pub server_ttft_ms: Option<f64>,
-    /// The client's time between tokens p50, ms.
+    /// The bucket the engine's TTFT p50 lies in: `1,000–2,500 ms`.
+    pub server_ttft_bucket: Option<String>,
+    /// The client's time between tokens p50, ms (its ITL, else its TPOT, where a cell has
+    /// no TBT: session cells).
     pub client_tbt_ms: Option<f64>,
-    /// The engine's inter-token latency p50, ms.
+    /// The engine's inter-token latency p50, ms: an estimate from its histogram's buckets.
     pub server_itl_ms: Option<f64>,
+    /// The bucket the engine's inter-token latency p50 lies in.
+    pub server_itl_bucket: Option<String>,
     /// Whose metric names: `vllm`, `sglang`, `llamacpp` or `trtllm`.
     pub source: String,
 }
@@ -76,6 +82,15 @@ pub struct GpuRow {
     pub tokens_per_joule: Option<f64>,
 }
 
+/// `1,000–2,500 ms`, or `above 5,000 ms` for the `+Inf` bucket.
+pub fn bucket_label(b: Bucket) -> String {
+    let ms = |v: f64| grouped(v, if v < 10.0 && v.fract() != 0.0 { 1 } else { 0 });
+    match b.high_ms {
+        Some(h) => format!("{}–{} ms", ms(b.low_ms), ms(h)),
+        None => format!("above {} ms", ms(b.low_ms)),
+    }
+}
+
 fn measured(c: &CellView) -> Option<&Record> {
     matches!(c.status, CellStatus::Valid | CellStatus::Invalid)
         .then_some(c.record.as_ref())
@@ -99,8 +114,10 @@ pub fn observed(cells: &[CellView]) -> ObservedView {
                 preemptions: s.preemptions,
                 client_ttft_ms: r.ttft_ms.map(|t| t.p50),
                 server_ttft_ms: s.ttft_ms_p50,
-                client_tbt_ms: r.tbt_ms.map(|t| t.p50),
+                server_ttft_bucket: s.ttft_ms_p50_bucket.map(bucket_label),
+                client_tbt_ms: r.tbt_ms.or(r.open.itl_ms).or(r.open.tpot_ms).map(|t| t.p50),
                 server_itl_ms: s.itl_ms_p50,
+                server_itl_bucket: s.itl_ms_p50_bucket.map(bucket_label),
                 source: s.source.clone(),
             });
         }

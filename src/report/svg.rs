@@ -280,11 +280,20 @@ pub(super) fn legend_rows(n: usize, taken: &[f64]) -> Vec<f64> {
     rows
 }
 
-/// A legend entry whose text sits on the baseline `ly`.
+/// The width a legend's text has before the chart's edge.
+const LEGEND_TEXT: f64 = RIGHT - 38.0 - 2.0;
+
+/// A legend entry whose text sits on the baseline `ly`. A name wider than the margin (at
+/// about 6.5 px a letter of the 12 px font) is squeezed to fit rather than cut off.
 pub(super) fn legend_at(s: &mut String, ly: f64, color: &str, dash: &str, name: &str) {
+    let fit = if name.chars().count() as f64 * 6.5 > LEGEND_TEXT {
+        format!(" textLength=\"{LEGEND_TEXT:.0}\" lengthAdjust=\"spacingAndGlyphs\"")
+    } else {
+        String::new()
+    };
     let _ = write!(
         s,
-        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
+        "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{color}\" stroke-width=\"3\"{dash}/><text x=\"{:.1}\" y=\"{ly:.1}\"{fit}>{}</text>",
         W - RIGHT + 12.0,
         W - RIGHT + 32.0,
         ly - 4.0,

@@ -21,7 +21,8 @@ pub fn ttft_by_turn(cx: &Context) -> String {
                 })
                 .collect();
             lines.push(Line {
-                name: format!("{} {p}", c.level_label),
+                // `1/s p90`, not `1 sessions/s p90`: the legend's margin holds 12 letters.
+                name: format!("{} {p}", c.level_label.replace(" sessions/s", "/s")),
                 dashed,
                 points,
             });

@@ -29,8 +29,12 @@ pub struct CellView {
     pub concurrency: u32,
     /// `valid`, `invalid`, `failed`, `skipped`, or `missing` (planned, no record yet).
     pub status: CellStatus,
-    /// `Valid`, `Invalid`, `Failed`, `Skipped`, `Not run`.
+    /// `Valid`, `Invalid`, `Failed`, `Skipped`, `Not run`; a measured load cell that
+    /// saturated the server adds ` · saturated` (`Valid · saturated`).
     pub status_label: String,
+    /// Why a measured load cell saturated the server (the record's `saturated`); `null`
+    /// when it did not.
+    pub saturated: Option<String>,
     /// The prompt was clamped to max_model_len − 1.
     pub clamped: bool,
     /// Why the cell is skipped, invalid or failed (the record's reasons, else the plan's).

@@ -1,6 +1,7 @@
 //! The results stage: the record of each cell (docs/results.md) and its statistics. The run
 //! directory module (`rundir`) writes records to `results.jsonl` and reads them back.
 
+pub(crate) mod bursts;
 pub mod endpoints;
 pub(crate) mod observe;
 pub(crate) mod open;
@@ -12,8 +13,8 @@ pub mod slo;
 pub(crate) mod stats;
 
 pub use endpoints::{EndpointUse, Shares};
-pub use observe::{GpuUse, ServerUse};
-pub use open::OpenFields;
+pub use observe::{Bucket, GpuUse, ServerUse};
+pub use open::{CapacityBound, OpenFields};
 pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text, rfc3339, utc_now};
 pub use sessions::{SessionCounts, TraceInfo, TurnStats};
 pub use stats::Summary;

@@ -20,12 +20,29 @@ pub struct ServerUse {
     pub prefix_hit_rate: Option<f64>,
     /// Requests preempted during the cell.
     pub preemptions: Option<f64>,
-    /// The engine's TTFT p50 over the window, from its histogram (bucket resolution).
+    /// The engine's TTFT p50 over the window: an estimate from its histogram's buckets,
+    /// interpolated inside the bucket as Prometheus's `histogram_quantile` does.
     pub ttft_ms_p50: Option<f64>,
-    /// The engine's inter-token latency p50 over the window, from its histogram.
+    /// The bucket the engine's TTFT p50 lies in: the true median is somewhere inside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms_p50_bucket: Option<Bucket>,
+    /// The engine's inter-token latency p50 over the window, estimated from its histogram
+    /// as `ttft_ms_p50` is.
     pub itl_ms_p50: Option<f64>,
+    /// The bucket the engine's inter-token latency p50 lies in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_ms_p50_bucket: Option<Bucket>,
     /// Whose metric names were read: `vllm`, `sglang`, `llamacpp` or `trtllm`.
     pub source: String,
+}
+
+/// A histogram bucket a percentile falls in, milliseconds: `(low_ms, high_ms]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Bucket {
+    /// Its lower bound (the previous bucket's upper bound; 0 for the first bucket).
+    pub low_ms: f64,
+    /// Its upper bound; `null` for the `+Inf` bucket.
+    pub high_ms: Option<f64>,
 }
 
 /// One GPU during a cell's window.

@@ -70,4 +70,21 @@ pub struct OpenFields {
     /// A capacity summary: the highest value that met the SLO (null: none did).
     #[serde(default)]
     pub capacity: Option<f64>,
+    /// A capacity summary: how `capacity` bounds the truth — `exact` (a higher probe
+    /// failed), `at_least` (the search's `max` still met the SLO) or `below_min` (not even
+    /// its `min` did). Absent in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bound: Option<CapacityBound>,
+}
+
+/// How a capacity search's result bounds the true capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityBound {
+    /// Within `precision` of the capacity: the next value up failed.
+    Exact,
+    /// The search's `max` met the SLO: the capacity is that or more.
+    AtLeast,
+    /// Not even the search's `min` met the SLO: the capacity is below it.
+    BelowMin,
 }

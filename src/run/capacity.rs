@@ -10,7 +10,7 @@ use super::engine::EngineSide;
 use super::{Event, RunError, RunSummary};
 use crate::plan::vocab::SearchAxis;
 use crate::plan::{Cell, Search};
-use crate::results::{Record, Status, record::utc_now};
+use crate::results::{CapacityBound, Record, Status, record::utc_now};
 use std::collections::HashMap;
 
 /// Where a bisection stands.
@@ -65,6 +65,16 @@ impl Bisect {
     pub fn capacity(&self) -> Option<f64> {
         self.lo
     }
+
+    /// How [`Bisect::capacity`] bounds the truth: below `min` when nothing passed, at least
+    /// `max` when `max` passed, else exact (to `precision`).
+    pub fn bound(&self) -> CapacityBound {
+        match self.lo {
+            None => CapacityBound::BelowMin,
+            Some(lo) if lo >= self.search.max && self.hi.is_none() => CapacityBound::AtLeast,
+            Some(_) => CapacityBound::Exact,
+        }
+    }
 }
 
 /// Whether a probe's record counts as meeting the SLO: measured validly, every objective
@@ -115,6 +125,7 @@ impl Cells<'_> {
         rec.measured_s = Some(measured);
         rec.open.search = Some(search.axis.as_str().to_string());
         rec.open.capacity = b.capacity();
+        rec.open.capacity_bound = Some(b.bound());
         if b.capacity().is_none() {
             rec.reasons.push(format!(
                 "no probe met the SLO, not even {} {}",
@@ -146,6 +157,11 @@ mod tests {
 
     /// Run the bisection against a server whose true capacity is `truth`.
     fn run(s: Search, truth: f64) -> (Option<f64>, Vec<f64>) {
+        let (b, probes) = bisect(s, truth);
+        (b.capacity(), probes)
+    }
+
+    fn bisect(s: Search, truth: f64) -> (Bisect, Vec<f64>) {
         let mut b = Bisect::new(s);
         let mut probes = Vec::new();
         while let Some(v) = b.next() {
@@ -153,7 +169,23 @@ mod tests {
             probes.push(v);
             b.saw(v, v <= truth);
         }
-        (b.capacity(), probes)
+        (b, probes)
+    }
+
+    #[test]
+    fn the_bound_says_whether_max_or_min_cut_the_search_short() {
+        // (min, max, truth, capacity, bound): max 4 passing says "at least 4"; min 1 failing
+        // "below 1"; a failure above the capacity makes it exact.
+        let cases = [
+            (1.0, 4.0, 100.0, Some(4.0), CapacityBound::AtLeast),
+            (1.0, 4.0, 0.5, None, CapacityBound::BelowMin),
+            (1.0, 4.0, 3.0, Some(3.0), CapacityBound::Exact),
+            (1.0, 4.0, 4.0, Some(4.0), CapacityBound::AtLeast),
+        ];
+        for (min, max, truth, want, bound) in cases {
+            let (b, probes) = bisect(search(SearchAxis::Concurrency, min, max, 1.0), truth);
+            assert_eq!((b.capacity(), b.bound()), (want, bound), "{probes:?}");
+        }
     }
 
     #[test]

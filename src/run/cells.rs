@@ -266,6 +266,9 @@ impl Cells<'_> {
             rec.reasons
                 .push(format!("the engine exited ({status}) during the cell"));
         }
+        if let Some(w) = crate::results::bursts::burst_warning(&rec) {
+            rec.warnings.push(w);
+        }
         if let Some(cost) = self.cx.workload.cost_per_hour {
             rec.usd_per_mtok = rec
                 .total_tok_s

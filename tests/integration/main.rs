@@ -29,6 +29,7 @@ mod repeats;
 mod replay;
 mod replicas;
 mod report;
+mod report_flags;
 mod resume;
 mod run;
 mod schema;

@@ -183,4 +183,37 @@ fn every_turn_is_saved_with_its_gaps_and_the_cell_has_an_itl() {
         "{} vs {mean}",
         itl.mean
     );
+
+/// report.md of a sessions run (`tests/fixtures/sessions-run`, recorded from
+/// `specs/sessions.yaml` with 2 and 4 users, 1 session/s, 3 turns, 4 s windows): one table
+/// per cell with a row per turn, the cells' TPOT where they have no TBT, and no prompt-cache
+/// setting (sessions do not use it).
+#[test]
+fn a_sessions_report_has_a_row_per_turn() {
+    let run = super::root().join("tests/fixtures/sessions-run");
+    let out = super::cli::tempdir::Dir::new();
+    let done = super::cli::Bench::new(&[
+        "report",
+        run.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--format",
+        "markdown",
+    ])
+    .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    // The fixture's figures: u2's turns 1–3 with 4 requests each, TPOT p50 3.8, 3.9, 3.8 ms.
+    for row in [
+        "| 1 | 4 | 2,048 | 0 | 62 ms / 82 ms | 3.8 ms / 4.1 ms |",
+        "| 2 | 4 | 2,240 | 2,112 | 48 ms / 57 ms | 3.9 ms / 3.9 ms |",
+        "| 3 | 4 | 2,432 | 2,304 | 48 ms / 53 ms | 3.8 ms / 3.9 ms |",
+    ] {
+        assert!(md.lines().any(|l| l == row), "missing row {row}:\n{md}");
+    }
+    assert!(!md.contains("||"), "rows run together:\n{md}");
+    assert!(!md.contains("Prompt cache"), "{md}");
+    // All measurements: the time between tokens is the cell's TPOT p50, said so.
+    assert!(md.contains(" (TPOT) |"), "{md}");
+    insta::assert_snapshot!("sessions_report_md", md);
 }

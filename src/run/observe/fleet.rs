@@ -7,7 +7,7 @@ use super::prom::Scrape;
 use super::server::{Scrapes, Seen};
 use crate::client::Client;
 use crate::results::stats::round;
-use crate::results::{Record, ServerUse};
+use crate::results::{Bucket, Record, ServerUse};
 use tokio::time::Instant;
 
 /// One scrape of every server, in the client's order (`None` where one did not answer).
@@ -70,7 +70,9 @@ pub(super) fn combine(seen: &[Option<Seen>]) -> Option<Seen> {
         prefix_hit_rate: mean(|s| s.prefix_hit_rate),
         preemptions: sum(|s| s.preemptions),
         ttft_ms_p50: mean(|s| s.ttft_ms_p50),
+        ttft_ms_p50_bucket: span(known.iter().filter_map(|s| s.server.ttft_ms_p50_bucket)),
         itl_ms_p50: mean(|s| s.itl_ms_p50),
+        itl_ms_p50_bucket: span(known.iter().filter_map(|s| s.server.itl_ms_p50_bucket)),
         source: first.server.source.clone(),
     };
     Some(Seen {
@@ -93,6 +95,15 @@ pub(super) fn rows(rec: &mut Record, seen: &[Option<Seen>]) {
     }
 }
 
+/// The buckets of several servers' medians taken together: from the lowest lower bound to
+/// the highest upper bound (unbounded if any is), within which their mean lies.
+fn span(buckets: impl Iterator<Item = Bucket>) -> Option<Bucket> {
+    buckets.reduce(|a, b| Bucket {
+        low_ms: a.low_ms.min(b.low_ms),
+        high_ms: a.high_ms.zip(b.high_ms).map(|(x, y)| x.max(y)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,7 +118,9 @@ mod tests {
                 prefix_hit_rate: Some(0.5),
                 preemptions: Some(1.0),
                 ttft_ms_p50: Some(10.0),
+                ttft_ms_p50_bucket: None,
                 itl_ms_p50: None,
+                itl_ms_p50_bucket: None,
                 source: "vllm".into(),
             },
             waiting_mean: waiting,

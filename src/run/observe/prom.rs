@@ -176,10 +176,9 @@ pub fn delta(later: &Buckets, earlier: Option<&Buckets>) -> Buckets {
         .collect()
 }
 
-/// The `q` quantile of cumulative buckets, interpolated linearly inside its bucket as
-/// Prometheus's `histogram_quantile` does; `None` without observations. A quantile in the
-/// `+Inf` bucket is the highest finite bound.
-pub fn quantile(b: &Buckets, q: f64) -> Option<f64> {
+/// Where the `q` quantile of cumulative buckets falls: its bucket's lower bound, the count
+/// below it, its upper bound and count, and the rank sought; `None` without observations.
+fn locate(b: &Buckets, q: f64) -> Option<(f64, f64, f64, f64, f64)> {
     let total = b.last()?.1;
     if total <= 0.0 {
         return None;
@@ -188,20 +187,35 @@ pub fn quantile(b: &Buckets, q: f64) -> Option<f64> {
     let (mut lower, mut below) = (0.0, 0.0);
     for &(le, count) in b {
         if count >= rank {
-            if le.is_infinite() {
-                return Some(lower);
-            }
-            let inside = count - below;
-            let frac = if inside > 0.0 {
-                (rank - below) / inside
-            } else {
-                1.0
-            };
-            return Some(lower + (le - lower) * frac);
+            return Some((lower, below, le, count, rank));
         }
         (lower, below) = (le, count);
     }
-    Some(lower)
+    Some((lower, below, f64::INFINITY, total, rank))
+}
+
+/// The `q` quantile of cumulative buckets, interpolated linearly inside its bucket as
+/// Prometheus's `histogram_quantile` does; `None` without observations. A quantile in the
+/// `+Inf` bucket is the highest finite bound. An estimate: the true quantile is anywhere in
+/// the bucket [`bucket`] gives.
+pub fn quantile(b: &Buckets, q: f64) -> Option<f64> {
+    let (lower, below, le, count, rank) = locate(b, q)?;
+    if le.is_infinite() {
+        return Some(lower);
+    }
+    let inside = count - below;
+    let frac = if inside > 0.0 {
+        (rank - below) / inside
+    } else {
+        1.0
+    };
+    Some(lower + (le - lower) * frac)
+}
+
+/// The bounds `(lower, upper)` of the bucket the `q` quantile falls in (`upper` infinite in
+/// the `+Inf` bucket); `None` without observations.
+pub fn bucket(b: &Buckets, q: f64) -> Option<(f64, f64)> {
+    locate(b, q).map(|(lower, _, le, _, _)| (lower, le))
 }
 
 #[cfg(test)]
@@ -250,5 +264,70 @@ broken{le="x} 1
         let d = delta(&b, Some(&earlier));
         assert_eq!(d, vec![(0.01, 0.0), (0.1, 2.0), (f64::INFINITY, 3.0)]);
         assert_eq!(quantile(&d, 0.5), Some(0.01 + 0.09 * 0.75));
+    }
+
+    /// Finite buckets, total, q, the quantile and its bucket's bounds.
+    type Case = (&'static [(f64, f64)], f64, f64, f64, (f64, f64));
+
+    /// Cumulative buckets from `(le, count)` pairs, `+Inf` last with the total.
+    fn hist(pairs: &[(f64, f64)], total: f64) -> Buckets {
+        let mut b = pairs.to_vec();
+        b.push((f64::INFINITY, total));
+        b
+    }
+
+    #[test]
+    fn quantiles_match_histogram_quantile_worked_by_hand() {
+        // (buckets, total, q, want, bucket): each `want` worked by hand with
+        // histogram_quantile's formula lower + (upper − lower) × (rank − below) / inside.
+        let cases: [Case; 6] = [
+            // rank 5 of 10, all 10 in (1, 2.5]: 1 + 1.5 × 5/10 = 1.75.
+            (&[(1.0, 0.0), (2.5, 10.0)], 10.0, 0.5, 1.75, (1.0, 2.5)),
+            // rank 9 of 10: 1 + 1.5 × 9/10 = 2.35.
+            (&[(1.0, 0.0), (2.5, 10.0)], 10.0, 0.9, 2.35, (1.0, 2.5)),
+            // rank 10 of 20 where 4 are ≤ 1 and 10 ≤ 2.5: the bucket's upper bound
+            // (1 + 1.5 × 6/6 = 2.5), as Prometheus says; the truth is anywhere in (1, 2.5].
+            (
+                &[(1.0, 4.0), (2.5, 10.0), (5.0, 20.0)],
+                20.0,
+                0.5,
+                2.5,
+                (1.0, 2.5),
+            ),
+            // rank 2 of 4, both below in the first bucket, which starts at 0: 0.1 × 2/3.
+            (
+                &[(0.1, 3.0), (1.0, 4.0)],
+                4.0,
+                0.5,
+                0.1 * 2.0 / 3.0,
+                (0.0, 0.1),
+            ),
+            // rank 15 of 20 in (2.5, 5] holding 10 from 10: 2.5 + 2.5 × 5/10 = 3.75.
+            (
+                &[(1.0, 4.0), (2.5, 10.0), (5.0, 20.0)],
+                20.0,
+                0.75,
+                3.75,
+                (2.5, 5.0),
+            ),
+            // rank 9 of 10 in +Inf (8 finite): the highest finite bound, 5.
+            (
+                &[(2.5, 2.0), (5.0, 8.0)],
+                10.0,
+                0.9,
+                5.0,
+                (5.0, f64::INFINITY),
+            ),
+        ];
+        for (pairs, total, q, want, range) in cases {
+            let b = hist(pairs, total);
+            let got = quantile(&b, q).unwrap_or(f64::NAN);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{pairs:?} q{q}: {got} vs {want}"
+            );
+            assert_eq!(bucket(&b, q), Some(range), "{pairs:?} q{q}");
+        }
+        assert_eq!(bucket(&hist(&[(1.0, 0.0)], 0.0), 0.5), None);
     }
 }

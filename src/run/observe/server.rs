@@ -4,8 +4,8 @@
 //! names), SGLang's and llama.cpp's.
 
 use super::prom::{self, Scrape};
-use crate::results::ServerUse;
 use crate::results::stats::round;
+use crate::results::{Bucket, ServerUse};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -198,15 +198,16 @@ fn increase(a: &Scrape, b: &Scrape, names: &[&str]) -> Option<f64> {
     })
 }
 
-/// A histogram's p50 over what it observed from `a` to `b`, in ms. Where nine in ten
-/// observations or more fell in the lowest bucket, interpolating would only say "half its
-/// bound" (5 ms for vLLM's ITL, whatever the truth): the histogram's own mean (sum / count)
-/// stands in, which for such a tight distribution is close to its median.
-fn p50_ms(a: &Scrape, b: &Scrape, names: &[&str]) -> Option<f64> {
+/// A histogram's p50 over what it observed from `a` to `b`, in ms, and the bucket it lies
+/// in. Where nine in ten observations or more fell in the lowest bucket, interpolating would
+/// only say "half its bound" (5 ms for vLLM's ITL, whatever the truth): the histogram's own
+/// mean (sum / count) stands in, which for such a tight distribution is close to its median.
+fn p50_ms(a: &Scrape, b: &Scrape, names: &[&str]) -> Option<(f64, Bucket)> {
     let name = names.iter().find(|n| b.buckets(n).is_some())?;
     let d = prom::delta(&b.buckets(name)?, a.buckets(name).as_ref());
     let (first, total) = (d.first()?, d.last()?.1);
     let p50 = prom::quantile(&d, 0.5)?;
+    let (low, high) = prom::bucket(&d, 0.5)?;
     let secs = if p50 <= first.0 && first.1 >= 0.9 * total {
         let sum = format!("{name}_sum");
         increase(a, b, &[&sum])
@@ -215,7 +216,11 @@ fn p50_ms(a: &Scrape, b: &Scrape, names: &[&str]) -> Option<f64> {
     } else {
         p50
     };
-    Some(round(secs * 1000.0, 2))
+    let bucket = Bucket {
+        low_ms: round(low * 1000.0, 3),
+        high_ms: high.is_finite().then(|| round(high * 1000.0, 3)),
+    };
+    Some((round(secs * 1000.0, 2), bucket))
 }
 
 impl Scrapes {
@@ -257,6 +262,8 @@ impl Scrapes {
             Some(q) if q > 0.0 => increase(from, to, names.prefix_hits).map(|h| h / q),
             _ => mean(&gauge(&inside, names.hit_rate)),
         };
+        let ttft = p50_ms(from, to, names.ttft);
+        let itl = p50_ms(from, to, names.itl);
         let server = ServerUse {
             running_mean: mean(&running).map(|v| round(v, 2)),
             running_max: max(&running),
@@ -264,8 +271,10 @@ impl Scrapes {
             kv_usage_max: max(&gauge(&inside, names.kv_usage)).map(|v| round(v, 4)),
             prefix_hit_rate: hit_rate.map(|v| round(v, 4)),
             preemptions: increase(&self.before, &self.after, names.preemptions),
-            ttft_ms_p50: p50_ms(from, to, names.ttft),
-            itl_ms_p50: p50_ms(from, to, names.itl),
+            ttft_ms_p50: ttft.map(|t| t.0),
+            ttft_ms_p50_bucket: ttft.map(|t| t.1),
+            itl_ms_p50: itl.map(|t| t.0),
+            itl_ms_p50_bucket: itl.map(|t| t.1),
             source: names.source.to_string(),
         };
         Some(Seen {
@@ -329,6 +338,11 @@ mod tests {
         assert_eq!(u.prefix_hit_rate, Some(0.25));
         // From the scrape at 1000 ms to the one at 3000: 4 observations in (10, 100] ms.
         assert_eq!(u.ttft_ms_p50, Some(55.0));
+        let bucket = Bucket {
+            low_ms: 10.0,
+            high_ms: Some(100.0),
+        };
+        assert_eq!(u.ttft_ms_p50_bucket, Some(bucket));
         assert_eq!(u.itl_ms_p50, None);
     }
 
