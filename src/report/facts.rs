@@ -218,7 +218,11 @@ pub fn trace(replay: &[super::view::CellView]) -> Vec<Item> {
         .filter_map(|t| {
             let range = |r: Option<[u64; 2]>, what: &str| {
                 r.map(|[lo, hi]| {
-                    format!("{what} {}–{} tokens", grouped(lo as f64, 0), grouped(hi as f64, 0))
+                    format!(
+                        "{what} {}–{} tokens",
+                        grouped(lo as f64, 0),
+                        grouped(hi as f64, 0)
+                    )
                 })
             };
             let parts: Vec<String> = [

@@ -210,7 +210,12 @@ fn max_model_len(json: &Value) -> Option<u64> {
 /// `max_len` (the server refuses it), `hash_ids` of `block` tokens each that do not fit the
 /// prompt (the blocks must fit: ids × block ≤ input_length + block − 1), and one id used for
 /// blocks of two sizes (equal ids are equal blocks; a partial last block needs its own id).
-pub fn fit(entries: &[TraceEntry], shown: &str, block: u64, max_len: Option<u64>) -> Vec<TraceError> {
+pub fn fit(
+    entries: &[TraceEntry],
+    shown: &str,
+    block: u64,
+    max_len: Option<u64>,
+) -> Vec<TraceError> {
     let mut by_line: Vec<&TraceEntry> = entries.iter().collect();
     by_line.sort_by_key(|e| e.line);
     let mut first: [Option<(usize, String)>; 3] = [None, None, None];
@@ -223,19 +228,38 @@ pub fn fit(entries: &[TraceEntry], shown: &str, block: u64, max_len: Option<u64>
     for e in by_line {
         let (input, output) = (e.input_length, e.output_length);
         if let Some(max) = max_len.filter(|&m| input.saturating_add(output) > m) {
-            note(0, e.line, format!("input_length {input} + output_length {output} tokens > max_model_len {max}: the server refuses it (HTTP 400); shorten or drop the line"));
+            note(
+                0,
+                e.line,
+                format!(
+                    "input_length {input} + output_length {output} tokens > max_model_len {max}: the server refuses it (HTTP 400); shorten or drop the line"
+                ),
+            );
         }
         let n = e.hash_ids.len() as u64;
         let room = input.div_ceil(block);
         if n > room {
-            note(1, e.line, format!("{n} hash_ids of {block} tokens cover {} tokens, more than the {input}-token prompt holds (at most {room} blocks); drop the extra ids or raise input_length", n * block));
+            note(
+                1,
+                e.line,
+                format!(
+                    "{n} hash_ids of {block} tokens cover {} tokens, more than the {input}-token prompt holds (at most {room} blocks); drop the extra ids or raise input_length",
+                    n * block
+                ),
+            );
             continue;
         }
         for (j, id) in e.hash_ids.iter().enumerate() {
             let size = block.min(input - j as u64 * block);
             match sizes.get(id) {
                 Some(&(other, at)) if other != size => {
-                    note(2, e.line, format!("hash_id {id} is a block of {size} tokens here but of {other} at line {at}: equal hash_ids must be equal blocks (a partial last block needs an id of its own)"));
+                    note(
+                        2,
+                        e.line,
+                        format!(
+                            "hash_id {id} is a block of {size} tokens here but of {other} at line {at}: equal hash_ids must be equal blocks (a partial last block needs an id of its own)"
+                        ),
+                    );
                     break;
                 }
                 Some(_) => {}
@@ -302,7 +326,9 @@ mod tests {
     #[test]
     fn lines_the_replay_cannot_send_as_written_are_located() {
         let line = |ts: u32, input: u64, ids: &str| {
-            format!("{{\"timestamp\": {ts}, \"input_length\": {input}, \"output_length\": 50, \"hash_ids\": [{ids}]}}\n")
+            format!(
+                "{{\"timestamp\": {ts}, \"input_length\": {input}, \"output_length\": 50, \"hash_ids\": [{ids}]}}\n"
+            )
         };
         let text = [
             line(0, 832, "106, 107"),
@@ -318,20 +344,37 @@ mod tests {
             .map(ToString::to_string)
             .collect();
         assert_eq!(got.len(), 3, "{got:?}");
-        assert!(got[0].starts_with("t.jsonl:2: input_length 200000 + output_length 50 tokens > max_model_len 131072"), "{got:?}");
+        assert!(
+            got[0].starts_with(
+                "t.jsonl:2: input_length 200000 + output_length 50 tokens > max_model_len 131072"
+            ),
+            "{got:?}"
+        );
         assert!(got[1].starts_with("t.jsonl:4: 4 hash_ids of 512 tokens cover 2048 tokens, more than the 1000-token prompt holds (at most 2 blocks)"), "{got:?}");
         assert!(got[1].ends_with("(1 more lines like it)"), "{got:?}");
-        assert!(got[2].starts_with("t.jsonl:3: hash_id 107 is a block of 512 tokens here but of 320 at line 1"), "{got:?}");
+        assert!(
+            got[2].starts_with(
+                "t.jsonl:3: hash_id 107 is a block of 512 tokens here but of 320 at line 1"
+            ),
+            "{got:?}"
+        );
         // Without a max_model_len only the blocks are judged; a fitting trace passes.
         assert_eq!(fit(&entries, "t.jsonl", 512, None).len(), 2);
         let fine = [line(0, 832, "106, 107"), line(3, 1200, "106, 109, 110")].concat();
         let fine = parse(&fine, "t.jsonl").unwrap_or_default();
         assert!(fit(&fine, "t.jsonl", 512, Some(2000)).is_empty());
         // The shipped sample trace fits its spec (blocks of 512, max_model_len 131,072).
-        let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/specs/traces/sample.jsonl")).unwrap_or_default();
+        let shipped = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/specs/traces/sample.jsonl"
+        ))
+        .unwrap_or_default();
         let shipped = parse(&shipped, "sample.jsonl").unwrap_or_default();
         assert_eq!(shipped.len(), 120);
-        let wrong: Vec<String> = fit(&shipped, "sample.jsonl", 512, Some(131_072)).iter().map(ToString::to_string).collect();
+        let wrong: Vec<String> = fit(&shipped, "sample.jsonl", 512, Some(131_072))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert!(wrong.is_empty(), "{wrong:?}");
     }
 }

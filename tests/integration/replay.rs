@@ -166,7 +166,9 @@ fn replay_spec(engine: &str) -> String {
 
 /// A trace line.
 fn line(ms: u32, input: u64, output: u64, ids: &str) -> String {
-    format!("{{\"timestamp\": {ms}, \"input_length\": {input}, \"output_length\": {output}, \"hash_ids\": [{ids}]}}\n")
+    format!(
+        "{{\"timestamp\": {ms}, \"input_length\": {input}, \"output_length\": {output}, \"hash_ids\": [{ids}]}}\n"
+    )
 }
 
 /// Worked by hand: 5 requests due at 0, 0.3, 0.6, 0.9 and 1.2 s, sent on time (a paused
@@ -190,20 +192,31 @@ fn an_on_time_replay_offers_sends_and_achieves_one_rate() {
         o.rate_achieved.unwrap(),
     );
     assert!((offered - 4.0 / 1.2).abs() < 1e-9, "{offered}");
-    assert!((sent / offered - 1.0).abs() <= 0.01, "sent {sent} of {offered}");
-    assert!(achieved <= sent * 1.01, "achieved {achieved} above sent {sent}");
+    assert!(
+        (sent / offered - 1.0).abs() <= 0.01,
+        "sent {sent} of {offered}"
+    );
+    assert!(
+        achieved <= sent * 1.01,
+        "achieved {achieved} above sent {sent}"
+    );
     assert_eq!(achieved, 3.333, "5 requests / 1.5 s");
     assert_eq!(o.arrivals.as_deref(), Some("trace"));
     assert_eq!(o.input_tokens_mean, Some(300.0), "(100 + … + 500) / 5");
     let t = r.trace.as_ref().unwrap();
-    assert_eq!((t.input_length, t.output_length), (Some([100, 500]), Some([4, 8])));
+    assert_eq!(
+        (t.input_length, t.output_length),
+        (Some([100, 500]), Some([4, 8]))
+    );
     // The report says what the trace decided, not a context, arrivals or a max output.
     let run = dir.path().join("run");
     let done = super::cli::Bench::new(&["report", run.to_str().unwrap()]).run();
     assert_eq!(done.code, 0, "{}", done.stderr);
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
-        md.contains("- **Trace:** traces/t.jsonl ×1 · 5 requests · input 100–500 tokens · output 4–8 tokens"),
+        md.contains(
+            "- **Trace:** traces/t.jsonl ×1 · 5 requests · input 100–500 tokens · output 4–8 tokens"
+        ),
         "{md}"
     );
     assert!(!md.contains("Max output"), "{md}");

@@ -48,7 +48,13 @@ pub async fn replay(
     );
     if !unfit.is_empty() {
         let why: Vec<String> = unfit.iter().map(ToString::to_string).collect();
-        return failed(rec, &format!("the trace cannot be replayed as written: {}", why.join("; ")));
+        return failed(
+            rec,
+            &format!(
+                "the trace cannot be replayed as written: {}",
+                why.join("; ")
+            ),
+        );
     }
     let progress = Arc::new(Progress::default());
     let mut resume = Resume::at(&cx, cell, progress.clone());

@@ -220,8 +220,12 @@ fn lengths(rec: &mut Record, done: &[Done]) {
     // Only requests that succeeded: a refused prompt (too long, say) was never served.
     let ok: Vec<&Done> = done.iter().filter(|d| d.failure.is_none()).collect();
     let mean = |of: &dyn Fn(&Done) -> u64| {
-        (!ok.is_empty())
-            .then(|| round(ok.iter().map(|d| of(d) as f64).sum::<f64>() / ok.len() as f64, 1))
+        (!ok.is_empty()).then(|| {
+            round(
+                ok.iter().map(|d| of(d) as f64).sum::<f64>() / ok.len() as f64,
+                1,
+            )
+        })
     };
     rec.open.input_tokens_mean = mean(&input);
     rec.open.output_tokens_mean = mean(&|d| d.tokens);
@@ -319,12 +323,21 @@ mod tests {
         ];
         for (due, end, failed, rate, sent, achieved) in cases {
             let mut rec = record();
-            fill(&mut rec, &finished(due, &end, failed), &load(rate), &Slo::default());
+            fill(
+                &mut rec,
+                &finished(due, &end, failed),
+                &load(rate),
+                &Slo::default(),
+            );
             let o = &rec.open;
             assert_eq!(o.rate_offered.map(|r| round(r.0, 3)), Some(sent), "{due:?}");
             assert_eq!(o.rate_sent, Some(sent), "{due:?} {end:?}");
             assert_eq!(o.rate_achieved, Some(achieved), "{due:?} {end:?}");
-            assert_eq!(o.input_tokens_mean, Some(1000.0), "failed prompts not counted");
+            assert_eq!(
+                o.input_tokens_mean,
+                Some(1000.0),
+                "failed prompts not counted"
+            );
             assert_eq!(o.output_tokens_mean, Some(8.0));
         }
     }
