@@ -99,6 +99,18 @@ fn level_label(p: &Planned, record: Option<&Record>) -> String {
     }
 }
 
+/// A replay cell's context: its trace's prompt lengths (`59–3,582`), not one context.
+fn replay_context(record: Option<&Record>) -> String {
+    match record.and_then(|r| r.trace.as_ref()?.input_length) {
+        Some([lo, hi]) => format!(
+            "{}–{}",
+            super::format::grouped(lo as f64, 0),
+            super::format::grouped(hi as f64, 0)
+        ),
+        None => "trace".into(),
+    }
+}
+
 fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellView {
     let (status, status_label) = match record.map(|r| r.status) {
         Some(Status::Valid) => (CellStatus::Valid, "Valid"),
@@ -127,7 +139,10 @@ fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellVie
         probe,
         level_label: level_label(p, record),
         context: p.context,
-        context_label: ctx(p.context),
+        context_label: match p.phase {
+            Phase::Replay => replay_context(record),
+            _ => ctx(p.context),
+        },
         concurrency: p.concurrency,
         status,
         status_label: match record.and_then(|r| r.open.saturated.as_ref()) {

@@ -193,7 +193,11 @@ impl Context {
             matrix_line,
             hardware: hardware(spec),
             engine: engine(spec, reported),
-            settings: settings(spec, &run_info),
+            settings: [
+                settings(spec, &run_info),
+                super::facts::trace(&of_phase(&cells, Phase::Replay)),
+            ]
+            .concat(),
             launch_command: m.launch_command.clone(),
             prompt_cache: cache_name(spec.workload.prompt_cache).into(),
             ttft_note: ttft_note(spec.workload.prompt_cache).into(),

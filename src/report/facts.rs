@@ -186,12 +186,15 @@ pub fn settings(spec: &Spec, run: &super::context::RunInfo) -> Vec<Item> {
         item("Decode test", d.enabled.then(|| test.to_string())),
         item("Prefill mode", p.enabled.then_some(prefill)),
         if d.enabled { per } else { None },
+        // A trace's requests ask for their own output lengths (see [`trace`]).
         item(
             "Max output",
-            Some(format!(
-                "{} tokens",
-                grouped(spec.workload.max_output_tokens.0 as f64, 0)
-            )),
+            uses_max_output(spec).then(|| {
+                format!(
+                    "{} tokens",
+                    grouped(spec.workload.max_output_tokens.0 as f64, 0)
+                )
+            }),
         ),
         // Only decode, load and capacity cells reuse (or not) a slot's prompt: sessions
         // resend their history and replays follow the trace's `hash_ids`.
@@ -211,4 +214,44 @@ fn uses_prompt_cache(spec: &Spec) -> bool {
     p.decode.enabled
         || p.load.as_ref().is_some_and(|l| l.enabled)
         || p.capacity.as_ref().is_some_and(|c| c.enabled)
+}
+
+/// Whether a phase of `spec` other than a replay asks for `max_output_tokens`.
+fn uses_max_output(spec: &Spec) -> bool {
+    let ph = &spec.phases;
+    ph.decode.enabled
+        || ph.prefill.enabled
+        || ph.load.as_ref().is_some_and(|l| l.enabled)
+        || ph.capacity.as_ref().is_some_and(|c| c.enabled)
+        || ph.sessions.as_ref().is_some_and(|s| s.enabled)
+}
+
+/// What a replayed trace decided, one fact per replay record: `traces/a.jsonl ×1.0 · 120
+/// requests · input 59–3,582 tokens · output 16–64 tokens`.
+pub fn trace(replay: &[super::view::CellView]) -> Vec<Item> {
+    replay
+        .iter()
+        .filter_map(|c| c.record.as_ref()?.trace.as_ref())
+        .filter_map(|t| {
+            let range = |r: Option<[u64; 2]>, what: &str| {
+                r.map(|[lo, hi]| {
+                    format!(
+                        "{what} {}–{} tokens",
+                        grouped(lo as f64, 0),
+                        grouped(hi as f64, 0)
+                    )
+                })
+            };
+            let parts: Vec<String> = [
+                Some(format!("{} ×{}", t.file, t.speedup)),
+                Some(format!("{} requests", grouped(t.requests as f64, 0))),
+                range(t.input_length, "input"),
+                range(t.output_length, "output"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            item("Trace", Some(parts.join(" · ")))
+        })
+        .collect()
 }

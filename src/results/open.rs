@@ -11,20 +11,22 @@ use serde::{Deserialize, Serialize};
 /// Open-loop measurements, SLO verdicts and capacity results of one record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OpenFields {
-    /// Requests per second offered (`inf`: all at once).
+    /// Requests per second offered (`inf`: all at once): a load cell's rate, a replay cell's
+    /// (requests − 1) / the trace's span.
     #[serde(default)]
     pub rate_offered: Option<Rate>,
     /// Requests per second actually sent: (sent − 1) / (last send − first send).
     #[serde(default)]
     pub rate_sent: Option<f64>,
-    /// Completed requests / (last token − first send), as vLLM's request throughput.
+    /// Completed requests / the window from the first arrival to the later of the last
+    /// request's end and the end of the offered period (requests / `rate_offered`).
     #[serde(default)]
     pub rate_achieved: Option<f64>,
     /// Why this rate saturated the server (`0.42 req/s completed of 1.00 req/s sent`, or the
     /// client's queue growing); absent when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturated: Option<String>,
-    /// How arrivals were drawn: `poisson`, `gamma` or `constant`.
+    /// How arrivals were drawn: `poisson`, `gamma` or `constant`; `trace` for a replay.
     #[serde(default)]
     pub arrivals: Option<String>,
     /// Coefficient of variation of the measured gaps between sends (1 for Poisson).
@@ -33,7 +35,8 @@ pub struct OpenFields {
     /// Most requests in flight at once.
     #[serde(default)]
     pub peak_active: Option<u32>,
-    /// Mean prompt length of the cell's requests (each exact; drawn when `input` spreads).
+    /// Mean prompt length of the cell's requests that did not fail (each exact; drawn when
+    /// `input` spreads).
     #[serde(default)]
     pub input_tokens_mean: Option<f64>,
     /// Mean output length of its finished requests.

@@ -60,4 +60,10 @@ pub struct TraceInfo {
     /// (the replay goes on from the next one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_after: Option<u64>,
+    /// The shortest and longest `input_length` of the requests replayed, tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_length: Option<[u64; 2]>,
+    /// The shortest and longest `output_length` of the requests replayed, tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_length: Option<[u64; 2]>,
 }

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// A request that passed vLLM's checks.
 struct Admitted {
@@ -37,7 +37,8 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
     if let Some(refused) = faulted(&s, key) {
         return refused;
     }
-    api_server(&s, ids.len()).await;
+    // Held until the request is submitted: the next one enters the engine after it.
+    let entered = api_server(&s, ids.len()).await;
     let target = stream::target(&req, limit, &ids, opts.seed);
     let prompt_len = ids.len();
     let (tx, rx) = mpsc::unbounded_channel();
@@ -52,7 +53,9 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
         },
         tx,
     };
-    if s.tx.send(submit).is_err() {
+    let submitted = s.tx.send(submit);
+    drop(entered);
+    if submitted.is_err() {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "ServiceUnavailableError",
@@ -146,8 +149,12 @@ where
 
 /// The API server's time on a prompt of `tokens`: its one tokenizer takes requests in
 /// arrival order; the rest of its time runs in parallel, and grows with the requests the
-/// engine is already running (the same process streams their output).
-async fn api_server(s: &Shared, tokens: usize) {
+/// engine is already running (the same process streams their output). Requests leave it
+/// for the engine in arrival order, as from a queue: a request enters at its own time or
+/// just after the one that arrived before it, whichever is later (a short prompt never
+/// overtakes a long one sent just before it). The sender returned is dropped once the
+/// request is submitted, which lets the next one go.
+async fn api_server(s: &Shared, tokens: usize) -> oneshot::Sender<()> {
     let profile = &s.opts.profile;
     let tokenized = match s.tokenizer.lock() {
         Ok(mut free) => {
@@ -159,5 +166,81 @@ async fn api_server(s: &Shared, tokens: usize) {
     };
     let running = s.metrics.lock().map_or(0, |m| m.running);
     let api = profile.api_delay_s(tokens) + profile.api_load_s(running);
-    tokio::time::sleep_until(tokenized + Duration::from_secs_f64(api)).await;
+    let own = tokenized + Duration::from_secs_f64(api);
+    let (tx, rx) = oneshot::channel();
+    let (at, before) = match s.entry.lock() {
+        Ok(mut e) => {
+            e.at = e.at.max(own);
+            (e.at, e.entered.replace(rx))
+        }
+        Err(_) => (own, None),
+    };
+    tokio::time::sleep_until(at).await;
+    if let Some(before) = before {
+        // Ends when the request before is submitted, or given up (its sender dropped).
+        let _ = before.await;
+    }
+    tx
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sim::{InProcess, Options, profile};
+    use axum::body::Body;
+    use serde_json::{Value, json};
+
+    /// The cached tokens the simulator reports for `prompt`, sent `after` into the test.
+    async fn cached(sim: InProcess, prompt: String, after: u64) -> (u64, u64) {
+        tokio::time::sleep(std::time::Duration::from_millis(after)).await;
+        let body = json!({"model": "gemma", "prompt": prompt, "max_tokens": 1});
+        let req = axum::http::Request::post("/v1/completions")
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap_or_default();
+        let resp = sim.call(req).await;
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap_or_default();
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let u = &v["usage"];
+        (
+            u["prompt_tokens"].as_u64().unwrap_or(0),
+            u["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(u64::MAX),
+        )
+    }
+
+    /// A long prompt A, then 8 ms later a short B sharing A's first 512 tokens. Worked by
+    /// hand on the `h200-gemma-4-e2b` profile: A leaves the API server at 20.4 ms
+    /// (tokenizer, 12,000 × 1.7 µs) + 44.1 ms (27.4 ms + 12,000 × 1.38 µs + 12,000² ×
+    /// 1.22e-12 s) = 64.5 ms; B on its own would leave at 21.4 + 28.2 = 49.6 ms, prefill
+    /// by 58.4 ms and put the shared blocks in the cache before A arrives (A: 512 cached,
+    /// B: 0). In arrival order B enters after A; A's 12,000 tokens take two steps of at
+    /// most 8,192, the second publishes A's blocks, then admits B: A 0 cached, B 512.
+    #[tokio::test(start_paused = true)]
+    async fn a_later_request_never_overtakes_an_earlier_one_into_the_engine() {
+        let Some(p) = profile::profile("h200-gemma-4-e2b") else {
+            panic!("no h200-gemma-4-e2b profile");
+        };
+        let sim = InProcess::start(Options::new(p));
+        let word = |i: usize| format!("w{i}");
+        let shared: Vec<String> = (0..512).map(word).collect();
+        let a: Vec<String> = shared
+            .iter()
+            .cloned()
+            .chain((0..11_488).map(|i| format!("a{i}")))
+            .collect();
+        let b: Vec<String> = shared
+            .iter()
+            .cloned()
+            .chain((0..88).map(|i| format!("b{i}")))
+            .collect();
+        let (first, second) = tokio::join!(
+            cached(sim.clone(), a.join(" "), 0),
+            cached(sim.clone(), b.join(" "), 8)
+        );
+        assert_eq!(first, (12_000, 0), "A found what B put in the cache");
+        assert_eq!(second, (600, 512), "B finds A's first 512 tokens");
+    }
 }

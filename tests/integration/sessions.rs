@@ -183,6 +183,7 @@ fn every_turn_is_saved_with_its_gaps_and_the_cell_has_an_itl() {
         "{} vs {mean}",
         itl.mean
     );
+}
 
 /// report.md of a sessions run (`tests/fixtures/sessions-run`, recorded from
 /// `specs/sessions.yaml` with 2 and 4 users, 1 session/s, 3 turns, 4 s windows): one table

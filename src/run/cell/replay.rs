@@ -18,6 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// `arrivals` of a replay cell's record: the trace's times.
+pub const TRACE_ARRIVALS: &str = "trace";
+
 /// Most tokenize round trips spent on one prompt.
 const MAX_TRIES: usize = 12;
 
@@ -35,6 +38,24 @@ pub async fn replay(
     let n = r
         .max_requests
         .map_or(trace.len(), |m| (m as usize).min(trace.len()));
+    // What validate could not judge without the server's max_model_len: refused before
+    // anything is sent, never sent to fail and be averaged in.
+    let unfit = crate::spec::trace::fit(
+        &trace[..n],
+        &file,
+        r.block_tokens,
+        cx.workload.max_model_len,
+    );
+    if !unfit.is_empty() {
+        let why: Vec<String> = unfit.iter().map(ToString::to_string).collect();
+        return failed(
+            rec,
+            &format!(
+                "the trace cannot be replayed as written: {}",
+                why.join("; ")
+            ),
+        );
+    }
     let progress = Arc::new(Progress::default());
     let mut resume = Resume::at(&cx, cell, progress.clone());
     let entries = &trace[resume.base.min(n)..n];
@@ -70,6 +91,8 @@ pub async fn replay(
     cpu.close = cx.probe.sample();
     cx.marks.close(tokio::time::Instant::now());
     fill(&mut rec, &finished, &load, &cx.workload.slo);
+    // The trace's own times, not drawn.
+    rec.open.arrivals = Some(TRACE_ARRIVALS.to_string());
     let span = rec.measured_s.unwrap_or(0.0);
     rec.by_endpoint = shares(&finished.done).fields(&cx.client.endpoints(), span);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
@@ -77,7 +100,7 @@ pub async fn replay(
     rec.trace = Some(TraceInfo {
         file,
         resumed_after: (resume.base > 0).then_some(resume.base as u64),
-        ..trace_info(&finished, &schedule, r, entries.len())
+        ..trace_info(&finished, &schedule, r, entries)
     });
     super::open::keep_requests(&cx, cell, &finished);
     let reasons = super::open::reasons(&rec, &cx.workload.validity);
@@ -86,7 +109,8 @@ pub async fn replay(
 }
 
 /// When each of `entries` is due (from the first, ÷ `speedup`), and the open-loop load they
-/// make: their number over their span, sent as scheduled.
+/// make: N requests over their span offer (N − 1) / span req/s (N − 1 gaps, as a load
+/// cell's schedule; one request: all at once), sent as scheduled.
 fn timing(entries: &[TraceEntry], speedup: f64) -> (Vec<Duration>, OpenLoad) {
     let t0 = entries.first().map_or(0.0, |e| e.timestamp);
     let speed = if speedup > 0.0 { speedup } else { 1.0 };
@@ -95,9 +119,13 @@ fn timing(entries: &[TraceEntry], speedup: f64) -> (Vec<Duration>, OpenLoad) {
         .map(|e| Duration::from_secs_f64((e.timestamp - t0).max(0.0) / 1000.0 / speed))
         .collect();
     let span = schedule.last().map_or(0.0, Duration::as_secs_f64);
-    let n = entries.len() as f64;
+    let gaps = entries.len().saturating_sub(1) as f64;
     let load = OpenLoad {
-        rate: Rate(if span > 0.0 { n / span } else { n }),
+        rate: Rate(if span > 0.0 {
+            gaps / span
+        } else {
+            f64::INFINITY
+        }),
         arrivals: Arrivals::Constant,
         burstiness: 1.0,
         max_concurrency: None,
@@ -294,10 +322,15 @@ async fn exact(
     .into())
 }
 
-/// The trace's figures: its file, requests and speed, and the offered against the achieved
+/// The trace's figures: its file, requests, speed and length ranges, and the offered against the achieved
 /// rate second by second (requests due in each second of the trace, requests that ended in
 /// it).
-fn trace_info(f: &Finished, schedule: &[Duration], r: ReplayLoad, n: usize) -> TraceInfo {
+fn trace_info(
+    f: &Finished,
+    schedule: &[Duration],
+    r: ReplayLoad,
+    entries: &[TraceEntry],
+) -> TraceInfo {
     let span = schedule.last().map_or(0.0, Duration::as_secs_f64);
     let bins = (span.ceil() as usize).max(1);
     let mut offered = vec![0.0; bins];
@@ -311,9 +344,15 @@ fn trace_info(f: &Finished, schedule: &[Duration], r: ReplayLoad, n: usize) -> T
             *b += 1.0;
         }
     }
+    let range = |of: fn(&TraceEntry) -> u64| {
+        let lengths = entries.iter().map(of);
+        Some([lengths.clone().min()?, lengths.max()?])
+    };
     TraceInfo {
         file: String::new(),
-        requests: n as u64,
+        input_length: range(|e| e.input_length),
+        output_length: range(|e| e.output_length),
+        requests: entries.len() as u64,
         speedup: r.speedup,
         span_s: round(span, 3),
         offered_per_s: offered,
@@ -333,6 +372,7 @@ mod tests {
             input_length: 40,
             output_length: 1,
             hash_ids: ids,
+            line: 1,
         };
         // Blocks of 16 words, one token added by the engine (a BOS): the first block has 15.
         let a = words(&e(vec![7, 8, 9]), 0, 16, 1, 39);
