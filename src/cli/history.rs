@@ -67,8 +67,8 @@ pub enum HistoryCommand {
         /// Only these metrics (`total_tok_s`, `ttft_ms_p50`, …); all headline metrics without.
         #[arg(long, value_name = "M")]
         metric: Vec<String>,
-        /// Show the last N points of each series.
-        #[arg(long, value_name = "N")]
+        /// Show the last N points of each series (N ≥ 1; the newest point is judged whatever N).
+        #[arg(long, value_name = "N", value_parser = at_least_one)]
         last: Option<usize>,
         /// Order points by this label (`engine_version`, or a spec label) instead of time.
         #[arg(long, value_name = "LABEL")]
@@ -326,4 +326,14 @@ async fn trend(
         out.info(&format!("regression: {}", r.replace('`', "")));
     }
     Ok(if regressions.is_empty() { 0 } else { 1 })
+}
+
+/// `--last N`: a whole number of points, at least one (the newest, which is judged).
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a number of points of at least 1 (the newest point is always shown and judged)"
+        )),
+    }
 }

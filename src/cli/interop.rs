@@ -54,7 +54,20 @@ pub enum ExportFormat {
 /// Run `import`.
 pub fn import(args: &ImportArgs, out: &Out) -> Result<i32, Error> {
     let mut runs = Vec::new();
-    for f in &args.files {
+    for (i, f) in args.files.iter().enumerate() {
+        // The same file twice would be two benchmarks that ran once.
+        let real = std::fs::canonicalize(f).ok();
+        let same = |g: &std::path::PathBuf| {
+            g == f || (real.is_some() && std::fs::canonicalize(g).ok() == real)
+        };
+        if args.files[..i].iter().any(same) {
+            return Err(interop::InteropError::Format {
+                path: f.clone(),
+                message: "given twice: each file is imported once (its benchmarks are cells)"
+                    .into(),
+            }
+            .into());
+        }
         let run = interop::read(args.tool, f)?;
         runs.push((f.display().to_string(), run));
     }

@@ -204,7 +204,7 @@ pub fn main() -> i32 {
 }
 
 /// The spec files among `args`: a directory stands for the spec files directly inside it
-/// (`.yaml`, `.yml`, `.toml`, sorted), so `validate specs/*` passes over a folder of traces
+/// (`.yaml`, `.yml`, `.toml`, `.json`, sorted), so `validate specs/*` passes over a folder of traces
 /// with a note instead of failing on it.
 fn spec_files(args: &[String], out: &Out) -> Vec<String> {
     let mut files = Vec::new();
@@ -220,14 +220,14 @@ fn spec_files(args: &[String], out: &Out) -> Vec<String> {
             .filter(|p| {
                 p.extension()
                     .and_then(|e| e.to_str())
-                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "toml"))
+                    .is_some_and(|e| matches!(e, "yaml" | "yml" | "toml" | "json"))
             })
             .map(|p| p.to_string_lossy().into_owned())
             .collect();
         inside.sort();
         if inside.is_empty() {
             out.info(&format!(
-                "note: `{arg}` is a directory with no spec in it (.yaml, .yml, .toml); skipped"
+                "note: `{arg}` is a directory with no spec in it (.yaml, .yml, .toml, .json); skipped"
             ));
         }
         files.extend(inside);
@@ -238,8 +238,8 @@ fn spec_files(args: &[String], out: &Out) -> Vec<String> {
 fn validate(args: &[String], format: DiagFormat, out: &Out) -> i32 {
     let specs = &spec_files(args, out);
     if specs.is_empty() {
-        eprintln!(
-            "error: no spec to validate: name spec files (.yaml, .yml, .toml) or folders holding them"
+        out.eprint(
+            "error: no spec to validate: name spec files (.yaml, .yml, .toml, .json) or folders holding them\n",
         );
         return 2;
     }

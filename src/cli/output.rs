@@ -50,8 +50,15 @@ impl Out {
     /// A remark for people, on standard error; silent with `--quiet`.
     pub fn info(&self, text: &str) {
         if !self.quiet {
-            eprintln!("{text}");
+            self.eprint(&format!("{text}\n"));
         }
+    }
+
+    /// `text` on standard error as it is; a closed pipe (`| head`) is not an error.
+    pub fn eprint(&self, text: &str) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr.write_all(text.as_bytes());
+        let _ = stderr.flush();
     }
 
     /// Problems, in the asked format.
@@ -66,9 +73,9 @@ impl Out {
                     format == DiagFormat::Full || (format == DiagFormat::Auto && self.stderr_tty);
                 for d in diagnostics {
                     if full {
-                        eprintln!("{}\n", d.caret_form(self.color));
+                        self.eprint(&format!("{}\n\n", d.caret_form(self.color)));
                     } else {
-                        eprintln!("{}", d.line_form(self.color));
+                        self.eprint(&format!("{}\n", d.line_form(self.color)));
                     }
                 }
             }
@@ -88,7 +95,7 @@ impl Out {
                 } else {
                     "error"
                 };
-                eprintln!("{label}: {other}");
+                self.eprint(&format!("{label}: {other}\n"));
             }
         }
     }

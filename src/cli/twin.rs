@@ -104,27 +104,52 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         ));
     }
     if let Some(n) = args.suggest {
-        let (spec, path) = suggest_from.unwrap_or_else(|| {
-            let kept = args.dirs[0].join("spec.yaml");
-            (runs[0].spec.clone(), kept.to_string_lossy().into_owned())
-        });
-        let measured: Vec<String> = runs
-            .iter()
-            .flat_map(|r| r.records.iter().map(|x| x.cell.clone()))
-            .collect();
-        let cells = twin::suggest::suggest(&super::plan_of(&spec), &measured, n);
-        if cells.is_empty() {
-            out.print("measure next: nothing (every prefill and decode cell is measured)\n");
-        } else {
-            out.print(&format!(
-                "measure next: {}\n  benchspec run {} --only '{{{}}}'\n",
-                cells.join(", "),
-                crate::spec::command::quote(&path),
-                cells.join(",")
-            ));
-        }
+        suggest_next(n, suggest_from, args, &runs, out);
     }
     Ok(0)
+}
+
+/// `fit --suggest N`: the cells to measure next, of `from` (`--spec`, read before the twin was
+/// written) or the first run's own spec, with the `run` command that measures them.
+fn suggest_next(
+    n: usize,
+    from: Option<(crate::spec::Spec, String)>,
+    args: &FitArgs,
+    runs: &[crate::rundir::Run],
+    out: &Out,
+) {
+    let (spec, path) = from.unwrap_or_else(|| {
+        let kept = args.dirs[0].join("spec.yaml");
+        (runs[0].spec.clone(), kept.to_string_lossy().into_owned())
+    });
+    let measured: Vec<String> = runs
+        .iter()
+        .flat_map(|r| r.records.iter().map(|x| x.cell.clone()))
+        .collect();
+    let plan = super::plan_of(&spec);
+    let cells = twin::suggest::suggest(&plan, &measured, n);
+    let closed = plan.cells.iter().any(|c| {
+        c.runs()
+            && matches!(
+                c.phase(),
+                crate::plan::Phase::Prefill | crate::plan::Phase::Decode
+            )
+    });
+    if !closed {
+        out.print(&format!(
+            "measure next: nothing to suggest: {path} has no prefill or decode cell to \
+             measure (--suggest picks among those); give --spec a spec that has some\n"
+        ));
+    } else if cells.is_empty() {
+        out.print("measure next: nothing (every prefill and decode cell is measured)\n");
+    } else {
+        out.print(&format!(
+            "measure next: {}\n  benchspec run {} --only '{{{}}}'\n",
+            cells.join(", "),
+            crate::spec::command::quote(&path),
+            cells.join(",")
+        ));
+    }
 }
 
 /// Run `predict`: prefill and decode cells in closed form; the spec's other cells (load,

@@ -362,6 +362,42 @@ mod tests {
         assert!(!row.regression);
     }
 
+    /// A capacity search's summary record: `capacity` found, bounded as `bound`.
+    fn capacity(value: Option<f64>, bound: &str) -> Record {
+        serde_json::from_value(serde_json::json!({
+            "schema": "benchspec.result.v1", "cell": "capacity/1K", "phase": "capacity",
+            "context": 1024, "concurrency": 0, "status": "valid", "reasons": [],
+            "started_at": "", "measured_s": null, "prompt_tokens": 1024, "output_tokens": null,
+            "token_source": null, "total_tok_s": null, "per_request_tok_s": null,
+            "avg_active": null, "requests_started": 0, "completed": 0, "errors": 0,
+            "error_kinds": {}, "tbt_ms": null, "prefill_tok_s": null, "labels": {},
+            "server_prompt_tokens": null, "ttft_ms": null,
+            "capacity": value, "capacity_bound": bound
+        }))
+        .unwrap_or_else(|e| unreachable!("{e}"))
+    }
+
+    #[test]
+    fn a_capacity_below_the_searchs_min_is_a_regression_and_at_least_is_not_a_value() {
+        let rules = Rules::default();
+        let exact = capacity(Some(34.0), "exact");
+        // Not even `min` met the SLO: 34 → below 1 is the worst regression, not a gap.
+        let row = row(&exact, &capacity(None, "below_min"), &rules);
+        assert_eq!(verdict(&row, "capacity"), Verdict::Regression);
+        assert!(row.regression);
+        // "At least 4" (the search's max met the SLO) is no measured 4: neither a −88%
+        // regression nor, the other way round, a +750% improvement.
+        let at_least = capacity(Some(4.0), "at_least");
+        for (base, new) in [(&exact, &at_least), (&at_least, &exact)] {
+            let row = super::row(base, new, &rules);
+            assert_eq!(verdict(&row, "capacity"), Verdict::NotComparable);
+            assert!(!row.regression);
+        }
+        // Two exact capacities are judged as before.
+        let row = super::row(&exact, &capacity(Some(30.0), "exact"), &rules);
+        assert_eq!(verdict(&row, "capacity"), Verdict::Regression);
+    }
+
     #[test]
     fn thresholds() {
         assert_eq!(parse_threshold("5%").ok(), Some(5.0));

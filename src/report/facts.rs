@@ -187,9 +187,10 @@ pub fn settings(spec: &Spec, run: &super::context::RunInfo) -> Vec<Item> {
         item("Prefill mode", p.enabled.then_some(prefill)),
         if d.enabled { per } else { None },
         // A trace's requests ask for their own output lengths (see [`trace`]).
+        // An imported run's spec only describes the peer's run: it set neither.
         item(
             "Max output",
-            uses_max_output(spec).then(|| {
+            (run.imported.is_none() && uses_max_output(spec)).then(|| {
                 format!(
                     "{} tokens",
                     grouped(spec.workload.max_output_tokens.0 as f64, 0)
@@ -200,7 +201,7 @@ pub fn settings(spec: &Spec, run: &super::context::RunInfo) -> Vec<Item> {
         // resend their history and replays follow the trace's `hash_ids`.
         item(
             "Prompt cache",
-            uses_prompt_cache(spec).then(|| cache.to_string()),
+            (run.imported.is_none() && uses_prompt_cache(spec)).then(|| cache.to_string()),
         ),
     ]
     .into_iter()

@@ -98,7 +98,7 @@ pub(crate) const RATES: [(&str, &str, Pick); 7] = [
     ("prefill_tok_s", "Prefill tok/s", |r| r.prefill_tok_s),
     ("rate_achieved", "Achieved req/s", |r| r.open.rate_achieved),
     ("goodput_rps", "Goodput req/s", |r| r.open.goodput_rps),
-    ("capacity", "Capacity", |r| r.open.capacity),
+    ("capacity", "Capacity", capacity),
     ("tokens_per_joule", "Tokens per joule", |r| {
         r.tokens_per_joule
     }),
@@ -119,6 +119,22 @@ pub(crate) const LATENCIES: [(&str, &str, Pick); 6] = [
         r.usd_per_mtok
     }),
 ];
+
+/// A capacity search's result as a value that can be judged: the capacity found; 0 when not
+/// even the search's `min` met the SLO (a collapse is a regression, not a missing value);
+/// none when the search's `max` still met it ("at least N" is not N: a fall from 34 to "at
+/// least 4" cannot be told from no change).
+fn capacity(r: &Record) -> Option<f64> {
+    use crate::results::CapacityBound;
+    if r.phase != crate::plan::Phase::Capacity {
+        return r.open.capacity;
+    }
+    match r.open.capacity_bound {
+        Some(CapacityBound::AtLeast) => None,
+        Some(CapacityBound::BelowMin) => Some(0.0),
+        _ => r.open.capacity,
+    }
+}
 
 /// A capacity search's probe: its value differs from run to run, so only the search's
 /// summary record is compared.

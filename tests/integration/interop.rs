@@ -265,6 +265,11 @@ fn imported_reports_show_the_peers_rate_and_identity() {
         assert!(row.is_some(), "{tool}: no row offering {offered}: {md}");
         assert!(md.contains(&format!(": {offered}")), "{tool}: {md}");
         assert!(!md.contains(": 0 req/s"), "{md}");
+        // No setting the peer's file does not state (a prompt cache, a maximum output).
+        assert!(
+            !md.contains("Prompt cache") && !md.contains("Max output"),
+            "{md}"
+        );
         assert!(
             md.contains(&format!("{who} (imported by benchspec v")),
             "{md}"
@@ -346,4 +351,23 @@ fn import_into_a_non_empty_folder_says_what_to_do() {
     assert!(d.stderr.contains("empty or new `--out`"), "{}", d.stderr);
     assert!(!d.stderr.contains("--resume"), "{}", d.stderr);
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+}
+
+#[test]
+fn a_file_given_twice_is_refused() {
+    let dir = Dir::new();
+    let out = dir.path().join("run");
+    let file = fixture("vllm-0.34.0-rate4.json");
+    let d = Bench::new(&[
+        "import",
+        "vllm",
+        &file,
+        &file,
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(d.code, 2, "{}", d.stderr);
+    assert!(d.stderr.contains("given twice"), "{}", d.stderr);
+    assert!(!out.join("results.jsonl").exists());
 }

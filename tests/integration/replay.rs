@@ -285,3 +285,36 @@ fn a_trace_line_longer_than_the_servers_max_model_len_is_refused_before_sending(
     assert_eq!(r.requests_started, 0, "nothing was sent");
     assert_eq!(r.open.input_tokens_mean, None);
 }
+
+/// Worked by hand: 3 requests due at 0, 1.0 and 2.0 s, each ending a few ms after its send.
+/// The trace spans 2.0 s, but the last completion lands just after 2.0 s: every completion
+/// has its second in `achieved_per_s` (it dropped the last one), and both series are as long.
+#[test]
+fn every_completion_is_in_the_per_second_series() {
+    let trace: String = (0..3u32).map(|i| line(i * 1000, 200, 4, "")).collect();
+    let spec = replay_spec("engine: {kind: sim}\nmodel: {served_name: gemma}");
+    let (records, _dir) = super::open::run_spec_with_files(&spec, &[("traces/t.jsonl", &trace)]);
+    let r = records.iter().find(|r| r.cell == "replay/t").unwrap();
+    assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
+    let t = r.trace.as_ref().unwrap();
+    assert_eq!(
+        t.achieved_per_s.iter().sum::<f64>(),
+        r.completed as f64,
+        "{t:?}"
+    );
+    assert_eq!(t.offered_per_s.iter().sum::<f64>(), 3.0, "{t:?}");
+    assert_eq!(t.achieved_per_s, vec![1.0, 1.0, 1.0], "{t:?}");
+    assert_eq!(t.offered_per_s.len(), t.achieved_per_s.len());
+}
+
+/// One request is no rate: offered, sent and achieved say nothing rather than 1 ÷ its time.
+#[test]
+fn a_one_request_trace_has_no_rate() {
+    let trace = line(0, 200, 4, "");
+    let spec = replay_spec("engine: {kind: sim}\nmodel: {served_name: gemma}");
+    let (records, _dir) = super::open::run_spec_with_files(&spec, &[("traces/t.jsonl", &trace)]);
+    let r = records.iter().find(|r| r.cell == "replay/t").unwrap();
+    assert_eq!(r.completed, 1, "{:?}", r.reasons);
+    assert_eq!(r.open.rate_sent, None);
+    assert_eq!(r.open.rate_achieved, None, "{:?}", r.open);
+}

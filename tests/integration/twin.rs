@@ -379,3 +379,29 @@ fn imported_runs_are_fitted() {
     assert!(d.stderr.contains("fitted 3 cell(s)"), "{}", d.stderr);
     assert!(twin.is_file());
 }
+
+/// A sessions run is fitted (docs/twin.md): its cells have a TBT (every gap of every turn)
+/// and the requests in flight.
+#[test]
+fn a_sessions_run_is_fitted() {
+    let spec = std::fs::read_to_string(super::repo_path("specs/sessions.yaml"))
+        .unwrap()
+        .replace("duration: 15s", "duration: 4s");
+    let (records, dir) = super::open::run_spec_paused(&spec);
+    assert!(
+        records
+            .iter()
+            .all(|r| r.phase != benchspec::plan::Phase::Sessions || r.tbt_ms.is_some())
+    );
+    let twin = dir.path().join("t.toml");
+    let run = dir.path().join("run");
+    let d = Bench::new(&[
+        "fit",
+        run.to_str().unwrap(),
+        "--out",
+        twin.to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert!(d.stderr.contains("fitted 3 cell(s)"), "{}", d.stderr);
+}

@@ -332,7 +332,13 @@ fn trace_info(
     entries: &[TraceEntry],
 ) -> TraceInfo {
     let span = schedule.last().map_or(0.0, Duration::as_secs_f64);
-    let bins = (span.ceil() as usize).max(1);
+    // Every completion has a bin: the series run on to the last request's end.
+    let ended = f
+        .done
+        .iter()
+        .map(|d| d.end.saturating_duration_since(f.start));
+    let last_end = ended.max().map_or(0.0, |d| d.as_secs_f64());
+    let bins = (span.max(last_end).ceil() as usize).max(1);
     let mut offered = vec![0.0; bins];
     for d in schedule {
         offered[(d.as_secs_f64() as usize).min(bins - 1)] += 1.0;
@@ -340,9 +346,7 @@ fn trace_info(
     let mut achieved = vec![0.0; bins];
     for d in f.done.iter().filter(|d| d.failure.is_none()) {
         let at = d.end.saturating_duration_since(f.start).as_secs_f64() as usize;
-        if let Some(b) = achieved.get_mut(at) {
-            *b += 1.0;
-        }
+        achieved[at.min(bins - 1)] += 1.0;
     }
     let range = |of: fn(&TraceEntry) -> u64| {
         let lengths = entries.iter().map(of);

@@ -193,7 +193,9 @@ fn rates(rec: &mut Record, f: &Finished, load: &OpenLoad, span: f64) -> f64 {
         1.0 / offered.0
     };
     let window = span.max(f.done.len() as f64 * gap);
-    o.rate_achieved = (window > 0.0).then(|| round(rec.completed as f64 / window, 3));
+    // One request is no rate (as `rate_sent` needs two sends): 1 ÷ its own time is not one.
+    o.rate_achieved =
+        (window > 0.0 && f.done.len() > 1).then(|| round(rec.completed as f64 / window, 3));
     window
 }
 
