@@ -14,6 +14,9 @@ pub(crate) mod stats;
 pub use endpoints::{EndpointUse, Shares};
 pub use observe::{GpuUse, ServerUse};
 pub use open::OpenFields;
-pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text, rfc3339, utc_now};
+pub use record::{
+    ClientUse, Record, Status, TokenSource, record_schema_text, rfc3339, rfc3339_ms,
+    unix_of_rfc3339, utc_now,
+};
 pub use sessions::{SessionCounts, TraceInfo, TurnStats};
 pub use stats::Summary;

@@ -75,9 +75,13 @@ impl Session<'_> {
             cells: todo.runnable().count(),
         });
         let measured = (&todo, &manifest, (0, None));
-        let result = self
-            .measure(&mut engine, measured, observer, &mut summary)
-            .await;
+        let result = match super::start_at::wait(opts.start_at.as_ref(), interrupt, on).await {
+            Ok(()) => {
+                self.measure(&mut engine, measured, observer, &mut summary)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
         if result.is_ok() {
             manifest::write_end(dir, &manifest)?;
         }
