@@ -32,8 +32,9 @@ pub struct RunArgs {
     /// (`JOB_COMPLETION_INDEX` with `BENCHSPEC_SHARD_COUNT`) and says which it used.
     #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
-    /// With `--shard`: every shard runs every load cell at 1/N of its rate, with arrivals of
-    /// its own (N client machines offering one load); the other cells are split as usual.
+    /// With `--shard`: every shard runs every load cell at 1/N of its rate, first, with
+    /// arrivals of its own (N client machines offering one load; `--start-at` starts them
+    /// together); the other cells are split as usual.
     /// Requests are saved, so that `benchspec merge` computes each load cell's percentiles
     /// from all of them.
     #[arg(long, requires = "shard")]

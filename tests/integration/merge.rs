@@ -412,7 +412,7 @@ fn merged_plan(out: &Path) -> (Vec<String>, f64) {
         .map(|c| c["id"].as_str().unwrap().to_string())
         .collect();
     let load = cells.iter().find(|c| c["id"] == "load/256/r4").unwrap();
-    let rate = load["measure"]["load"]["rate"].as_f64();
+    let rate = load["rate"].as_f64();
     (ids, rate.unwrap_or_else(|| panic!("{load}")))
 }
 
