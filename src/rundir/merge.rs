@@ -195,27 +195,7 @@ pub fn merge(
             partial: partial.iter().map(split::Partial::describe).collect(),
         });
     }
-    RunDir::create(Some(out.to_path_buf()), "").map_err(|e| match e {
-        RunDirError::NotEmpty(path) => RunDirError::MergeOutNotEmpty(path),
-        e => e,
-    })?;
-    // Written beside `out` and renamed into place whole: a merge stopped half-way (SIGTERM)
-    // leaves `out` empty, in nobody's way.
-    let staging = out.with_file_name(format!(
-        ".{}.merging-{}",
-        out.file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&staging);
-    let dir = RunDir::create(Some(staging.clone()), "")?;
-    let records = write_parts(&dir, &parts, &plan, combine)?;
-    let place = |source| RunDirError::Write {
-        path: out.to_path_buf(),
-        source,
-    };
-    std::fs::remove_dir(out).map_err(place)?;
-    std::fs::rename(&staging, out).map_err(place)?;
+    let records = written_into(out, |dir| write_parts(dir, &parts, &plan, combine))?;
     Ok(Merged {
         parts: parts.len(),
         records: records.len(),
@@ -228,6 +208,32 @@ pub fn merge(
             .map(|r| r.cell.clone())
             .collect(),
     })
+}
+
+/// Make the new or empty directory `out` with `write`: written beside it and renamed into
+/// place whole, so that a merge stopped half-way (SIGTERM) leaves `out` empty, in nobody's
+/// way.
+fn written_into<T>(out: &Path, write: impl FnOnce(&RunDir) -> Result<T>) -> Result<T> {
+    RunDir::create(Some(out.to_path_buf()), "").map_err(|e| match e {
+        RunDirError::NotEmpty(path) => RunDirError::MergeOutNotEmpty(path),
+        e => e,
+    })?;
+    let staging = out.with_file_name(format!(
+        ".{}.merging-{}",
+        out.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&staging);
+    let dir = RunDir::create(Some(staging.clone()), "")?;
+    let written = write(&dir)?;
+    let place = |source| RunDirError::Write {
+        path: out.to_path_buf(),
+        source,
+    };
+    std::fs::remove_dir(out).map_err(place)?;
+    std::fs::rename(&staging, out).map_err(place)?;
+    Ok(written)
 }
 
 /// Write the merged run directory of `parts` into `dir`; the records written, in the

@@ -18,6 +18,7 @@ mod known;
 mod launch;
 mod llamacpp;
 mod merge;
+mod merge_split;
 mod messages;
 mod open;
 mod plan;
