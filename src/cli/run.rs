@@ -39,8 +39,9 @@ pub struct RunArgs {
     /// from all of them.
     #[arg(long, requires = "shard")]
     pub split_load: bool,
-    /// Wait until TIME, once the engine answers, before the first cell, so that shards
-    /// started apart measure together (`--split-load`): an RFC 3339 instant
+    /// Wait until TIME, once the engine answers, before the first cell (a first load cell:
+    /// before its first request), so that shards started apart measure together
+    /// (`--split-load`): an RFC 3339 instant
     /// (`2026-12-07T10:00:00Z`, with `Z` or an offset) or `+DURATION` from now (`+30s`).
     /// A time more than 5 s past is refused; Ctrl-C ends the wait.
     #[arg(long, value_name = "TIME", value_parser = run::parse_start_at)]

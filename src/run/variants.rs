@@ -43,8 +43,6 @@ impl Session<'_> {
             base_url: self.config.base_url(),
             cells: total,
         });
-        // Before the first variant's engine starts: each variant's engine starts in turn.
-        super::start_at::wait(self.opts.start_at.as_ref(), self.interrupt, self.on).await?;
         let mut before = 0;
         for (v, name) in variants
             .iter()

@@ -35,6 +35,17 @@ pub async fn load(
         Err(why) => return failed(rec, &why),
     };
     let expected = expected(&cx.workload, cell, &prompts);
+    // `--start-at`: the first arrival at the instant, once the prompts are made (making them
+    // takes each shard its own time).
+    let at = cx
+        .first_arrival_at
+        .lock()
+        .map(|mut a| a.take())
+        .ok()
+        .flatten();
+    if let Some(at) = at {
+        crate::run::start_at::sleep_until(&at).await;
+    }
     reset_peak_rss();
     let mut cpu = Cpu {
         open: cx.probe.sample(),
