@@ -238,7 +238,9 @@ mod tests {
     /// Overlaps worked by hand: intersection over union.
     #[test]
     fn overlap_is_intersection_over_union() {
-        let cases: &[(&[(f64, f64)], f64, bool)] = &[
+        // Windows, their overlap, and whether that is together.
+        type Case<'a> = (&'a [(f64, f64)], f64, bool);
+        let cases: &[Case] = &[
             // [0,10] and [4,14]: 6 s in both of 14 s in either.
             (&[(0.0, 10.0), (4.0, 14.0)], 6.0 / 14.0, false),
             (&[(0.0, 10.0), (0.0, 10.0)], 1.0, true),
