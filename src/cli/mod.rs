@@ -86,7 +86,7 @@ pub enum Command {
         /// `auto` reads K and N from a Slurm job array or a Kubernetes Indexed Job.
         #[arg(long, value_name = "K/N|auto")]
         shard: Option<String>,
-        /// With `--shard`: every load cell in each shard at 1/N of its rate (as `run
+        /// With `--shard`: every load cell in each shard at 1/N of its rate, first (as `run
         /// --split-load` runs it).
         #[arg(long, requires = "shard")]
         split_load: bool,

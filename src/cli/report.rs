@@ -217,6 +217,20 @@ pub fn merge(dirs: &[PathBuf], dir: &Path, allow_missing: bool, out: &Out) -> Re
             merged.missing_cells.join(", ")
         ));
     }
+    if !merged.partial_cells.is_empty() {
+        out.info(&format!(
+            "note: {} split load cell(s) lack a shard's part and are marked invalid: {}",
+            merged.partial_cells.len(),
+            merged.partial_cells.join(", ")
+        ));
+    }
+    if !merged.not_together.is_empty() {
+        out.info(&format!(
+            "warning: the shards did not run {} together (measured windows overlap under {:.0}%): marked invalid; run the shards with `--start-at`",
+            merged.not_together.join(", "),
+            crate::rundir::MIN_OVERLAP * 100.0
+        ));
+    }
     let run = report::load(dir)?;
     let files = crate::spec::files::Files::Kept(dir.to_path_buf());
     let templates: Vec<PathBuf> =

@@ -32,12 +32,20 @@ pub struct RunArgs {
     /// (`JOB_COMPLETION_INDEX` with `BENCHSPEC_SHARD_COUNT`) and says which it used.
     #[arg(long, value_name = "K/N|auto")]
     pub shard: Option<String>,
-    /// With `--shard`: every shard runs every load cell at 1/N of its rate, with arrivals of
-    /// its own (N client machines offering one load); the other cells are split as usual.
+    /// With `--shard`: every shard runs every load cell at 1/N of its rate, first, with
+    /// arrivals of its own (N client machines offering one load; `--start-at` starts them
+    /// together); the other cells are split as usual.
     /// Requests are saved, so that `benchspec merge` computes each load cell's percentiles
     /// from all of them.
     #[arg(long, requires = "shard")]
     pub split_load: bool,
+    /// Wait until TIME, once the engine answers, before the first cell (a first load cell:
+    /// before its first request), so that shards started apart measure together
+    /// (`--split-load`): an RFC 3339 instant
+    /// (`2026-12-07T10:00:00Z`, with `Z` or an offset) or `+DURATION` from now (`+30s`).
+    /// A time more than 5 s past is refused; Ctrl-C ends the wait.
+    #[arg(long, value_name = "TIME", value_parser = run::parse_start_at)]
+    pub start_at: Option<run::StartAt>,
     /// Also write per-request detail to `requests.jsonl`.
     #[arg(long)]
     pub save_requests: bool,
@@ -107,6 +115,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         save_requests: args.save_requests || args.split_load,
         resume: args.resume,
         client_threads: args.client_threads,
+        start_at: args.start_at.clone(),
     };
     let bar = (out.is_terminal() && !out.quiet()).then(progress_bar);
     // The run directory once this run has written to it: a run refused before (a changed

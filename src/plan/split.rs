@@ -2,8 +2,10 @@
 //! shard, each shard offering 1/N of the rate (of a request bound, of a `max_concurrency`)
 //! with arrivals and prompts of its own seed, so that N client machines together offer the
 //! rate the spec names as N independent arrival streams; the other cells are split over
-//! the shards as `--shard` splits them. `benchspec merge` makes one record of each load
-//! cell from every shard's requests ([`whole`] gives the cell back its whole load).
+//! the shards as `--shard` splits them. Every split shard runs its load cells first, in plan
+//! order, then its other cells: the shards started together (`run --start-at`) measure
+//! each load cell at the same time. `benchspec merge` makes one record of each load cell
+//! from every shard's requests ([`whole`] gives the cell back its whole load).
 
 use super::open::Bound;
 use super::{Cell, Measure, Plan, Shard};
@@ -47,6 +49,8 @@ impl Plan {
                 Some(c)
             })
             .collect();
+        // The load cells first (a stable sort keeps the plan's order within each group).
+        self.cells.sort_by_key(|c| !is_load(c));
         self.estimate_s = self.cells.iter().map(|c| c.estimate_s).sum();
         // Each machine its own arrivals and prompts.
         self.workload.seed ^= u64::from(shard.k).wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -91,8 +95,9 @@ pub fn whole(cells: &[&Cell]) -> Option<Cell> {
 mod tests {
     use super::*;
 
-    /// Every shard holds every load cell at a third of its load; the other runnable cells
-    /// are each in exactly one shard; the parts' loads add back up to the whole.
+    /// Every shard holds every load cell at a third of its load, before its other cells;
+    /// the other runnable cells are each in exactly one shard; the parts' loads add back up
+    /// to the whole.
     #[test]
     fn load_cells_are_in_every_shard_the_others_in_one() {
         let text = "version: 1\nname: s\nengine: {kind: vllm, base_url: 'http://127.0.0.1:9'}\n\
@@ -104,6 +109,23 @@ mod tests {
             .map(|k| full.clone().shard_split(Shard { k, n: 3 }))
             .collect();
         let is_load = |c: &Cell| matches!(c.measure, Measure::Load(_));
+        for p in &shards {
+            let kinds: Vec<bool> = p.cells.iter().map(is_load).collect();
+            let loads = kinds.iter().filter(|l| **l).count();
+            assert_eq!(loads, 2, "{:?}", p.cells);
+            assert!(
+                kinds[..loads].iter().all(|l| *l),
+                "load cells first: {kinds:?}"
+            );
+        }
+        let order = |cells: &[Cell]| -> Vec<String> {
+            cells
+                .iter()
+                .filter(|c| is_load(c))
+                .map(|c| c.id.clone())
+                .collect()
+        };
+        assert_eq!(order(&shards[1].cells), order(&full.cells), "in plan order");
         for c in full.runnable() {
             let holders: Vec<&Cell> = shards
                 .iter()

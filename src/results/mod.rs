@@ -15,6 +15,9 @@ pub(crate) mod stats;
 pub use endpoints::{EndpointUse, Shares};
 pub use observe::{Bucket, GpuUse, ServerUse};
 pub use open::{CapacityBound, OpenFields};
-pub use record::{ClientUse, Record, Status, TokenSource, record_schema_text, rfc3339, utc_now};
+pub use record::{
+    ClientUse, Record, Status, TokenSource, record_schema_text, rfc3339, rfc3339_ms,
+    unix_of_rfc3339, utc_now,
+};
 pub use sessions::{SessionCounts, TraceInfo, TurnStats};
 pub use stats::Summary;

@@ -26,6 +26,11 @@ pub struct OpenFields {
     /// client's queue growing); absent when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saturated: Option<String>,
+    /// When the measured window began (the first scheduled arrival), RFC 3339 UTC to the
+    /// millisecond; with `measured_s`, the window `merge` compares between the shards of a
+    /// split load cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_started_at: Option<String>,
     /// How arrivals were drawn: `poisson`, `gamma` or `constant`; `trace` for a replay.
     #[serde(default)]
     pub arrivals: Option<String>,

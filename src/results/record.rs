@@ -274,9 +274,109 @@ pub fn rfc3339(secs: u64) -> String {
     )
 }
 
+/// Unix seconds (with a fraction) as RFC 3339 UTC to the millisecond:
+/// `2026-12-02T10:00:00.250Z`.
+pub fn rfc3339_ms(unix_s: f64) -> String {
+    let ms = (unix_s.max(0.0) * 1e3).round() as u64;
+    let whole = rfc3339(ms / 1000);
+    format!("{}.{:03}Z", whole.trim_end_matches('Z'), ms % 1000)
+}
+
+/// An RFC 3339 instant (`2026-12-07T10:00:00Z`, `2026-12-07T12:00:00.5+02:00`) as Unix
+/// seconds; `None` for anything else (an offset is required: a time without one means a
+/// different instant on each machine).
+pub fn unix_of_rfc3339(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let b = t.as_bytes();
+    let digits = |r: std::ops::Range<usize>| digits_of(t.get(r)?);
+    let shape = b.len() >= 20 && b[4] == b'-' && b[7] == b'-' && b[13] == b':' && b[16] == b':';
+    if !shape || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let (y, mo, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (h, mi, s) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    let rest = &t[19..];
+    let zone_at = rest.find(['Z', 'z', '+', '-'])?;
+    let (frac, zone) = rest.split_at(zone_at);
+    let frac: f64 = match frac.strip_prefix('.') {
+        None if frac.is_empty() => 0.0,
+        Some(f) if !f.is_empty() && f.bytes().all(|c| c.is_ascii_digit()) => {
+            format!("0.{f}").parse().ok()?
+        }
+        _ => return None,
+    };
+    let offset = match zone {
+        "Z" | "z" => 0,
+        _ => {
+            let z = zone.as_bytes();
+            let sign = if z[0] == b'-' { -1 } else { 1 };
+            let (oh, om) = (digits_of(zone.get(1..3)?)?, digits_of(zone.get(4..)?)?);
+            if z.len() != 6 || z[3] != b':' || oh > 23 || om > 59 {
+                return None;
+            }
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    let days_in = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let fits = (1..=12).contains(&mo) && d >= 1 && d <= days_in[(mo - 1) as usize];
+    if !fits || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    // Days from civil (proleptic Gregorian), the inverse of [`rfc3339`].
+    let (y2, m2) = if mo <= 2 {
+        (y - 1, mo + 9)
+    } else {
+        (y, mo - 3)
+    };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + (153 * m2 + 2) / 5 + d - 1;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + h * 3600 + mi * 60 + s - offset) as f64 + frac)
+}
+
+/// A run of ASCII digits as a number.
+fn digits_of(s: &str) -> Option<i64> {
+    (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::rfc3339;
+    use super::{rfc3339, rfc3339_ms, unix_of_rfc3339};
+
+    /// Instants worked by hand from `rfc3339(1_796_205_600) == 2026-12-02T10:00:00Z`
+    /// (+5 days = +432,000 s).
+    #[test]
+    fn instants_read_back() {
+        let at = Some(1_796_637_600.0);
+        assert_eq!(unix_of_rfc3339("2026-12-07T10:00:00Z"), at);
+        assert_eq!(unix_of_rfc3339("2026-12-07T12:00:00+02:00"), at);
+        assert_eq!(unix_of_rfc3339("2026-12-07T05:30:00-04:30"), at);
+        assert_eq!(
+            unix_of_rfc3339("2026-12-07 10:00:00.250Z"),
+            Some(1_796_637_600.25)
+        );
+        assert_eq!(unix_of_rfc3339("2000-02-29T00:00:00Z"), Some(951_782_400.0));
+        for bad in [
+            "2026-12-07T10:00:00",
+            "2026-12-07",
+            "2026-13-07T10:00:00Z",
+            "2026-12-07T24:00:00Z",
+            "2026-12-07T10:00:00+2:00",
+            "2026-12-07T10:00:00.Z",
+            "tomorrow",
+            "2026-12-07T10:00:00Zjunk",
+        ] {
+            assert_eq!(unix_of_rfc3339(bad), None, "{bad}");
+        }
+        assert_eq!(rfc3339_ms(1_796_637_600.25), "2026-12-07T10:00:00.250Z");
+        assert_eq!(
+            unix_of_rfc3339(&rfc3339_ms(1_796_637_600.007)),
+            Some(1_796_637_600.007)
+        );
+    }
 
     #[test]
     fn dates() {

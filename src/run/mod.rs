@@ -18,6 +18,8 @@ mod probe;
 mod prompt;
 mod select;
 mod session;
+mod start_at;
+pub use start_at::{LATE_OK_S, StartAt, parse_start_at};
 mod variants;
 pub use cell::split::combine as combine_split;
 pub use cell::{Step, Tick};
@@ -53,6 +55,9 @@ pub struct RunOptions {
     pub resume: bool,
     /// Worker threads of the measuring client (one per core when `None`).
     pub client_threads: Option<u32>,
+    /// Wait until this instant, once the engine answers, before the first cell
+    /// (`--start-at`): the shards of a split load start together.
+    pub start_at: Option<StartAt>,
 }
 
 /// What the run reports as it goes.

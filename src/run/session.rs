@@ -95,6 +95,7 @@ impl Session<'_> {
         summary: &mut RunSummary,
     ) -> Result<(), RunError> {
         super::keep_twin(self.config, self.dir)?;
+        let first_arrival_at = self.start_at(plan, numbering.0 == 0).await?;
         let cells = cells::Cells {
             config: self.config,
             dir: self.dir,
@@ -104,6 +105,7 @@ impl Session<'_> {
                 trace: trace(self.config, self.dir)?,
                 out: Some(self.dir.path().to_path_buf()),
                 observer,
+                first_arrival_at: std::sync::Mutex::new(first_arrival_at),
                 ..cell::Ctx::new(
                     engine.client.clone(),
                     &plan.workload,
@@ -116,5 +118,23 @@ impl Session<'_> {
             numbering,
         };
         cells.all(plan, engine, summary).await
+    }
+
+    /// `--start-at` before the run's `first` cells: waited for here, or, when the first cell
+    /// is a load cell, returned for that cell to send its first request at.
+    async fn start_at(&self, plan: &Plan, first: bool) -> Result<Option<super::StartAt>, RunError> {
+        let Some(at) = self.opts.start_at.as_ref().filter(|_| first) else {
+            return Ok(None);
+        };
+        let first_cell = plan.runnable().next();
+        if first_cell.is_some_and(|c| matches!(c.measure, crate::plan::Measure::Load(_))) {
+            (self.on)(Event::Note(format!(
+                "the first load cell sends its first request at --start-at {}",
+                at.text
+            )));
+            return Ok(Some(at.clone()));
+        }
+        super::start_at::wait(Some(at), self.interrupt, self.on).await?;
+        Ok(None)
     }
 }

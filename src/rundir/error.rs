@@ -91,12 +91,73 @@ pub enum RunDirError {
     /// Merge was given nothing.
     #[error("merge needs at least one run directory")]
     NothingToMerge,
-    /// Cells of the plan have no record in the directories given.
-    #[error("{} cell(s) of the plan have no record: {}{}; merge with `--allow-missing` to keep what was measured", cells.len(), cells.iter().take(12).map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "), if cells.len() > 12 { ", …" } else { "" })]
+    /// Cells of the plan have no record in the directories given, or split load cells lack
+    /// a shard's part.
+    #[error("{}", incomplete(cells, partial))]
     Incomplete {
-        /// The cells.
+        /// The cells without a record.
         cells: Vec<String>,
+        /// The split load cells some shard did not measure, each with the shards missing
+        /// (`` `load/1K/r4` (shard 2 of 2) ``).
+        partial: Vec<String>,
     },
+    /// Directories given to merge that are not shards of one run.
+    #[error(
+        "`{}` and `{}` are not shards of one run: {why}; merge the shards of one `run --shard K/N` (all with `--split-load`, or none)",
+        a.display(), b.display()
+    )]
+    ShardsDiffer {
+        /// One directory.
+        a: PathBuf,
+        /// The other.
+        b: PathBuf,
+        /// How they differ.
+        why: String,
+    },
+    /// The same shard given twice to merge.
+    #[error("shard {shard} is given twice (`{}` and `{}`); merge each shard once", a.display(), b.display())]
+    ShardTwice {
+        /// The shard, `K/N`.
+        shard: String,
+        /// One directory.
+        a: PathBuf,
+        /// The other.
+        b: PathBuf,
+    },
+}
+
+/// The message of [`RunDirError::Incomplete`].
+fn incomplete(cells: &[String], partial: &[String]) -> String {
+    let list = |items: &[String], quote: bool| {
+        let mut s: Vec<String> = items
+            .iter()
+            .take(12)
+            .map(|c| if quote { format!("`{c}`") } else { c.clone() })
+            .collect();
+        if items.len() > 12 {
+            s.push("…".into());
+        }
+        s.join(", ")
+    };
+    let mut parts = Vec::new();
+    if !cells.is_empty() {
+        parts.push(format!(
+            "{} cell(s) of the plan have no record: {}",
+            cells.len(),
+            list(cells, true)
+        ));
+    }
+    if !partial.is_empty() {
+        parts.push(format!(
+            "{} load cell(s) split over the shards lack a shard's part: {} (merged, each would be part of its load, not the whole cell)",
+            partial.len(),
+            list(partial, false)
+        ));
+    }
+    format!(
+        "{}; give every shard's run directory, or merge with `--allow-missing` to keep what was measured (split cells marked invalid)",
+        parts.join("; ")
+    )
 }
 
 impl RunDirError {

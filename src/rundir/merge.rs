@@ -11,9 +11,10 @@ use crate::results::{Record, Status};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+mod order;
 mod split;
-pub use split::Combine;
-use split::{combined, is_split};
+use split::is_split;
+pub use split::{Combine, MIN_OVERLAP};
 
 /// One shard's run directory, as read.
 struct Part {
@@ -64,6 +65,12 @@ pub struct Merged {
     pub missing_shards: Vec<u32>,
     /// Cells of the plan without a record (`--allow-missing` keeps them as not run).
     pub missing_cells: Vec<String>,
+    /// Split load cells some shard did not measure, each with the shards missing
+    /// (`--allow-missing` merges them marked invalid).
+    pub partial_cells: Vec<String>,
+    /// Split load cells whose shards' measured windows overlapped too little: marked
+    /// invalid.
+    pub not_together: Vec<String>,
 }
 
 /// The run directories in `path`: itself when it is one, else those found below it (as CI
@@ -98,33 +105,6 @@ pub fn run_dirs(path: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The cells of the shards not given, as the spec's plan assigns them (without the
-/// server's limits, which only a run knows).
-fn cells_of_missing_shards(first: &Part, missing: &[u32], n: u32) -> Vec<crate::plan::Cell> {
-    if missing.is_empty() {
-        return Vec::new();
-    }
-    let path = first.spec.path.display().to_string();
-    let files = crate::spec::files::Files::Kept(first.dir.path().to_path_buf());
-    let Ok(loaded) = crate::spec::parse_in(
-        &path,
-        &first.spec.text,
-        crate::spec::Stage::Validate,
-        &|_| None,
-        files,
-    ) else {
-        return Vec::new();
-    };
-    let plan = crate::plan::expand(&loaded.spec, &crate::plan::sim::rates_for);
-    let shard = plan.shard_of_cells(n);
-    plan.cells
-        .into_iter()
-        .zip(shard)
-        .filter(|(_, k)| missing.contains(&(k + 1)))
-        .map(|(c, _)| c)
-        .collect()
-}
-
 fn check(parts: &[Part]) -> Result<()> {
     let first = &parts[0];
     for p in &parts[1..] {
@@ -134,6 +114,24 @@ fn check(parts: &[Part]) -> Result<()> {
                 sha_a: first.manifest.spec_sha256.clone(),
                 b: p.dir.path().to_path_buf(),
                 sha_b: p.manifest.spec_sha256.clone(),
+            });
+        }
+        let why = if p.shard().1 != first.shard().1 {
+            let n = |p: &Part| match p.shard().1 {
+                0 => "not sharded".to_string(),
+                n => format!("of {n} shards"),
+            };
+            Some(format!("one is {}, the other {}", n(first), n(p)))
+        } else if p.plan.split != first.plan.split {
+            Some("one split its load cells (`--split-load`), the other did not".into())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(RunDirError::ShardsDiffer {
+                a: first.dir.path().to_path_buf(),
+                b: p.dir.path().to_path_buf(),
+                why,
             });
         }
     }
@@ -150,13 +148,24 @@ fn check(parts: &[Part]) -> Result<()> {
             }
         }
     }
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        let before = &parts[i - 1];
+        if p.shard().1 > 0 && p.shard() == before.shard() {
+            return Err(RunDirError::ShardTwice {
+                shard: format!("{}/{}", p.shard().0, p.shard().1),
+                a: before.dir.path().to_path_buf(),
+                b: p.dir.path().to_path_buf(),
+            });
+        }
+    }
     Ok(())
 }
 
 /// Merge the run directories `dirs` (or the run directories below them) into `out` (which
 /// must be new or empty). Cells of the plan without a record — a shard not given, or one
-/// that stopped early — are refused unless `allow_missing`; then they stay in the plan as
-/// not run.
+/// that stopped early — and split load cells without every shard's part are refused unless
+/// `allow_missing`; then the first stay in the plan as not run, the second are merged from
+/// the parts there are and marked invalid.
 pub fn merge(
     dirs: &[PathBuf],
     out: &Path,
@@ -173,25 +182,42 @@ pub fn merge(
     }
     parts.sort_by_key(Part::shard);
     check(&parts)?;
-    let first = &parts[0];
-    let n = first.shard().1;
+    let n = parts[0].shard().1;
     let given: Vec<u32> = parts.iter().map(|p| p.shard().0).collect();
     let missing_shards: Vec<u32> = (1..=n).filter(|k| !given.contains(k)).collect();
-    let mut plan = joined_plan(&parts);
-    plan.cells
-        .extend(cells_of_missing_shards(first, &missing_shards, n));
+    let whole = order::whole_plan(&parts[0]);
+    let plan = joined_plan(&parts, whole.as_ref(), &missing_shards);
     let missing_cells = unrecorded(&plan, &parts);
-    if !missing_cells.is_empty() && !allow_missing {
+    let partial = split::partial(&parts, &plan);
+    if (!missing_cells.is_empty() || !partial.is_empty()) && !allow_missing {
         return Err(RunDirError::Incomplete {
             cells: missing_cells,
+            partial: partial.iter().map(split::Partial::describe).collect(),
         });
     }
+    let records = written_into(out, |dir| write_parts(dir, &parts, &plan, combine))?;
+    Ok(Merged {
+        parts: parts.len(),
+        records: records.len(),
+        missing_shards,
+        missing_cells,
+        partial_cells: partial.iter().map(split::Partial::describe).collect(),
+        not_together: records
+            .iter()
+            .filter(|r| r.reasons.iter().any(|w| w.contains(split::NOT_TOGETHER)))
+            .map(|r| r.cell.clone())
+            .collect(),
+    })
+}
+
+/// Make the new or empty directory `out` with `write`: written beside it and renamed into
+/// place whole, so that a merge stopped half-way (SIGTERM) leaves `out` empty, in nobody's
+/// way.
+fn written_into<T>(out: &Path, write: impl FnOnce(&RunDir) -> Result<T>) -> Result<T> {
     RunDir::create(Some(out.to_path_buf()), "").map_err(|e| match e {
         RunDirError::NotEmpty(path) => RunDirError::MergeOutNotEmpty(path),
         e => e,
     })?;
-    // Written beside `out` and renamed into place whole: a merge stopped half-way (SIGTERM)
-    // leaves `out` empty, in nobody's way.
     let staging = out.with_file_name(format!(
         ".{}.merging-{}",
         out.file_name()
@@ -200,23 +226,24 @@ pub fn merge(
     ));
     let _ = std::fs::remove_dir_all(&staging);
     let dir = RunDir::create(Some(staging.clone()), "")?;
-    let records = write_parts(&dir, &parts, &plan, combine)?;
+    let written = write(&dir)?;
     let place = |source| RunDirError::Write {
         path: out.to_path_buf(),
         source,
     };
     std::fs::remove_dir(out).map_err(place)?;
     std::fs::rename(&staging, out).map_err(place)?;
-    Ok(Merged {
-        parts: parts.len(),
-        records,
-        missing_shards,
-        missing_cells,
-    })
+    Ok(written)
 }
 
-/// Write the merged run directory of `parts` into `dir`; the records written.
-fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan, combine: &Combine<'_>) -> Result<usize> {
+/// Write the merged run directory of `parts` into `dir`; the records written, in the
+/// plan's order.
+fn write_parts(
+    dir: &RunDir,
+    parts: &[Part],
+    plan: &Plan,
+    combine: &Combine<'_>,
+) -> Result<Vec<Record>> {
     let first = &parts[0];
     let spec_ext = first.spec.path.extension().and_then(|e| e.to_str());
     dir.write_spec_copy(
@@ -225,16 +252,13 @@ fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan, combine: &Combine<'_>)
     )?;
     dir.write_plan(plan)?;
     let mut kept = HashSet::new();
-    let records: Vec<Record> = parts
-        .iter()
-        .flat_map(|p| &p.records)
+    let records: Vec<Record> = order::records_in_order(parts, plan)
+        .into_iter()
         .filter(|r| kept.insert(r.cell.clone()))
-        .map(
-            |r| match is_split(parts, &r.cell) && r.status != Status::Skipped {
-                true => combined(parts, plan, &r.cell, combine),
-                false => Ok(r.clone()),
-            },
-        )
+        .map(|r| match is_split(parts, &r.cell) {
+            true => split::combined(parts, plan, r, combine),
+            false => Ok(r.clone()),
+        })
         .collect::<Result<_>>()?;
     super::jsonl::append(&dir.file(super::RESULTS), &records)?;
     write_texts(dir, parts)?;
@@ -242,10 +266,11 @@ fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan, combine: &Combine<'_>)
         p.dir.copy_kept_to(dir)?;
     }
     dir.write_manifest(&joined_manifest(parts))?;
-    Ok(records.len())
+    Ok(records)
 }
 
-/// The cells of `plan` that no part recorded.
+/// The cells of `plan` that no part recorded (a split load cell some shard did not record
+/// is [`split::partial`]'s).
 fn unrecorded(plan: &Plan, parts: &[Part]) -> Vec<String> {
     let recorded: HashSet<&str> = parts
         .iter()
@@ -253,7 +278,7 @@ fn unrecorded(plan: &Plan, parts: &[Part]) -> Vec<String> {
         .collect();
     plan.cells
         .iter()
-        .filter(|c| !recorded.contains(c.id.as_str()))
+        .filter(|c| !recorded.contains(c.id.as_str()) && !is_split(parts, &c.id))
         .map(|c| c.id.clone())
         .collect()
 }
@@ -294,29 +319,33 @@ fn write_texts(dir: &RunDir, parts: &[Part]) -> Result<()> {
     Ok(())
 }
 
-/// Shards are contiguous runs of the plan: their cells one after another are its order. A
-/// split load cell gets its whole load back.
-fn joined_plan(parts: &[Part]) -> Plan {
+/// The plan of the whole run, in the spec's order: every cell the parts planned once (a
+/// split load cell with its whole load back), and the cells of the shards not given.
+fn joined_plan(parts: &[Part], whole: Option<&Plan>, missing_shards: &[u32]) -> Plan {
     let mut seen = HashSet::new();
-    let cells = parts
+    let mut cells: Vec<Cell> = parts
         .iter()
         .flat_map(|p| &p.plan.cells)
         .filter(|c| seen.insert(c.id.clone()))
         .map(|c| match is_split(parts, &c.id) {
-            true => {
-                let all: Vec<&Cell> = parts
-                    .iter()
-                    .filter_map(|p| p.plan.cells.iter().find(|d| d.id == c.id))
-                    .collect();
-                crate::plan::split::whole(&all).unwrap_or_else(|| c.clone())
-            }
+            true => split::whole_cell(parts, &c.id, whole).unwrap_or_else(|| c.clone()),
             false => c.clone(),
         })
         .collect();
+    if let Some(whole) = whole {
+        let n = parts[0].shard().1;
+        let split = parts[0].plan.split;
+        for cell in order::cells_of_shards(whole, missing_shards, n, split) {
+            if seen.insert(cell.id.clone()) {
+                cells.push(cell);
+            }
+        }
+    }
+    let cells = order::in_plan_order(cells, whole);
     Plan {
         shard: None,
         split: false,
-        estimate_s: parts.iter().map(|p| p.plan.estimate_s).sum(),
+        estimate_s: cells.iter().map(|c| c.estimate_s).sum(),
         cells,
         ..parts[0].plan.clone()
     }

@@ -22,7 +22,7 @@ pub use error::RunDirError;
 
 pub use jsonl::read_records;
 pub use manifest::{EngineFacts, Imported, Manifest, MergedPart, Predicted, VariantFacts};
-pub use merge::{Merged, merge, run_dirs};
+pub use merge::{MIN_OVERLAP, Merged, merge, run_dirs};
 
 use crate::plan::Plan;
 use crate::results::Record;

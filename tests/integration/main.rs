@@ -20,6 +20,7 @@ mod known;
 mod launch;
 mod llamacpp;
 mod merge;
+mod merge_split;
 mod messages;
 mod open;
 mod plan;

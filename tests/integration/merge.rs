@@ -24,7 +24,7 @@ fn shard(dir: &Path, spec: &Path, k: u32) -> PathBuf {
 }
 
 /// The cell ids of `spec`'s whole plan, in run order.
-fn plan_order(spec: &Path) -> Vec<String> {
+pub(super) fn plan_order(spec: &Path) -> Vec<String> {
     let whole = Bench::new(&["plan", "--format", "json"]).arg(spec).run();
     let plan: serde_json::Value = serde_json::from_str(&whole.stdout).unwrap();
     plan["cells"]
@@ -35,7 +35,7 @@ fn plan_order(spec: &Path) -> Vec<String> {
         .collect()
 }
 
-fn cells(out: &Path) -> Vec<String> {
+pub(super) fn cells(out: &Path) -> Vec<String> {
     benchspec::rundir::read_records(&out.join("results.jsonl"))
         .unwrap()
         .into_iter()

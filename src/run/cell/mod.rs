@@ -50,6 +50,9 @@ pub struct Ctx {
     pub observer: super::observe::Observer,
     /// The measured window of the cell in progress, marked for the observer.
     pub marks: std::sync::Arc<super::observe::Marks>,
+    /// `--start-at` when the run's first cell is a load cell: it sends its first request at
+    /// that instant, its prompts made (taken by that cell).
+    pub first_arrival_at: std::sync::Mutex<Option<super::StartAt>>,
 }
 
 impl Ctx {
@@ -66,6 +69,7 @@ impl Ctx {
             out: None,
             observer: super::observe::Observer::none(),
             marks: std::sync::Arc::default(),
+            first_arrival_at: std::sync::Mutex::new(None),
         }
     }
 

@@ -35,6 +35,17 @@ pub async fn load(
         Err(why) => return failed(rec, &why),
     };
     let expected = expected(&cx.workload, cell, &prompts);
+    // `--start-at`: the first arrival at the instant, once the prompts are made (making them
+    // takes each shard its own time).
+    let at = cx
+        .first_arrival_at
+        .lock()
+        .map(|mut a| a.take())
+        .ok()
+        .flatten();
+    if let Some(at) = at {
+        crate::run::start_at::sleep_until(&at).await;
+    }
     reset_peak_rss();
     let mut cpu = Cpu {
         open: cx.probe.sample(),
@@ -57,6 +68,7 @@ pub async fn load(
     cpu.close = cx.probe.sample();
     cx.marks.close(tokio::time::Instant::now());
     fill(&mut rec, &finished, &load, &cx.workload.slo);
+    rec.open.window_started_at = Some(wall_clock(finished.start));
     let span = rec.measured_s.unwrap_or(0.0);
     rec.by_endpoint = shares(&finished.done).fields(&cx.client.endpoints(), span);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
@@ -65,6 +77,15 @@ pub async fn load(
     let reasons = reasons(&rec, &cx.workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
+}
+
+/// The wall-clock time (RFC 3339, ms) of `at`, an instant of the past.
+fn wall_clock(at: tokio::time::Instant) -> String {
+    let ago = tokio::time::Instant::now().saturating_duration_since(at);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    crate::results::rfc3339_ms(now.saturating_sub(ago).as_secs_f64())
 }
 
 /// Run the cell, reporting output tok/s of the requests that ended, four times a second.

@@ -2,8 +2,10 @@
 //! K/N --split-load`, joined by `benchspec merge`): every part's requests, as each saved
 //! them, go through the same computation a single client's requests do — so its percentiles
 //! come from all the requests, not from averaged percentiles. Each part's times count from
-//! its own first arrival: the parts are taken to have started together, their arrival
-//! streams superposed.
+//! its own first arrival, placed at its window's wall-clock start (`window_started_at`):
+//! parts that started apart stay apart, so the record spans what really happened (parts
+//! of older runs, without it, are taken to have started together). `merge` marks a cell
+//! whose parts' windows overlap too little invalid.
 
 use super::open::reasons;
 use super::verdict;
@@ -25,9 +27,11 @@ pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenReque
     };
     let start = Instant::now();
     let at = |s: f64| start + Duration::from_secs_f64(s.max(0.0));
+    let shifts = shifts(parts);
     let done: Vec<Done> = parts
         .iter()
-        .flat_map(|(_, lines)| lines)
+        .zip(&shifts)
+        .flat_map(|((_, lines), shift)| lines.iter().map(move |r| shifted(r, *shift)))
         .map(|r| Done {
             due: at(r.due_s),
             admitted: at(r.admitted_s),
@@ -52,6 +56,10 @@ pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenReque
     };
     let mut rec = measured_fields_cleared(first.clone());
     fill(&mut rec, &finished, &load, &workload.slo);
+    rec.open.window_started_at = parts
+        .iter()
+        .filter_map(|(r, _)| r.open.window_started_at.clone())
+        .min_by(|a, b| starts(a).total_cmp(&starts(b)));
     rec.token_source = first.token_source;
     rec.server = first.server.clone();
     rec.prefix_hit_expected = first.prefix_hit_expected;
@@ -72,6 +80,41 @@ pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenReque
     let reasons = reasons(&rec, &workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
+}
+
+/// The Unix seconds of a `window_started_at` (0 when unreadable).
+fn starts(text: &str) -> f64 {
+    crate::results::unix_of_rfc3339(text).unwrap_or(0.0)
+}
+
+/// Seconds each part's window started after the earliest part's; all 0 unless every part
+/// says when its window started.
+fn shifts(parts: &[(Record, Vec<OpenRequest>)]) -> Vec<f64> {
+    let at: Option<Vec<f64>> = parts
+        .iter()
+        .map(|(r, _)| crate::results::unix_of_rfc3339(r.open.window_started_at.as_deref()?))
+        .collect();
+    match at {
+        Some(at) => {
+            let first = at.iter().copied().fold(f64::INFINITY, f64::min);
+            at.iter().map(|a| a - first).collect()
+        }
+        None => vec![0.0; parts.len()],
+    }
+}
+
+/// `r` with its times `shift` seconds later.
+fn shifted(r: &OpenRequest, shift: f64) -> OpenRequest {
+    let by = |t: f64| t + shift;
+    OpenRequest {
+        due_s: by(r.due_s),
+        admitted_s: by(r.admitted_s),
+        sent_s: by(r.sent_s),
+        first_token_s: r.first_token_s.map(by),
+        last_token_s: r.last_token_s.map(by),
+        end_s: by(r.end_s),
+        ..r.clone()
+    }
 }
 
 /// The most requests in flight at once over all parts.

@@ -1,10 +1,12 @@
 //! Load cells split over the shards (`run --split-load`): each shard measured a part of every
 //! one, and the merge makes one record of each from all the parts' requests, through the
-//! caller's [`Combine`].
+//! caller's [`Combine`]. A cell is the whole load only when every shard measured its part
+//! and their measured windows overlap (at least [`MIN_OVERLAP`] of their union); otherwise
+//! its record is marked invalid, saying why.
 
 use super::Part;
-use crate::plan::{Cell, Plan, Workload};
-use crate::results::Record;
+use crate::plan::{Cell, Measure, Plan, Workload};
+use crate::results::{Record, Status};
 use crate::rundir::requests::{OpenRequest, Request, RequestLine};
 use crate::rundir::{REQUESTS, Result};
 
@@ -12,40 +14,202 @@ use crate::rundir::{REQUESTS, Result};
 /// plan's workload, and each part's record with its requests.
 pub type Combine<'a> = dyn Fn(&Cell, &Workload, &[(Record, Vec<OpenRequest>)]) -> Record + 'a;
 
-/// Whether every part split the load cells (`--split-load`), so that each measured its
+/// The least overlap (intersection / union) of the shards' measured windows of a split
+/// load cell for its record to stand for the whole load.
+pub const MIN_OVERLAP: f64 = 0.9;
+
+/// Words of the reason a cell whose shards did not run together is invalid.
+pub(super) const NOT_TOGETHER: &str = "did not run it together";
+
+/// Whether the parts split the load cells (`--split-load`), so that each measured its
 /// part of every one.
 fn split(parts: &[Part]) -> bool {
-    parts.len() > 1 && parts.iter().all(|p| p.plan.split)
+    !parts.is_empty() && parts.iter().all(|p| p.plan.split)
 }
 
 /// A load cell of a split plan: measured by every shard.
 pub(super) fn is_split(parts: &[Part], cell: &str) -> bool {
     split(parts)
-        && parts[0]
-            .plan
-            .cells
-            .iter()
-            .any(|c| c.id == cell && matches!(c.measure, crate::plan::Measure::Load(_)))
+        && parts.iter().any(|p| {
+            p.plan
+                .cells
+                .iter()
+                .any(|c| c.id == cell && matches!(c.measure, Measure::Load(_)))
+        })
 }
 
-/// The one record of a split load cell: every part's record and requests, combined.
+/// A runnable split load cell some shard has no record of.
+pub(super) struct Partial {
+    cell: String,
+    missing: Vec<u32>,
+    n: u32,
+}
+
+impl Partial {
+    /// `` `load/1K/r4` (shard 2 of 2) ``.
+    pub(super) fn describe(&self) -> String {
+        let ks: Vec<String> = self.missing.iter().map(u32::to_string).collect();
+        format!("`{}` (shard {} of {})", self.cell, ks.join(", "), self.n)
+    }
+}
+
+/// The shards (from 1) with no record of `cell`.
+fn missing_shards(parts: &[Part], cell: &str) -> Vec<u32> {
+    let n = parts.first().map_or(0, |p| p.shard().1);
+    let has = |k: u32| {
+        parts
+            .iter()
+            .any(|p| p.shard().0 == k && p.records.iter().any(|r| r.cell == cell))
+    };
+    (1..=n).filter(|&k| !has(k)).collect()
+}
+
+/// The runnable split load cells of `plan` that some shard did not record.
+pub(super) fn partial(parts: &[Part], plan: &Plan) -> Vec<Partial> {
+    let n = parts.first().map_or(0, |p| p.shard().1);
+    plan.cells
+        .iter()
+        .filter(|c| c.runs() && is_split(parts, &c.id))
+        .filter_map(|c| {
+            let missing = missing_shards(parts, &c.id);
+            (!missing.is_empty()).then(|| Partial {
+                cell: c.id.clone(),
+                missing,
+                n,
+            })
+        })
+        .collect()
+}
+
+/// The plan's cell of split load cell `id`: the parts' loads added up when every shard's
+/// is there; else the whole plan's (`whole`, from the spec), as the merged plan names the
+/// cell whatever was measured of it.
+pub(super) fn whole_cell(parts: &[Part], id: &str, whole: Option<&Plan>) -> Option<Cell> {
+    let all: Vec<&Cell> = parts
+        .iter()
+        .filter_map(|p| p.plan.cells.iter().find(|d| d.id == id))
+        .collect();
+    let mut cell = crate::plan::split::whole(&all)?;
+    let n = parts[0].shard().1 as usize;
+    if all.len() < n
+        && let Some(w) = whole.and_then(|w| w.cells.iter().find(|c| c.id == id))
+    {
+        cell.measure = w.measure;
+    }
+    Some(cell)
+}
+
+/// The one record of a split load cell: every part's record and requests, combined. A
+/// part skipped it (past a rate that saturated that shard): that part's record, saying
+/// so. Parts missing: the parts there are, combined and marked invalid. Parts that did not
+/// run together: combined and marked invalid.
 pub(super) fn combined(
     parts: &[Part],
     plan: &Plan,
-    cell: &str,
+    record: &Record,
     combine: &Combine<'_>,
 ) -> Result<Record> {
+    let cell = record.cell.as_str();
     let mut each = Vec::new();
+    let mut cells = Vec::new();
     for p in parts {
         if let Some(r) = p.records.iter().find(|r| r.cell == cell) {
+            if r.status == Status::Skipped {
+                let mut r = r.clone();
+                r.reasons
+                    .push(format!("skipped by shard {}/{}", p.shard().0, p.shard().1));
+                return Ok(r);
+            }
             each.push((r.clone(), p.open_requests(cell)?));
+            cells.extend(p.plan.cells.iter().find(|c| c.id == cell));
         }
     }
-    let whole = plan.cells.iter().find(|c| c.id == cell);
-    match whole {
-        Some(c) if each.len() > 1 => Ok(combine(c, &plan.workload, &each)),
-        _ => Ok(each.swap_remove(0).0),
+    let missing = missing_shards(parts, cell);
+    let given = crate::plan::split::whole(&cells);
+    let (Some(whole), Some(given)) = (plan.cells.iter().find(|c| c.id == cell), given) else {
+        return Ok(record.clone());
+    };
+    if !missing.is_empty() {
+        let mut rec = combine(&given, &plan.workload, &each);
+        let ks: Vec<String> = missing.iter().map(u32::to_string).collect();
+        invalid(
+            &mut rec,
+            format!(
+                "part of the load only: shard(s) {} of {} did not measure this split load cell (not given, or stopped before it)",
+                ks.join(", "),
+                parts[0].shard().1
+            ),
+        );
+        return Ok(rec);
     }
+    let mut rec = combine(whole, &plan.workload, &each);
+    if let Some(why) = apart(parts, &each) {
+        invalid(&mut rec, why);
+    }
+    Ok(rec)
+}
+
+/// `rec` marked invalid (a failed one stays failed) for `why`.
+fn invalid(rec: &mut Record, why: String) {
+    if rec.status == Status::Valid {
+        rec.status = Status::Invalid;
+    }
+    rec.reasons.push(why);
+}
+
+/// Why the parts `each` (of `parts`, in shard order) do not make one load: their measured
+/// windows overlap less than [`MIN_OVERLAP`], or a window is unknown.
+fn apart(parts: &[Part], each: &[(Record, Vec<OpenRequest>)]) -> Option<String> {
+    let windows: Option<Vec<(f64, f64)>> = each.iter().map(|(r, _)| window(r)).collect();
+    let Some(windows) = windows else {
+        return Some(format!(
+            "cannot tell whether the shards {NOT_TOGETHER}: a part's record has no measured window (started_at and measured_s)"
+        ));
+    };
+    let o = overlap(&windows);
+    if o >= MIN_OVERLAP {
+        return None;
+    }
+    let t0 = windows.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+    let each: Vec<String> = parts
+        .iter()
+        .zip(&windows)
+        .map(|(p, (a, b))| format!("shard {} {:.1}–{:.1} s", p.shard().0, a - t0, b - t0))
+        .collect();
+    Some(format!(
+        "the shards {NOT_TOGETHER}: their measured windows overlap {:.0}% (under {:.0}%): {}; start them at one instant with `run --start-at`",
+        o * 100.0,
+        MIN_OVERLAP * 100.0,
+        each.join(", ")
+    ))
+}
+
+/// A record's measured window in Unix seconds: from `window_started_at` (else `started_at`,
+/// to the second, for records of older runs) for `measured_s`.
+fn window(r: &Record) -> Option<(f64, f64)> {
+    let at = r.open.window_started_at.as_deref().unwrap_or(&r.started_at);
+    let start = crate::results::unix_of_rfc3339(at)?;
+    Some((start, start + r.measured_s?))
+}
+
+/// How much the windows overlap: the time inside all of them over the time inside any
+/// (from the first start to the last end); 0 when they span no time.
+pub(super) fn overlap(windows: &[(f64, f64)]) -> f64 {
+    let start = windows.iter().map(|w| w.0).fold(f64::INFINITY, f64::min);
+    let end = windows
+        .iter()
+        .map(|w| w.1)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let inner_start = windows
+        .iter()
+        .map(|w| w.0)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let inner_end = windows.iter().map(|w| w.1).fold(f64::INFINITY, f64::min);
+    let union = end - start;
+    if windows.is_empty() || union.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        return 0.0;
+    }
+    (inner_end - inner_start).max(0.0) / union
 }
 
 impl Part {
@@ -64,5 +228,39 @@ impl Part {
                 Request::Window(_) | Request::Turn(_) => None,
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MIN_OVERLAP, overlap};
+
+    /// Overlaps worked by hand: intersection over union.
+    #[test]
+    fn overlap_is_intersection_over_union() {
+        // Windows, their overlap, and whether that is together.
+        type Case<'a> = (&'a [(f64, f64)], f64, bool);
+        let cases: &[Case] = &[
+            // [0,10] and [4,14]: 6 s in both of 14 s in either.
+            (&[(0.0, 10.0), (4.0, 14.0)], 6.0 / 14.0, false),
+            (&[(0.0, 10.0), (0.0, 10.0)], 1.0, true),
+            // 9 of 11 s: 82%, under 90%.
+            (&[(0.0, 10.0), (1.0, 11.0)], 9.0 / 11.0, false),
+            // 9.5 of 10.5 s: 90.5%.
+            (&[(0.0, 10.0), (0.5, 10.5)], 9.5 / 10.5, true),
+            // One inside the other: 8 of 10 s.
+            (&[(0.0, 10.0), (1.0, 9.0)], 0.8, false),
+            // Three: inside all [1,10] = 9 s of [0,11] = 11 s.
+            (&[(0.0, 10.0), (1.0, 11.0), (0.5, 10.5)], 9.0 / 11.0, false),
+            // Apart: nothing in common.
+            (&[(0.0, 4.0), (6.0, 10.0)], 0.0, false),
+            (&[(5.0, 5.0), (5.0, 5.0)], 0.0, false),
+            (&[], 0.0, false),
+        ];
+        for &(w, want, together) in cases {
+            let got = overlap(w);
+            assert!((got - want).abs() < 1e-12, "{w:?}: {got} vs {want}");
+            assert_eq!(got >= MIN_OVERLAP, together, "{w:?}");
+        }
     }
 }
