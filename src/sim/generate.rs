@@ -5,6 +5,7 @@
 use super::api::{self, GenRequest, Head, Kind};
 use super::driver::Msg;
 use super::engine::NewRequest;
+use super::entry::Ticket;
 use super::http::{Shared, error, json_response, unix_now};
 use super::stream::{self, Plan};
 use axum::body::{Body, Bytes};
@@ -14,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// A request that passed vLLM's checks.
 struct Admitted {
@@ -149,13 +150,16 @@ where
 
 /// The API server's time on a prompt of `tokens`: its one tokenizer takes requests in
 /// arrival order; the rest of its time runs in parallel, and grows with the requests the
-/// engine is already running (the same process streams their output). Requests leave it
-/// for the engine in arrival order, as from a queue: a request enters at its own time or
-/// just after the one that arrived before it, whichever is later (a short prompt never
-/// overtakes a long one sent just before it). The sender returned is dropped once the
-/// request is submitted, which lets the next one go.
-async fn api_server(s: &Shared, tokens: usize) -> oneshot::Sender<()> {
+/// engine is running (the same process streams their output), read on arrival and again
+/// when the parallel part is done, the smaller counting: streams that ended meanwhile no
+/// longer slow it, and those that began meanwhile did not for most of its time. Requests
+/// leave it for the engine in arrival order, as from a queue: a request enters at its own
+/// time or once every request that arrived before it has entered (or was given up),
+/// whichever is later; a short prompt never overtakes a long one sent just before it. The
+/// ticket returned is dropped once the request is submitted, which lets the next one go.
+async fn api_server(s: &Shared, tokens: usize) -> Ticket<'_> {
     let profile = &s.opts.profile;
+    let ticket = s.entry.ticket();
     let tokenized = match s.tokenizer.lock() {
         Ok(mut free) => {
             let start = (*free).max(tokio::time::Instant::now());
@@ -164,23 +168,14 @@ async fn api_server(s: &Shared, tokens: usize) -> oneshot::Sender<()> {
         }
         Err(_) => tokio::time::Instant::now(),
     };
-    let running = s.metrics.lock().map_or(0, |m| m.running);
-    let api = profile.api_delay_s(tokens) + profile.api_load_s(running);
-    let own = tokenized + Duration::from_secs_f64(api);
-    let (tx, rx) = oneshot::channel();
-    let (at, before) = match s.entry.lock() {
-        Ok(mut e) => {
-            e.at = e.at.max(own);
-            (e.at, e.entered.replace(rx))
-        }
-        Err(_) => (own, None),
-    };
-    tokio::time::sleep_until(at).await;
-    if let Some(before) = before {
-        // Ends when the request before is submitted, or given up (its sender dropped).
-        let _ = before.await;
-    }
-    tx
+    let running = || s.metrics.lock().map_or(0, |m| m.running);
+    let on_arrival = running();
+    let parallel_done = tokenized + Duration::from_secs_f64(profile.api_delay_s(tokens));
+    tokio::time::sleep_until(parallel_done).await;
+    let load = Duration::from_secs_f64(profile.api_load_s(on_arrival.min(running())));
+    tokio::time::sleep_until(parallel_done + load).await;
+    ticket.turn().await;
+    ticket
 }
 
 #[cfg(test)]

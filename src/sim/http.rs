@@ -20,24 +20,7 @@ pub(super) struct Shared {
     /// When the API server's one tokenizer is next free.
     pub tokenizer: Mutex<tokio::time::Instant>,
     /// The queue into the engine: requests enter it in arrival order.
-    pub entry: Mutex<Entry>,
-}
-
-/// The last request to enter the engine: when it enters, and a signal that ends when it has
-/// (its sender is dropped once the request is submitted, or given up).
-pub(super) struct Entry {
-    pub at: tokio::time::Instant,
-    pub entered: Option<tokio::sync::oneshot::Receiver<()>>,
-}
-
-impl Entry {
-    /// Nothing queued yet.
-    pub fn new() -> Entry {
-        Entry {
-            at: tokio::time::Instant::now(),
-            entered: None,
-        }
-    }
+    pub entry: super::entry::EntryQueue,
 }
 
 pub(super) fn json_response(status: StatusCode, body: &Value) -> Response {

@@ -9,6 +9,7 @@ mod dialect;
 mod driver;
 mod endpoints;
 mod engine;
+mod entry;
 mod generate;
 mod http;
 mod kv;

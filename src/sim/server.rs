@@ -134,7 +134,7 @@ fn app(
         metrics,
         next_key: AtomicU64::new(1),
         tokenizer: Mutex::new(tokio::time::Instant::now()),
-        entry: Mutex::new(super::http::Entry::new()),
+        entry: super::entry::EntryQueue::new(),
     });
     router().with_state(shared)
 }
