@@ -91,6 +91,7 @@ pub fn read(v: &Value) -> Result<PeerRun, String> {
         tpot: dist(v, "inter_token_latency"),
         itl: dist(v, "inter_chunk_latency").or_else(|| dist(v, "inter_token_latency")),
         e2e: dist(v, "request_latency"),
+        notes: Vec::new(),
     };
     Ok(PeerRun {
         version: text(v, "/aiperf_version"),

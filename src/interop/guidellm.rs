@@ -61,6 +61,7 @@ fn benchmark(b: &Value) -> Result<PeerBenchmark, String> {
         tpot: dist(m, "time_per_output_token_ms", 1.0),
         itl: dist(m, "inter_token_latency_ms", 1.0),
         e2e: dist(m, "request_latency", 1000.0),
+        notes: Vec::new(),
     })
 }
 

@@ -160,6 +160,8 @@ pub struct PeerBenchmark {
     pub itl: Option<Summary>,
     /// Request latency, ms.
     pub e2e: Option<Summary>,
+    /// What the peer's file did not state and the record shows in its place (warnings).
+    pub notes: Vec<String>,
 }
 
 /// A peer's file, read.

@@ -44,6 +44,37 @@ fn dist(v: &Value, metric: &str, values: Option<Vec<f64>>) -> Option<Summary> {
     })
 }
 
+/// The statistics the file does not state for a metric that has no per-request values to
+/// take them from: the record shows its median as the minimum, its p99 as the maximum (and
+/// the p90 when absent), and 0 as the p95 — said in the record's warnings, not made up
+/// silently.
+fn unstated(v: &Value) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (metric, values) in [
+        ("ttft", "ttfts"),
+        ("tpot", ""),
+        ("itl", ""),
+        ("e2el", "latencies"),
+    ] {
+        if num(v, &format!("/mean_{metric}_ms")).is_none()
+            || (!values.is_empty() && v.get(values).is_some_and(Value::is_array))
+        {
+            continue;
+        }
+        let missing: Vec<&str> = ["min", "p90", "p95", "max"]
+            .into_iter()
+            .filter(|stat| num(v, &format!("/{stat}_{metric}_ms")).is_none())
+            .collect();
+        if !missing.is_empty() {
+            notes.push(format!(
+                "vLLM's file states no {} of {metric}: in the record a missing min is its median, a missing max or p90 its p99, a missing p95 0 (unknown, not measured)",
+                missing.join(", ")
+            ));
+        }
+    }
+    notes
+}
+
 fn array(v: &Value, key: &str, scale: f64) -> Option<Vec<f64>> {
     let a = v.get(key)?.as_array()?;
     Some(
@@ -134,6 +165,7 @@ pub fn read(v: &Value) -> Result<PeerRun, String> {
         tpot: dist(v, "tpot", None),
         itl: dist(v, "itl", None),
         e2e: dist(v, "e2el", array(v, "latencies", 1000.0)),
+        notes: unstated(v),
     };
     Ok(PeerRun {
         version: text(v, "/vllm_version").or_else(|| text(v, "/version")),

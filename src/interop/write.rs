@@ -117,6 +117,7 @@ fn record(
     r.open.itl_ms = b.itl;
     r.open.e2e_ms = b.e2e;
     r.warnings.push(note);
+    r.warnings.extend(b.notes.iter().cloned());
     r
 }
 

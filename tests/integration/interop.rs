@@ -371,3 +371,24 @@ fn a_file_given_twice_is_refused() {
     assert!(d.stderr.contains("given twice"), "{}", d.stderr);
     assert!(!out.join("results.jsonl").exists());
 }
+
+/// vLLM's file states no min, max or p95 of TTFT, TPOT and ITL (nor per-request values of
+/// TPOT and ITL): the record says which values stand in for them instead of passing them off
+/// as the peer's.
+#[test]
+fn a_vllm_import_says_which_statistics_its_file_does_not_state() {
+    let dir = Dir::new();
+    let out = dir.path().join("run");
+    let file = fixture("vllm-0.34.0-rate4.json");
+    let records = import("vllm", &file, &out);
+    let peer = read_json(&file);
+    let w = records[0].warnings.join("\n");
+    for metric in ["tpot", "itl"] {
+        assert!(peer.get(format!("min_{metric}_ms")).is_none());
+        assert!(
+            w.contains(&format!("states no min, p90, p95, max of {metric}"))
+                || w.contains(&format!("states no min, p95, max of {metric}")),
+            "{metric}: {w}"
+        );
+    }
+}
