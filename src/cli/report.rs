@@ -226,7 +226,7 @@ pub fn merge(dirs: &[PathBuf], dir: &Path, allow_missing: bool, out: &Out) -> Re
     }
     if !merged.not_together.is_empty() {
         out.info(&format!(
-            "warning: the shards did not run {} together (measured windows overlap under {:.0}%): marked invalid; run the shards with `--start-at`",
+            "warning: the shards did not run {} together (sending windows overlap under {:.0}%): marked invalid; run the shards with `--start-at`",
             merged.not_together.join(", "),
             crate::rundir::MIN_OVERLAP * 100.0
         ));

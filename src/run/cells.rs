@@ -23,6 +23,8 @@ pub(super) struct Cells<'a> {
     /// Cells of the run counted before this plan's (earlier variants'), and the run's total
     /// when it is more than this plan's: the progress numbering goes on across variants.
     pub(super) numbering: (usize, Option<usize>),
+    /// The shard flags a `--resume` must repeat (` --shard 2/3 --split-load`), or nothing.
+    pub(super) shard_flags: String,
 }
 
 impl Cells<'_> {
@@ -227,9 +229,10 @@ impl Cells<'_> {
 
     fn resume_command(&self) -> String {
         format!(
-            "benchspec run {} --out {} --resume",
+            "benchspec run {} --out {}{} --resume",
             self.config.spec_path,
-            self.dir.path().display()
+            self.dir.path().display(),
+            self.shard_flags
         )
     }
 

@@ -274,6 +274,7 @@ impl Start<'_> {
         )?;
         let (manifest, done) = match earlier {
             Some(e) => {
+                same_shard(self.dir, &plan)?;
                 for r in &e.records {
                     summary.count(r.status);
                 }
@@ -393,5 +394,38 @@ impl RunSummary {
             Status::Failed => self.failed += 1,
             Status::Skipped => self.skipped += 1,
         }
+    }
+}
+
+/// A resumed run directory's plan was made with the same `--shard` and `--split-load` as
+/// this one: a split shard resumed whole would send its load cells at the whole rate.
+fn same_shard(dir: &RunDir, plan: &Plan) -> Result<(), RunError> {
+    let Ok(before) = dir.plan() else {
+        return Ok(());
+    };
+    let (was, now) = (shard_flags(&before), shard_flags(plan));
+    if was == now {
+        return Ok(());
+    }
+    let said = |f: &str| match f.trim() {
+        "" => "the whole plan".to_string(),
+        f => format!("`{f}`"),
+    };
+    Err(crate::rundir::RunDirError::ShardChanged {
+        dir: dir.path().to_path_buf(),
+        was: said(&was),
+        now: said(&now),
+        flags: was,
+    }
+    .into())
+}
+
+/// The flags that made `plan` a shard, as a command repeats them (` --shard 2/3
+/// --split-load`), or nothing for the whole plan.
+fn shard_flags(plan: &Plan) -> String {
+    match (plan.shard, plan.split) {
+        (Some(k), true) => format!(" --shard {k} --split-load"),
+        (Some(k), false) => format!(" --shard {k}"),
+        (None, _) => String::new(),
     }
 }

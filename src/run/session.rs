@@ -116,6 +116,7 @@ impl Session<'_> {
             interrupt: self.interrupt,
             on: self.on,
             numbering,
+            shard_flags: super::shard_flags(plan),
         };
         cells.all(plan, engine, summary).await
     }

@@ -114,6 +114,21 @@ pub enum RunDirError {
         /// How they differ.
         why: String,
     },
+    /// `--resume` of a run directory with other `--shard`/`--split-load` than it was run with.
+    #[error(
+        "`{}` was run as {was}, not {now}: a shard resumed otherwise would measure other cells at other rates; go on with `benchspec run SPEC --out {}{flags} --resume`",
+        dir.display(), dir.display()
+    )]
+    ShardChanged {
+        /// The run directory.
+        dir: PathBuf,
+        /// How it was run (`--shard 2/2 --split-load`, or `the whole plan`).
+        was: String,
+        /// How it is resumed now, said the same way.
+        now: String,
+        /// The flags to repeat (` --shard 2/2 --split-load`, or nothing).
+        flags: String,
+    },
     /// The same shard given twice to merge.
     #[error("shard {shard} is given twice (`{}` and `{}`); merge each shard once", a.display(), b.display())]
     ShardTwice {

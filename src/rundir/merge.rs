@@ -68,7 +68,7 @@ pub struct Merged {
     /// Split load cells some shard did not measure, each with the shards missing
     /// (`--allow-missing` merges them marked invalid).
     pub partial_cells: Vec<String>,
-    /// Split load cells whose shards' measured windows overlapped too little: marked
+    /// Split load cells whose shards' sending windows overlapped too little: marked
     /// invalid.
     pub not_together: Vec<String>,
 }

@@ -153,3 +153,39 @@ fn split_load_shards_merge_into_the_whole_cell_only_when_run_together() {
         rec.reasons
     );
 }
+
+/// A split shard resumed without its flags would measure its load cells at the whole rate:
+/// refused (exit 2), saying the command that goes on with it; with the flags it goes on.
+#[test]
+fn a_split_shard_is_resumed_only_as_it_was_run() {
+    let dir = Dir::new();
+    let spec = dir.path().join("split.yaml");
+    std::fs::write(&spec, SPLIT).unwrap();
+    let out = split_shard(dir.path(), &spec, 2, "s2", &[]);
+    let o = out.to_str().unwrap();
+    let whole = Bench::new(&["run", "-q", "--out", o, "--resume"])
+        .arg(&spec)
+        .run();
+    assert_eq!(whole.code, 2, "{}", whole.stderr);
+    assert!(
+        whole
+            .stderr
+            .contains("was run as `--shard 2/2 --split-load`, not the whole plan")
+            && whole.stderr.contains("--shard 2/2 --split-load --resume"),
+        "{}",
+        whole.stderr
+    );
+    let same = Bench::new(&[
+        "run",
+        "-q",
+        "--shard",
+        "2/2",
+        "--split-load",
+        "--out",
+        o,
+        "--resume",
+    ])
+    .arg(&spec)
+    .run();
+    assert_eq!(same.code, 0, "{}", same.stderr);
+}

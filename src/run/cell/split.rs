@@ -70,6 +70,19 @@ pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenReque
         .map(|e| e.url.clone())
         .collect();
     rec.by_endpoint = shares(&finished.done).fields(&urls, rec.measured_s.unwrap_or(0.0));
+    // Each part's sends span the whole window: over the union, (N − 1) ÷ span counts every
+    // part's first and last send once for all of them and reads high (4.4 for two parts on
+    // time at 2.0 each). The whole's rate sent is the parts' added.
+    let sent: Option<f64> = parts.iter().map(|(r, _)| r.open.rate_sent).sum();
+    if let Some(sent) = sent {
+        rec.open.rate_sent = Some(crate::results::stats::round(sent, 3));
+    }
+    // The busiest part's client: a part whose client was the bottleneck leaves the whole
+    // cell invalid, as it would have been with one client.
+    rec.client = parts
+        .iter()
+        .filter_map(|(r, _)| r.client)
+        .max_by(|a, b| a.cpu_busy.total_cmp(&b.cpu_busy));
     rec.warnings = parts.iter().flat_map(|(r, _)| r.warnings.clone()).collect();
     rec.warnings.dedup();
     if let Some(cost) = workload.cost_per_hour {
@@ -224,5 +237,43 @@ mod tests {
         let mean: f64 = thirds.iter().map(|(_, r)| p99(r)).sum::<f64>() / 3.0;
         let true_p99 = whole.ttft_ms.map_or(0.0, |t| t.p99);
         assert!((mean - true_p99).abs() > 1e-3, "{mean} vs {true_p99}");
+    }
+
+    /// Worked by hand: three parts that each sent on time at 10 req/s send 30 together (not
+    /// the union's (N − 1) ÷ span); a part whose client was 95% busy leaves the whole invalid.
+    #[test]
+    fn the_parts_rates_sent_add_up_and_a_busy_client_is_kept() {
+        let plan = plan();
+        let Some(cell) = plan.cells.iter().find(|c| c.id == "load/512/r30") else {
+            panic!("{:#?}", plan.cells);
+        };
+        let mut rec = Record::new(cell, String::new(), &Default::default());
+        rec.open.rate_sent = Some(10.0);
+        let client = |busy: f64| crate::results::ClientUse {
+            cpu_busy: busy,
+            threads: 2,
+            rss_mb: None,
+            cpu_s: 1.0,
+        };
+        let all = requests();
+        let parts: Vec<(Record, Vec<OpenRequest>)> = (0..3)
+            .map(|k| {
+                let mut r = rec.clone();
+                r.client = Some(client(if k == 1 { 0.95 } else { 0.1 }));
+                (r, all.iter().skip(k).step_by(3).cloned().collect())
+            })
+            .collect();
+        let merged = combine(cell, &plan.workload, &parts);
+        assert_eq!(merged.open.rate_sent, Some(30.0));
+        assert_eq!(merged.client.map(|c| c.cpu_busy), Some(0.95));
+        assert_eq!(merged.status, crate::results::Status::Invalid);
+        assert!(
+            merged
+                .reasons
+                .iter()
+                .any(|r| r.starts_with("client saturated")),
+            "{:?}",
+            merged.reasons
+        );
     }
 }

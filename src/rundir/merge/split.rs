@@ -1,7 +1,7 @@
 //! Load cells split over the shards (`run --split-load`): each shard measured a part of every
 //! one, and the merge makes one record of each from all the parts' requests, through the
 //! caller's [`Combine`]. A cell is the whole load only when every shard measured its part
-//! and their measured windows overlap (at least [`MIN_OVERLAP`] of their union); otherwise
+//! and their sending windows overlap (at least [`MIN_OVERLAP`] of their union); otherwise
 //! its record is marked invalid, saying why.
 
 use super::Part;
@@ -160,10 +160,10 @@ fn invalid(rec: &mut Record, why: String) {
 /// Why the parts `each` (of `parts`, in shard order) do not make one load: their measured
 /// windows overlap less than [`MIN_OVERLAP`], or a window is unknown.
 fn apart(parts: &[Part], each: &[(Record, Vec<OpenRequest>)]) -> Option<String> {
-    let windows: Option<Vec<(f64, f64)>> = each.iter().map(|(r, _)| window(r)).collect();
+    let windows: Option<Vec<(f64, f64)>> = each.iter().map(|(r, l)| window(r, l)).collect();
     let Some(windows) = windows else {
         return Some(format!(
-            "cannot tell whether the shards {NOT_TOGETHER}: a part's record has no measured window (started_at and measured_s)"
+            "cannot tell whether the shards {NOT_TOGETHER}: a part's record has no window (started_at, and its requests or measured_s)"
         ));
     };
     let o = overlap(&windows);
@@ -177,19 +177,25 @@ fn apart(parts: &[Part], each: &[(Record, Vec<OpenRequest>)]) -> Option<String> 
         .map(|(p, (a, b))| format!("shard {} {:.1}–{:.1} s", p.shard().0, a - t0, b - t0))
         .collect();
     Some(format!(
-        "the shards {NOT_TOGETHER}: their measured windows overlap {:.0}% (under {:.0}%): {}; start them at one instant with `run --start-at`",
+        "the shards {NOT_TOGETHER}: their sending windows overlap {:.0}% (under {:.0}%): {}; start them at one instant with `run --start-at`",
         o * 100.0,
         MIN_OVERLAP * 100.0,
         each.join(", ")
     ))
 }
 
-/// A record's measured window in Unix seconds: from `window_started_at` (else `started_at`,
-/// to the second, for records of older runs) for `measured_s`.
-fn window(r: &Record) -> Option<(f64, f64)> {
+/// A part's sending window in Unix seconds: from `window_started_at` (else `started_at`, to
+/// the second, for records of older runs) to its last send — the time it offered its load;
+/// a slower drain of its last requests is no sign the parts ran apart. Without its requests,
+/// the record's whole `measured_s`.
+fn window(r: &Record, lines: &[OpenRequest]) -> Option<(f64, f64)> {
     let at = r.open.window_started_at.as_deref().unwrap_or(&r.started_at);
     let start = crate::results::unix_of_rfc3339(at)?;
-    Some((start, start + r.measured_s?))
+    let sent = lines
+        .iter()
+        .map(|l| l.sent_s)
+        .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
+    Some((start, start + sent.or(r.measured_s)?))
 }
 
 /// How much the windows overlap: the time inside all of them over the time inside any
@@ -233,7 +239,45 @@ impl Part {
 
 #[cfg(test)]
 mod tests {
-    use super::{MIN_OVERLAP, overlap};
+    use super::{MIN_OVERLAP, overlap, window};
+    use crate::rundir::OpenRequest;
+
+    /// A shard's window is its sending time: started 10:00:00.000, sends to 3.5 s, its last
+    /// request ending at 9.0 s (a slow drain) — [start, start + 3.5], not + 9.0; without its
+    /// requests, the record's `measured_s`.
+    #[test]
+    fn a_window_ends_at_the_last_send_not_the_drain() {
+        let mut r: crate::results::Record = serde_json::from_value(serde_json::json!({
+            "schema": "benchspec.result.v1", "cell": "load/1K/r4", "phase": "load",
+            "context": 1024, "concurrency": 0, "status": "valid", "reasons": [],
+            "started_at": "2026-12-07T10:00:00Z", "measured_s": 9.0, "prompt_tokens": 1024,
+            "output_tokens": 1, "token_source": "usage", "total_tok_s": 1.0,
+            "per_request_tok_s": null, "avg_active": null, "requests_started": 8,
+            "completed": 8, "errors": 0, "error_kinds": {}, "tbt_ms": null, "ttft_ms": null,
+            "prefill_tok_s": null, "labels": {}, "server_prompt_tokens": null
+        }))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        r.open.window_started_at = Some("2026-12-07T10:00:00.000Z".into());
+        let line = |sent: f64| OpenRequest {
+            due_s: sent,
+            admitted_s: sent,
+            sent_s: sent,
+            first_token_s: None,
+            last_token_s: None,
+            end_s: 9.0,
+            prompt_tokens: 1024,
+            output_tokens: 1,
+            usage_prompt_tokens: None,
+            usage_cached_tokens: None,
+            error: None,
+            itl_us: Vec::new(),
+            endpoint: None,
+        };
+        let lines: Vec<OpenRequest> = (0..8).map(|i| line(f64::from(i) * 0.5)).collect();
+        let t0 = 1_796_637_600.0;
+        assert_eq!(window(&r, &lines), Some((t0, t0 + 3.5)));
+        assert_eq!(window(&r, &[]), Some((t0, t0 + 9.0)));
+    }
 
     /// Overlaps worked by hand: intersection over union.
     #[test]
