@@ -263,6 +263,10 @@ impl Start<'_> {
         let mut manifest = manifest::manifest(self.config, self.engine, self.server);
         manifest.client_threads = Some(self.client_threads);
         manifest.warnings.extend(self.gpu_warnings.iter().cloned());
+        manifest.warnings.extend(manifest::limit_warning(
+            plan.max_model_len,
+            self.server.max_model_len,
+        ));
         for w in &manifest.warnings {
             (self.on)(Event::Note(w.clone()));
         }

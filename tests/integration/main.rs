@@ -39,6 +39,7 @@ mod sim;
 mod telemetry;
 mod twin;
 mod variants;
+mod vllm;
 
 use std::path::PathBuf;
 

@@ -170,6 +170,19 @@ pub(in crate::run) fn manifest(
     m
 }
 
+/// A warning when the spec's `max_model_len` (what the plan sized prompts for) is more than
+/// the server's own: the longer prompts will be refused by the server, cell by cell.
+pub(in crate::run) fn limit_warning(spec: Option<u64>, server: Option<u64>) -> Option<String> {
+    match (spec, server) {
+        (Some(want), Some(got)) if want > got => Some(format!(
+            "the spec says max_model_len {want}, the server serves {got} (its `/v1/models`): \
+             prompt and output over {got} tokens will fail; set `model.max_model_len: {got}` \
+             or leave it out to take the server's"
+        )),
+        _ => None,
+    }
+}
+
 /// What a variant of the run was and what its engine said about itself.
 pub(in crate::run) fn variant_facts(
     name: &str,
@@ -208,4 +221,26 @@ pub(in crate::run) fn write_end(dir: &RunDir, manifest: &Manifest) -> Result<(),
     let mut m = manifest.clone();
     m.ended_at = Some(utc_now());
     dir.write_manifest(&m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::limit_warning;
+
+    #[test]
+    fn a_spec_longer_than_the_server_is_warned_of() {
+        for (spec, server, warned) in [
+            (Some(8192), Some(4096), true),
+            (Some(4096), Some(4096), false),
+            (Some(2048), Some(4096), false),
+            (None, Some(4096), false),
+            (Some(8192), None, false),
+        ] {
+            let w = limit_warning(spec, server);
+            assert_eq!(w.is_some(), warned, "{spec:?} {server:?}: {w:?}");
+            if let Some(w) = w {
+                assert!(w.contains("8192") && w.contains("4096"), "{w}");
+            }
+        }
+    }
 }
