@@ -179,6 +179,62 @@ fn vllm_launched_measured_and_stopped() {
     }
 }
 
+/// Engine variants relaunch vLLM with their flags, and vLLM's own gauges show each took:
+/// `--max-num-seqs 2` runs 2 of the 4 requests sent at once and queues the rest (the cell is
+/// invalid, saying so), the default runs all 4.
+#[test]
+fn vllm_variants_relaunch_with_their_flags() {
+    let Some(env) = installed() else { return };
+    let _cpu = super::cpu();
+    let port = super::free_port();
+    let dir = super::cli::tempdir::Dir::new();
+    let job = dir.path().join("job");
+    let text = shipped(port, &job)
+        .edit("contexts: [256, 2K]", "contexts: [256]")
+        .edit("concurrency: [1, 4]", "concurrency: [4]")
+        .edit(
+            "    stop_timeout: 20s",
+            "    stop_timeout: 20s\n  variants:\n    - name: mns2\n      args: {--max-num-seqs: 2}\n    - name: default",
+        )
+        .edit("  decode:\n    duration: 3s", "  prefill: {enabled: false}\n  decode:\n    duration: 2s");
+    let out = dir.path().join("run");
+    let mut bench = Bench::new(&["run", "--out", out.to_str().unwrap()]).spec("vllm.yaml", &text);
+    for (k, v) in &env {
+        bench = bench.env(k, v);
+    }
+    let done = bench.run();
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap_or_default();
+    let cell = |id: &str| {
+        records
+            .iter()
+            .find(|r| r.cell == id)
+            .unwrap_or_else(|| panic!("no {id}: {}\n{records:#?}", done.stderr))
+    };
+    let capped = cell("mns2/decode/256/c4");
+    let server = capped.server.as_ref().unwrap();
+    assert_eq!(server.running_max, Some(2.0), "{capped:#?}");
+    assert!(server.waiting_max.is_some_and(|w| w >= 1.0), "{capped:#?}");
+    assert_eq!(capped.status, Status::Invalid, "{capped:#?}");
+    assert!(
+        capped.reasons.iter().any(|r| r.contains("the server ran")),
+        "{capped:#?}"
+    );
+    let full = cell("default/decode/256/c4");
+    assert_eq!(full.status, Status::Valid, "{full:#?}");
+    assert_eq!(
+        full.server.as_ref().unwrap().running_max,
+        Some(4.0),
+        "{full:#?}"
+    );
+    let logs = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(logs.contains("--max-num-seqs 2"), "{logs}");
+    assert_eq!(
+        processes_in_env(&job.to_string_lossy()),
+        0,
+        "a vLLM process is left"
+    );
+}
+
 /// A decode cell of the launched run against vLLM's own numbers for the same requests.
 fn decode_against_vllm(r: &Record, reqs: &[&serde_json::Value]) {
     let cell = &r.cell;
