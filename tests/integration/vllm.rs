@@ -596,6 +596,16 @@ fn session(vllm: &Vllm, _: &[(&str, String); 2]) {
             "{by:#?}"
         );
     }
+    // Request by request, vLLM's cached tokens are whole blocks. (A turn can find one block
+    // less than its whole previous prompt: the history's `assistant\n` followed by the
+    // answer's text may tokenize differently at the join, e.g. "\n" + "\n\n" as one token.)
+    let cached: Vec<u64> = ran
+        .reqs
+        .iter()
+        .filter_map(|q| q["usage_cached_tokens"].as_u64())
+        .collect();
+    assert_eq!(cached.len(), 6, "{:#?}", ran.reqs);
+    assert!(cached.iter().all(|c| c % BLOCK == 0), "{cached:?}");
 }
 
 /// Open loop at 4 req/s for 3 s: sent as offered, every request finished by vLLM's count.
