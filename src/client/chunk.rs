@@ -375,6 +375,10 @@ mod tests {
             st.event(r#"{"error":{"message":"boom"}}"#, now, &mut out),
             Err(Failure::StreamError)
         );
-        assert_eq!(out.message.as_deref(), Some("boom"), "the stream's own words");
+        assert_eq!(
+            out.message.as_deref(),
+            Some("boom"),
+            "the stream's own words"
+        );
     }
 }

@@ -93,7 +93,10 @@ mod tests {
     fn messages_table() {
         let long = "x".repeat(MAX_MESSAGE + 10);
         let cases: &[(&str, Option<&str>)] = &[
-            (r#"{"error":{"message":"too long","code":400}}"#, Some("too long")),
+            (
+                r#"{"error":{"message":"too long","code":400}}"#,
+                Some("too long"),
+            ),
             (r#"{"error":"plain words"}"#, Some("plain words")),
             (r#"{"message":"at the top","code":3}"#, Some("at the top")),
             (r#"{"detail":"Not Found"}"#, Some("Not Found")),

@@ -4,9 +4,11 @@
 //! on tokio's clock), so a test pauses time and reads exact arrival times.
 
 use super::exchange::{Exchange, Responding};
+use super::{Api, Client, Dialect, Settings};
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};
 use bytes::Bytes;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One recorded answer: to requests on `path` whose body holds `needle`.
@@ -71,4 +73,22 @@ impl Exchange for Replay {
             r
         })
     }
+}
+
+/// A client of model `tiny` (as the fixtures were served) answered by `answers`.
+pub(crate) fn replaying(api: Api, answers: Vec<Answer>) -> Client {
+    let settings = Settings {
+        base: "http://127.0.0.1:9".into(),
+        others: Vec::new(),
+        balance: Default::default(),
+        model: "tiny".into(),
+        api,
+        dialect: Dialect::Serving,
+        key: None,
+        stall: Duration::from_secs(5),
+        ignore_eos: true,
+        pool: 1,
+    };
+    let client = Client::new(settings).expect("a client");
+    client.in_process(Arc::new(Replay(answers)))
 }

@@ -3,9 +3,8 @@
 //! is read off the recorded files by hand — the usage chunks' counts, the events' order —
 //! never computed by the code under test.
 
-use super::replay::{Answer, Replay, events};
-use super::{Api, Client, Dialect, Failure, Settings};
-use std::sync::Arc;
+use super::replay::{Answer, events, replaying};
+use super::{Api, Failure};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -32,24 +31,6 @@ const TOKENIZE_CHAT: &str = fixture!("tokenize-chat.json");
 
 /// vLLM's words for a prompt over `max_model_len`, as recorded.
 const TOO_LONG_WORDS: &str = "This model's maximum context length is 4096 tokens. However, your prompt contains at least 4097 input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=4097)";
-
-/// A client of model `tiny` (as the fixtures were served) answered by `answers`.
-pub(crate) fn replaying(api: Api, answers: Vec<Answer>) -> Client {
-    let settings = Settings {
-        base: "http://127.0.0.1:9".into(),
-        others: Vec::new(),
-        balance: Default::default(),
-        model: "tiny".into(),
-        api,
-        dialect: Dialect::Serving,
-        key: None,
-        stall: Duration::from_secs(5),
-        ignore_eos: true,
-        pool: 1,
-    };
-    let client = Client::new(settings).expect("a client");
-    client.in_process(Arc::new(Replay(answers)))
-}
 
 fn generation(path: &'static str, status: u16, body: &'static str) -> Answer {
     Answer {
@@ -162,7 +143,11 @@ async fn recorded_vllm_streams_are_read_as_vllm_meant_them() {
         assert_eq!(out.failure, s.failure, "{name}");
         assert_eq!(out.counted, s.tokens, "{name}: tokens counted");
         assert_eq!(out.usage_completion, Some(s.tokens), "{name}");
-        assert_eq!(chunks.iter().map(|c| c.tokens).sum::<u64>(), s.tokens, "{name}");
+        assert_eq!(
+            chunks.iter().map(|c| c.tokens).sum::<u64>(),
+            s.tokens,
+            "{name}"
+        );
         // vLLM sends one token per chunk here: as many token-bearing chunks as tokens.
         assert_eq!(out.chunks, s.tokens, "{name}: token-bearing chunks");
         let first = chunks.first().map(|c| c.at - out.sent);
@@ -198,7 +183,12 @@ fn recorded_streams_read_alike_however_the_bytes_are_cut() {
                 assert_eq!(read, whole[0], "{} cut {cut}", s.name);
             }
         }
-        assert_eq!(events(s.body).last(), Some(&"data: [DONE]\n\n"), "{}", s.name);
+        assert_eq!(
+            events(s.body).last(),
+            Some(&"data: [DONE]\n\n"),
+            "{}",
+            s.name
+        );
     }
 }
 
@@ -224,7 +214,11 @@ async fn recorded_vllm_refusals_keep_the_status_and_the_words() {
         };
         let client = replaying(api, vec![generation(path, status, body)]);
         let out = client.generate(&client.prepare("hello", 16), |_| {}).await;
-        assert_eq!(out.failure.map(|f| f.kind()).as_deref(), Some(kind), "{body}");
+        assert_eq!(
+            out.failure.map(|f| f.kind()).as_deref(),
+            Some(kind),
+            "{body}"
+        );
         assert_eq!(out.message.as_deref(), Some(words), "{body}");
         assert_eq!((out.chunks, out.counted), (0, 0));
     }
@@ -248,7 +242,8 @@ async fn recorded_tokenize_counts_for_completions_and_chat() {
             body: TOKENIZE,
         },
     ];
-    let prompt = "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog.";
+    let prompt =
+        "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog.";
     for (api, want) in [(Api::Completions, 20), (Api::Chat, 50)] {
         let client = replaying(api, answers.clone());
         let n = client.count_tokens(prompt).await;
