@@ -52,7 +52,10 @@ async fn a_window_no_scrape_fell_in_has_no_gauges() {
     // The counter over the cell was measured: vLLM's num_preemptions_total stayed 0.
     assert_eq!(s.preemptions, Some(0.0));
     // The histograms and prefix counters did not move: no observation, no rate.
-    assert_eq!((s.ttft_ms_p50, s.itl_ms_p50, s.prefix_hit_rate), (None, None, None));
+    assert_eq!(
+        (s.ttft_ms_p50, s.itl_ms_p50, s.prefix_hit_rate),
+        (None, None, None)
+    );
     let json = serde_json::to_value(&s).unwrap_or_default();
     assert_eq!(json["running_mean"], serde_json::Value::Null);
 }
@@ -63,5 +66,9 @@ async fn a_window_with_scrapes_inside_keeps_the_zeros_they_saw() {
     let s = watched(Duration::from_millis(10), Duration::from_millis(250)).await;
     let s = s.expect("vLLM's names are known");
     let gauges = [s.running_mean, s.running_max, s.waiting_max, s.kv_usage_max];
-    assert_eq!(gauges, [Some(0.0); 4], "vLLM's idle gauges, read inside: {s:?}");
+    assert_eq!(
+        gauges,
+        [Some(0.0); 4],
+        "vLLM's idle gauges, read inside: {s:?}"
+    );
 }
