@@ -171,6 +171,7 @@ impl ChunkState {
         }
         let ev: Event = serde_json::from_str(data).map_err(|_| Failure::Json)?;
         if ev.error.is_some() || ev.object.as_deref() == Some("error") {
+            out.message = super::refusal::message_of(data.as_bytes());
             return Err(Failure::StreamError);
         }
         let usage = ev.usage.unwrap_or(Usage {
@@ -267,6 +268,7 @@ mod tests {
             all_usage: true,
             failure: None,
             retry_after: None,
+            message: None,
         }
     }
 
@@ -339,6 +341,7 @@ mod tests {
             all_usage: true,
             failure: None,
             retry_after: None,
+            message: None,
         };
         let c1 = st.event(
             r#"{"choices":[{"text":" a b c"}],"usage":{"prompt_tokens":9,"completion_tokens":3}}"#,
@@ -371,6 +374,11 @@ mod tests {
         assert_eq!(
             st.event(r#"{"error":{"message":"boom"}}"#, now, &mut out),
             Err(Failure::StreamError)
+        );
+        assert_eq!(
+            out.message.as_deref(),
+            Some("boom"),
+            "the stream's own words"
         );
     }
 }

@@ -15,12 +15,17 @@ mod info;
 pub mod local;
 mod outcome;
 mod prepared;
+mod refusal;
+#[cfg(test)]
+pub(crate) mod replay;
 pub mod route;
 pub mod scripted;
 mod settings;
 pub mod sse;
 mod text;
 mod tokenize;
+#[cfg(test)]
+mod vllm_fixtures;
 mod wire;
 
 pub use generate::Generate;
@@ -282,7 +287,7 @@ impl Client {
         let mut out = Outcome::started(Instant::now());
         let mut wire = match self.send(to, req, &mut out).await {
             Ok(w) if (200..300).contains(&w.status()) => w,
-            Ok(w) => return refused(out, &w),
+            Ok(w) => return refusal::refused(out, w, self.stall).await,
             Err(f) => {
                 // A server that cannot be connected to is left out for a while.
                 if matches!(f, Failure::Refused | Failure::Connect) {
@@ -330,17 +335,6 @@ impl Client {
         }
         out
     }
-}
-
-/// A response that is not 2xx: its status is the failure. A rate limit (429) is counted,
-/// never retried inside the measurement; its `retry-after` is kept for the sender to wait out.
-fn refused(mut out: Outcome, w: &Wire<'_>) -> Outcome {
-    if w.status() == 429 {
-        out.retry_after = w.retry_after();
-        return fail(out, Failure::RateLimited);
-    }
-    let status = w.status();
-    fail(out, Failure::Http(status))
 }
 
 fn fail(mut out: Outcome, f: Failure) -> Outcome {

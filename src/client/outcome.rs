@@ -118,6 +118,9 @@ pub struct Outcome {
     pub failure: Option<Failure>,
     /// How long a rate-limited request (HTTP 429) was asked to wait before the next.
     pub retry_after: Option<std::time::Duration>,
+    /// The server's own words for its failure, verbatim: an error answer's `error.message`
+    /// (or its body's text), or a stream error event's.
+    pub message: Option<String>,
 }
 
 impl Outcome {
@@ -134,6 +137,7 @@ impl Outcome {
             all_usage: true,
             failure: None,
             retry_after: None,
+            message: None,
         }
     }
 }

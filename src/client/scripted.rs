@@ -34,6 +34,8 @@ pub struct Reply {
     pub tokens: u64,
     /// A failure the request ends with after its tokens, if any.
     pub failure: Option<Failure>,
+    /// The server's words for that failure (an error body's message).
+    pub message: Option<&'static str>,
 }
 
 type Script = dyn Fn(Asked) -> Reply + Send + Sync;
@@ -96,6 +98,7 @@ impl Scripted {
         }
         out.usage_completion = Some(out.counted);
         out.failure = reply.failure;
+        out.message = reply.message.map(str::to_string);
         out
     }
 }

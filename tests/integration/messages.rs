@@ -101,7 +101,9 @@ fn failure_kinds_are_said_in_words() {
     let decode = records.iter().find(|r| r.cell == "decode/256/c1").unwrap();
     let reasons = decode.reasons.join("; ");
     assert!(
-        reasons.contains("every warm-up request failed (HTTP 500)"),
+        reasons.contains(
+            "every warm-up request failed (HTTP 500: simulated engine failure (fault option `failure_rate`))"
+        ),
         "{reasons}"
     );
     assert!(

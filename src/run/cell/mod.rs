@@ -124,11 +124,15 @@ impl Ctx {
             .map(|(to, b)| self.client.generate_via(to, b, |_| {}));
         let outs = futures_util::future::join_all(sends).await;
         if !outs.is_empty() && outs.iter().all(|o| o.failure.is_some()) {
-            for f in outs.iter().filter_map(|o| o.failure.as_ref()) {
+            let mut said = std::collections::BTreeMap::<String, Option<&str>>::new();
+            for o in &outs {
+                let Some(f) = &o.failure else { continue };
                 rec.errors += 1;
                 *rec.error_kinds.entry(f.kind()).or_default() += 1;
+                let words = said.entry(f.kind()).or_default();
+                *words = words.or(o.message.as_deref());
             }
-            return Err(rec.error_kinds.keys().cloned().collect());
+            return Err(said.iter().map(|(k, m)| readable(k, *m)).collect());
         }
         Ok(outs)
     }
@@ -154,6 +158,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     let mut rates = Vec::new();
     let mut ttft = Latencies::default();
     let mut shares = crate::results::Shares::default();
+    let mut said = None;
     if let Err(e) = cx.prime(&mut rec).await {
         return failed(rec, &e);
     }
@@ -176,6 +181,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
         if let Some(f) = &out.failure {
             rec.errors += 1;
             *rec.error_kinds.entry(f.kind()).or_default() += 1;
+            said = said.or_else(|| Some(readable(&f.kind(), out.message.as_deref())));
             continue;
         }
         check_prompt(&mut rec, &out, cell.prompt_tokens);
@@ -202,7 +208,14 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     let reusable = fresh_reusable(&cx.workload, n);
     rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, n * cell.prompt_tokens);
     let errors = rec.errors;
-    verdict(rec, errors, repeats as u64, &[])
+    let mut rec = verdict(rec, errors, repeats as u64, &[]);
+    // A cell every request of which failed says why in the engine's own words.
+    if let (Status::Failed, Some(said)) = (rec.status, said)
+        && let Some(last) = rec.reasons.last_mut()
+    {
+        *last = format!("{last} ({said})");
+    }
+    rec
 }
 
 /// The prompt of a prefill cell's request `r`: the slot prompt its decode cell warms up
@@ -267,8 +280,8 @@ pub(super) enum CellFailure {
     /// A prompt of the exact length could not be made.
     #[error(transparent)]
     Prompt(#[from] PromptError),
-    /// Every warm-up request failed (their kinds).
-    #[error("every warm-up request failed ({})", readable_kinds(kinds))]
+    /// Every warm-up request failed (their kinds, with the server's words).
+    #[error("every warm-up request failed ({})", kinds.join(", "))]
     WarmUp {
         /// The failure kinds.
         kinds: Vec<String>,
@@ -276,7 +289,7 @@ pub(super) enum CellFailure {
     /// Every request priming the shared prefixes failed (their kinds).
     #[error(
         "every request priming the shared prefixes failed ({})",
-        readable_kinds(kinds)
+        kinds.join(", ")
     )]
     Prime {
         /// The failure kinds.
@@ -290,17 +303,18 @@ pub(super) enum CellFailure {
     BeforeWindow,
 }
 
-/// Failure kinds as people read them: `http_500, connection_refused` → `HTTP 500,
-/// connection refused`.
-fn readable_kinds(kinds: &[String]) -> String {
-    let words: Vec<String> = kinds
-        .iter()
-        .map(|k| match k.strip_prefix("http_") {
-            Some(code) => format!("HTTP {code}"),
-            None => k.replace('_', " "),
-        })
-        .collect();
-    words.join(", ")
+/// A failure kind as people read it, with the server's own words when it gave some:
+/// `http_400` → `HTTP 400: This model's maximum context length is …`, `connection_refused` →
+/// `connection refused`.
+fn readable(kind: &str, words: Option<&str>) -> String {
+    let kind = match kind.strip_prefix("http_") {
+        Some(code) => format!("HTTP {code}"),
+        None => kind.replace('_', " "),
+    };
+    match words {
+        Some(w) => format!("{kind}: {w}"),
+        None => kind,
+    }
 }
 
 pub(super) fn failed(mut rec: Record, why: &dyn std::fmt::Display) -> Record {

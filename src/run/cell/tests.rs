@@ -86,6 +86,7 @@ fn steady(a: Asked) -> Reply {
         tbt: Duration::from_millis(15),
         tokens: a.max_tokens,
         failure: None,
+        message: None,
     }
 }
 
@@ -179,4 +180,42 @@ async fn a_standalone_prefill_reports_the_median_of_its_cold_requests() {
         (rate / (2048.0 / 0.12) - 1.0).abs() < 0.01,
         "prefill {rate}"
     );
+}
+
+/// vLLM's answer to a prompt over `max_model_len` (tests/fixtures/vllm/error-too-long.json).
+const TOO_LONG: &str = "This model's maximum context length is 4096 tokens. However, your prompt contains at least 4097 input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=4097)";
+
+/// A cell every request of which the engine refused says why in the engine's own words: a
+/// prefill cell's "every request failed", a decode cell's failed warm-up.
+#[tokio::test(start_paused = true)]
+async fn a_cell_the_engine_refused_gives_the_engines_words() {
+    let refuse = |a: Asked| Reply {
+        tokens: 0,
+        failure: Some(Failure::Http(400)),
+        message: Some(TOO_LONG),
+        ..steady(a)
+    };
+    let cases = [
+        (
+            "{prefill: {mode: standalone, repeats: 2}, decode: {enabled: false}}",
+            "prefill/2K",
+            "every request failed (HTTP 400: ",
+        ),
+        (
+            DECODE,
+            "decode/2K/c2",
+            "every warm-up request failed (HTTP 400: ",
+        ),
+    ];
+    for (phases, id, opening) in cases {
+        let plan = plan_of("{contexts: [2K], concurrency: [2]}", phases);
+        let rec = measure(&ctx(&plan, Scripted::new(refuse)), cell(&plan, id)).await;
+        assert_eq!(rec.status, Status::Failed, "{id}");
+        let want = format!("{opening}{TOO_LONG})");
+        assert!(rec.reasons.contains(&want), "{id}: {:?}", rec.reasons);
+        assert!(
+            rec.error_kinds.get("http_400").is_some_and(|n| *n >= 2),
+            "{id}"
+        );
+    }
 }

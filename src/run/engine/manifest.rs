@@ -225,7 +225,50 @@ pub(in crate::run) fn write_end(dir: &RunDir, manifest: &Manifest) -> Result<(),
 
 #[cfg(test)]
 mod tests {
-    use super::limit_warning;
+    use super::*;
+    use crate::client::Api;
+    use crate::client::replay::{Answer, replaying};
+
+    fn get(path: &'static str, body: &'static str) -> Answer {
+        Answer {
+            path,
+            needle: "",
+            status: 200,
+            body,
+        }
+    }
+
+    /// Real vLLM's `/v1/models`, `/version` and `/metrics` (tests/fixtures/vllm): the served
+    /// model's max_model_len 4096, version 0.32.0, and the KV cache of 4,096 blocks of 128
+    /// tokens that `cache_config_info` also states as `kv_cache_size_tokens="524288"`.
+    #[tokio::test]
+    async fn real_vllm_says_its_limits_version_and_kv_cache() {
+        let client = replaying(
+            Api::Completions,
+            vec![
+                get(
+                    "/v1/models",
+                    include_str!("../../../tests/fixtures/vllm/models.json"),
+                ),
+                get(
+                    "/version",
+                    include_str!("../../../tests/fixtures/vllm/version.json"),
+                ),
+                get(
+                    "/metrics",
+                    include_str!("../../../tests/fixtures/vllm/metrics-before.txt"),
+                ),
+            ],
+        );
+        let info = ServerInfo::read(&client, "tiny").await;
+        let info = info.expect("real vLLM's answers are read");
+        assert_eq!(info.models, ["tiny"]);
+        assert_eq!(info.max_model_len, Some(4096));
+        assert_eq!(info.version.as_deref(), Some("0.32.0"));
+        assert_eq!(info.kv_tokens, Some(524_288));
+        let other = ServerInfo::read(&client, "nope").await;
+        assert!(other.is_err(), "a model vLLM does not serve is refused");
+    }
 
     #[test]
     fn a_spec_longer_than_the_server_is_warned_of() {

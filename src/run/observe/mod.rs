@@ -11,6 +11,8 @@ mod prefix;
 pub mod prom;
 pub mod server;
 pub mod trtllm;
+#[cfg(test)]
+mod watch_tests;
 
 use super::Event;
 use crate::client::Client;

@@ -225,23 +225,22 @@ fn p50_ms(a: &Scrape, b: &Scrape, names: &[&str]) -> Option<(f64, Bucket)> {
 
 impl Scrapes {
     /// The record's `server` fields over the window `open..close`; `None` when the engine's
-    /// names are unknown. Gauges are read from the scrapes inside the window (all of the
-    /// cell's when none falls inside), counters over the cell, histograms from the last
-    /// scrape at or before the window opened to the first at or after it closed.
+    /// names are unknown. Gauges are read from the scrapes inside the window, counters over
+    /// the cell, histograms from the last scrape at or before the window opened to the first
+    /// at or after it closed. What nothing measured is absent, never zero: the gauges when no
+    /// scrape fell inside the window (a prefill cell's window of milliseconds — the scrapes
+    /// around it saw an idle engine, not the cell), a histogram that observed nothing new.
     pub fn summarize(&self, open: Instant, close: Instant) -> Option<Seen> {
         let names = family(&self.after).or_else(|| family(&self.before))?;
         let all: Vec<&Scrape> = std::iter::once(&self.before)
             .chain(&self.during)
             .chain(std::iter::once(&self.after))
             .collect();
-        let mut inside: Vec<&Scrape> = all
+        let inside: Vec<&Scrape> = all
             .iter()
             .copied()
             .filter(|s| s.at >= open && s.at <= close)
             .collect();
-        if inside.is_empty() {
-            inside = self.during.iter().chain([&self.after]).collect();
-        }
         // The scrape the window's opening asks for answers a moment after it: that is where
         // the window's counters start (else a cell's warm-up would count as its own).
         let start = open + OPENING;
@@ -344,6 +343,94 @@ mod tests {
         };
         assert_eq!(u.ttft_ms_p50_bucket, Some(bucket));
         assert_eq!(u.itl_ms_p50, None);
+    }
+
+    /// What nothing measured is absent, never zero; what was measured is kept, zeros too.
+    /// The fields: running mean, running max, waiting max, KV max, hit rate, preemptions,
+    /// TTFT p50 (by hand from the scrapes each case builds).
+    #[test]
+    fn absent_is_not_zero() {
+        type Fields = [Option<f64>; 7];
+        let t = Instant::now();
+        let idle = |preempt, ttft| vllm(0, 0, preempt, ttft).replace("perc 0.5", "perc 0");
+        let cases: [(&str, Scrapes, (u64, u64), Fields); 4] = [
+            (
+                // A prefill cell's 5 ms window between the scrapes before and after it: no
+                // gauge was read in it (the idle engine after the cell is not the cell); the
+                // preemption counter and the TTFT histogram did change over it (one request
+                // in (10, 100] ms: 55 ms).
+                "no scrape inside the window",
+                Scrapes {
+                    before: at(t, 0, &idle(1, [5, 5, 5])),
+                    during: vec![],
+                    after: at(t, 1000, &idle(1, [5, 6, 6])),
+                },
+                (500, 505),
+                [None, None, None, None, None, Some(0.0), Some(55.0)],
+            ),
+            (
+                // The histogram saw nothing new from before the window to after it (the
+                // prefix counters did: 25 more hits of 100 more queries).
+                "a histogram with no new observations",
+                Scrapes {
+                    before: at(t, 0, &idle(1, [5, 6, 6])),
+                    during: vec![],
+                    after: at(t, 1000, &idle(2, [5, 6, 6])),
+                },
+                (500, 505),
+                [None, None, None, None, Some(0.25), Some(1.0), None],
+            ),
+            (
+                // A scrape inside the window saw an idle engine: measured zeros stay.
+                "an idle engine seen inside the window",
+                Scrapes {
+                    before: at(t, 0, &idle(1, [5, 5, 5])),
+                    during: vec![at(t, 502, &idle(1, [5, 5, 5]))],
+                    after: at(t, 1000, &idle(1, [5, 5, 5])),
+                },
+                (500, 505),
+                [
+                    Some(0.0),
+                    Some(0.0),
+                    Some(0.0),
+                    Some(0.0),
+                    None,
+                    Some(0.0),
+                    None,
+                ],
+            ),
+            (
+                // Only the scrapes outside the window say anything about the gauges: none
+                // is read, however busy the engine was before or after.
+                "busy scrapes around an empty window",
+                Scrapes {
+                    before: at(t, 0, &vllm(4, 2, 1, [5, 5, 5])),
+                    during: vec![at(t, 200, &vllm(3, 1, 1, [5, 5, 5]))],
+                    after: at(t, 1000, &vllm(2, 0, 1, [5, 5, 5])),
+                },
+                (500, 505),
+                [None, None, None, None, None, Some(0.0), None],
+            ),
+        ];
+        for (name, scrapes, (open, close), want) in cases {
+            let ms = |v| t + Duration::from_millis(v);
+            let seen = scrapes.summarize(ms(open), ms(close));
+            let seen = seen.unwrap_or_else(|| panic!("{name}: vLLM's names are known"));
+            let u = &seen.server;
+            let got: Fields = [
+                u.running_mean,
+                u.running_max,
+                u.waiting_max,
+                u.kv_usage_max,
+                u.prefix_hit_rate,
+                u.preemptions,
+                u.ttft_ms_p50,
+            ];
+            assert_eq!(got, want, "{name}");
+            assert_eq!(u.ttft_ms_p50_bucket.is_some(), want[6].is_some(), "{name}");
+            let inside = usize::from(want[0].is_some());
+            assert_eq!(seen.scrapes, inside, "{name}");
+        }
     }
 
     #[test]

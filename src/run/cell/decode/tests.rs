@@ -110,6 +110,7 @@ fn outcome(sent: Instant, k: u64, usage: Option<f64>, failed: bool) -> Outcome {
         all_usage: usage.is_none(),
         failure: failed.then_some(Failure::Disconnect),
         retry_after: None,
+        message: None,
     }
 }
 
