@@ -175,6 +175,8 @@ fn vllm_launched_measured_and_stopped() {
         );
         if r.phase == benchspec::plan::Phase::Decode {
             decode_against_vllm(r, &finished(&reqs, &r.cell));
+        } else {
+            prefill_against_vllm(r);
         }
     }
 }
@@ -232,6 +234,34 @@ fn vllm_variants_relaunch_with_their_flags() {
         processes_in_env(&job.to_string_lossy()),
         0,
         "a vLLM process is left"
+    );
+}
+
+/// A prefill cell (one request of a few ms) against vLLM: its gauges only from a scrape inside
+/// its window (never the idle engine's zeros after it); vLLM's TTFT histogram saw its one
+/// request, in a bucket near the client's TTFT.
+fn prefill_against_vllm(r: &Record) {
+    let server = r
+        .server
+        .as_ref()
+        .unwrap_or_else(|| panic!("{}: no server", r.cell));
+    // A scrape that answered inside the window saw 0 or 1 running (the request may still be
+    // in vLLM's API server); with none inside, nothing is said.
+    assert_eq!(
+        server.running_max.is_none(),
+        server.kv_usage_max.is_none(),
+        "{server:#?}"
+    );
+    assert!(server.running_max.is_none_or(|m| m <= 1.0), "{server:#?}");
+    let client = r.ttft_ms.unwrap().p50;
+    let bucket = server
+        .ttft_ms_p50_bucket
+        .unwrap_or_else(|| panic!("{}: {server:#?}", r.cell));
+    let high = bucket.high_ms.unwrap_or(f64::INFINITY);
+    assert!(
+        client >= bucket.low_ms / 2.0 && client <= high * 2.0,
+        "{}: client TTFT {client} ms, vLLM's bucket {bucket:?}",
+        r.cell
     );
 }
 
@@ -596,6 +626,13 @@ fn session(vllm: &Vllm, _: &[(&str, String); 2]) {
             "{by:#?}"
         );
     }
+    // The cell's hit rate from vLLM's counters, against its usage request by request.
+    let hit = r.server.as_ref().and_then(|s| s.prefix_hit_rate).unwrap();
+    let usage = usage_hit_rate(&finished(&ran.reqs, &r.cell));
+    assert!(
+        (hit - usage).abs() < 0.01,
+        "counters {hit} vs usage {usage}"
+    );
     // Request by request, vLLM's cached tokens are whole blocks. (A turn can find one block
     // less than its whole previous prompt: the history's `assistant\n` followed by the
     // answer's text may tokenize differently at the join, e.g. "\n" + "\n\n" as one token.)

@@ -242,9 +242,15 @@ impl Scrapes {
             .filter(|s| s.at >= open && s.at <= close)
             .collect();
         // The scrape the window's opening asks for answers a moment after it: that is where
-        // the window's counters start (else a cell's warm-up would count as its own).
+        // the window's counters start (else a cell's warm-up would count as its own) — but
+        // never at or after the close: a window shorter than `OPENING` (a prefill request, a
+        // fast session cell) starts at the last scrape before its close.
         let start = open + OPENING;
-        let from = all.iter().rev().find(|s| s.at <= start).unwrap_or(&all[0]);
+        let from = all
+            .iter()
+            .rev()
+            .find(|s| s.at <= start && s.at < close)
+            .unwrap_or(&all[0]);
         let to = all
             .iter()
             .find(|s| s.at >= close)
@@ -306,6 +312,29 @@ mod tests {
             ttft[1],
             ttft[2]
         )
+    }
+
+    /// A window shorter than the opening's grace (a 196 ms session cell on real vLLM): its
+    /// edge scrapes answer 3 ms after each edge, both before open + 250 ms. The counters and
+    /// the histogram run from the opening's scrape to the closing's, not from the closing's
+    /// to itself (which read nothing: no hit rate, no TTFT).
+    #[test]
+    fn a_window_shorter_than_the_opening_grace_keeps_its_counters() {
+        let t = Instant::now();
+        let s = Scrapes {
+            before: at(t, 0, &vllm(0, 0, 1, [5, 5, 5])),
+            during: vec![
+                at(t, 3, &vllm(2, 0, 1, [5, 5, 5])),
+                at(t, 199, &vllm(0, 0, 3, [5, 7, 7])),
+            ],
+            after: at(t, 205, &vllm(0, 0, 3, [5, 7, 7])),
+        };
+        let ms = |v| t + Duration::from_millis(v);
+        let u = s.summarize(ms(0), ms(196)).unwrap().server;
+        // 50 more hits of 200 more queries; two new TTFTs in (10, 100] ms: p50 at 55 ms.
+        assert_eq!(u.prefix_hit_rate, Some(0.25), "{u:#?}");
+        assert_eq!(u.ttft_ms_p50, Some(55.0), "{u:#?}");
+        assert_eq!(u.running_max, Some(2.0), "{u:#?}");
     }
 
     #[test]
