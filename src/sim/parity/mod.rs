@@ -6,6 +6,7 @@
 
 mod api;
 mod metrics;
+mod ttft;
 
 use super::{InProcess, Options, profile};
 use axum::body::Body;
