@@ -40,6 +40,9 @@ pub struct SimArgs {
     /// The most requests scheduled at once (default: the profile's).
     #[arg(long, value_name = "N")]
     pub max_num_seqs: Option<usize>,
+    /// Tokens per KV-cache block (default 16, GPU vLLM's; vLLM's CPU build uses 128).
+    #[arg(long, value_name = "TOKENS")]
+    pub block_size: Option<usize>,
     /// Every cost of the profile times this: 1.5 serves 1.5 times slower.
     #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
     pub time_scale: f64,
@@ -85,6 +88,9 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
     }
     if let Some(n) = args.max_num_seqs {
         opts.profile.max_num_seqs = n.max(1);
+    }
+    if let Some(b) = args.block_size {
+        opts.profile.block_size = b.clamp(1, 4096);
     }
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
     opts.dialect = crate::plan::sim::dialect(args.dialect);

@@ -24,6 +24,9 @@ pub fn options_for(spec: &spec::Spec) -> Result<Options, SimError> {
     if let Some(n) = sim.max_num_seqs {
         opts.profile.max_num_seqs = n as usize;
     }
+    if let Some(b) = sim.block_size {
+        opts.profile.block_size = b.max(1) as usize;
+    }
     opts.noise = sim.noise;
     opts.noise_seed = sim.noise_seed;
     opts.dialect = dialect(sim.dialect);

@@ -162,22 +162,29 @@ pub fn error_body(kind: &str, message: &str, code: u16, param: Option<&str>) -> 
     json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
 }
 
-/// vLLM's message for a prompt that does not fit.
-pub fn too_long(prompt_len: usize, max_tokens: usize, max_model_len: usize) -> String {
-    if prompt_len >= max_model_len {
-        format!(
-            "This model's maximum context length is {max_model_len} tokens. However, your request has {prompt_len} input tokens. Please reduce the length of the input messages."
-        )
-    } else {
-        format!(
-            "'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's maximum context length is {max_model_len} tokens and your request has {prompt_len} input tokens ({max_tokens} > {max_model_len} - {prompt_len})."
-        )
-    }
+/// vLLM's message for a prompt that leaves no room in `max_model_len`. vLLM tokenizes at
+/// most `max_model_len + 1` tokens of it, hence "at least".
+pub fn too_long(prompt_len: usize, max_model_len: usize) -> String {
+    let n = prompt_len.min(max_model_len.saturating_add(1));
+    format!(
+        "This model's maximum context length is {max_model_len} tokens. However, your prompt contains at least {n} input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value={n})"
+    )
 }
 
-/// Usage as vLLM writes it.
+/// Usage as vLLM writes it at the end (a whole response, the final usage chunk).
 pub fn usage(prompt: usize, completion: usize, cached: usize) -> Value {
     json!({"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion, "prompt_tokens_details": {"cached_tokens": cached}})
+}
+
+/// The running usage vLLM puts in every chunk with `continuous_usage_stats`: no
+/// `prompt_tokens_details` (the cached tokens come in the final chunk); chat's with
+/// `completion_tokens_details: null`.
+pub fn running_usage(kind: Kind, prompt: usize, completion: usize) -> Value {
+    let mut u = json!({"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion});
+    if kind == Kind::Chat {
+        u["completion_tokens_details"] = Value::Null;
+    }
+    u
 }
 
 /// Which endpoint a stream belongs to.
@@ -221,10 +228,17 @@ impl Head {
         }
     }
 
-    /// The chat stream's first chunk: the role, no content.
-    pub fn role_chunk(&self) -> Value {
-        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model,
-               "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]})
+    /// The chat stream's first chunk: the role, empty content, with the running usage (no
+    /// token yet) when `continuous_usage_stats` asks for it.
+    pub fn role_chunk(&self, usage: Option<Value>) -> Value {
+        let mut chunk = json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model,
+               "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]});
+        if let Some(u) = usage {
+            chunk["usage"] = u;
+        }
+        chunk["prompt_token_ids"] = Value::Null;
+        chunk["prompt_text"] = Value::Null;
+        chunk
     }
 
     /// A chunk carrying `text`; `reasoning` puts it in `reasoning_content` (chat).
@@ -237,7 +251,8 @@ impl Head {
     ) -> Value {
         let choice = match self.kind {
             Kind::Completion => {
-                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish, "stop_reason": null})
+                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish, "stop_reason": null,
+                       "prompt_token_ids": null, "token_ids": null})
             }
             Kind::Chat => {
                 let delta = if reasoning {
@@ -245,7 +260,14 @@ impl Head {
                 } else {
                     json!({"content": text})
                 };
-                json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish, "stop_reason": null})
+                // vLLM writes a chat chunk's `stop_reason` only with its finish reason.
+                let mut c =
+                    json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish});
+                if finish.is_some() {
+                    c["stop_reason"] = Value::Null;
+                }
+                c["token_ids"] = Value::Null;
+                c
             }
         };
         let mut chunk = json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model, "choices": [choice]});
@@ -255,9 +277,16 @@ impl Head {
         chunk
     }
 
-    /// vLLM's separate final usage chunk.
-    pub fn usage_chunk(&self, usage: Value) -> Value {
-        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model, "choices": [], "usage": usage})
+    /// vLLM's separate final usage chunk, with its `system_fingerprint` (`vllm-VERSION-…`);
+    /// chat's `prompt_tokens_details` also has `created_cache_tokens` (0).
+    pub fn usage_chunk(&self, mut usage: Value, version: &str) -> Value {
+        if self.kind == Kind::Chat
+            && let Some(d) = usage.get_mut("prompt_tokens_details")
+        {
+            d["created_cache_tokens"] = 0.into();
+        }
+        json!({"id": self.id, "object": self.object(true), "created": self.created, "model": self.model, "choices": [], "usage": usage,
+               "system_fingerprint": format!("vllm-{version}-00000000")})
     }
 
     /// A whole non-streamed response.

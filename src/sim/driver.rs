@@ -33,6 +33,10 @@ pub enum Msg {
         key: u64,
         /// The request.
         req: NewRequest,
+        /// When it reached the API server: vLLM's TTFT and E2E count from there.
+        arrived: Instant,
+        /// It ends at its limit (`finished_reason="length"`), not on its own.
+        length: bool,
         /// Where its tokens go.
         tx: mpsc::UnboundedSender<Ev>,
     },
@@ -47,10 +51,18 @@ pub enum Msg {
 struct Stream {
     key: u64,
     tx: mpsc::UnboundedSender<Ev>,
-    /// When the request reached the engine.
+    /// When the request reached the API server.
     arrived: Instant,
+    /// When it entered the engine's queue; `None` once scheduled.
+    queued: Option<Instant>,
+    /// It ends at its limit.
+    length: bool,
+    /// When its first token left.
+    first: Option<Instant>,
     /// When its last token left.
     last: Option<Instant>,
+    /// Tokens sent.
+    tokens: u64,
 }
 
 /// The driver's books: the open streams, and what `/metrics` counts.
@@ -125,10 +137,7 @@ impl Book {
         Book {
             streams: HashMap::new(),
             ids: HashMap::new(),
-            snap: Snapshot {
-                kv_blocks: engine.kv_blocks(),
-                ..Snapshot::default()
-            },
+            snap: Snapshot::of(engine),
         }
     }
 
@@ -136,11 +145,16 @@ impl Book {
     /// published first, so that a client that sees its request end also sees it counted.
     fn step(&mut self, out: &StepOut, engine: &mut Engine, metrics: &Mutex<Snapshot>) {
         let now = Instant::now();
-        self.snap.finished += out
-            .finished
-            .iter()
-            .filter(|id| self.streams.contains_key(id))
-            .count() as u64;
+        // The step's requests were scheduled when it began.
+        let began = now
+            .checked_sub(Duration::from_secs_f64(out.duration))
+            .unwrap_or(now);
+        for id in &out.admitted {
+            if let Some(queued) = self.streams.get_mut(id).and_then(|s| s.queued.take()) {
+                let waited = began.saturating_duration_since(queued);
+                self.snap.queue.observe(waited.as_secs_f64());
+            }
+        }
         for id in &out.emitted {
             if let Some(s) = self.streams.get_mut(id) {
                 match s.last {
@@ -148,10 +162,17 @@ impl Book {
                         self.snap.ttft.observe((now - s.arrived).as_secs_f64());
                         let cached = out.cached.iter().find(|(c, _)| c == id);
                         let _ = s.tx.send(Ev::Cached(cached.map_or(0, |(_, n)| *n)));
+                        s.first = Some(now);
                     }
                     Some(last) => self.snap.itl.observe((now - last).as_secs_f64()),
                 }
                 s.last = Some(now);
+                s.tokens += 1;
+            }
+        }
+        for id in &out.finished {
+            if let Some(s) = self.streams.get(id) {
+                self.snap.count_finished(s, now);
             }
         }
         self.publish(engine, metrics);
@@ -174,13 +195,23 @@ impl Book {
 
     fn apply(&mut self, msg: Msg, engine: &mut Engine) {
         match msg {
-            Msg::Submit { key, req, tx } => {
+            Msg::Submit {
+                key,
+                req,
+                arrived,
+                length,
+                tx,
+            } => {
                 let id = engine.add(req);
                 let stream = Stream {
                     key,
                     tx,
-                    arrived: Instant::now(),
+                    arrived,
+                    queued: Some(Instant::now()),
+                    length,
+                    first: None,
                     last: None,
+                    tokens: 0,
                 };
                 self.streams.insert(id, stream);
                 self.ids.insert(key, id);
@@ -212,5 +243,31 @@ impl Book {
         if let Ok(mut m) = metrics.lock() {
             m.clone_from(s);
         }
+    }
+}
+
+impl Snapshot {
+    /// The state of an idle `engine`: the KV cache's size is known at once.
+    pub fn of(engine: &Engine) -> Snapshot {
+        Snapshot {
+            kv_blocks: engine.kv_blocks(),
+            block_size: engine.block_size(),
+            ..Snapshot::default()
+        }
+    }
+
+    /// Count a request that ended at `now`: its finish reason, end-to-end latency and mean
+    /// time per output token after the first (0 for a single token, as vLLM observes it).
+    fn count_finished(&mut self, s: &Stream, now: Instant) {
+        self.finished += 1;
+        self.finished_length += u64::from(s.length);
+        self.e2e.observe((now - s.arrived).as_secs_f64());
+        let decode = s.first.map_or(0.0, |f| (now - f).as_secs_f64());
+        let tpot = if s.tokens > 1 {
+            decode / (s.tokens - 1) as f64
+        } else {
+            0.0
+        };
+        self.tpot.observe(tpot);
     }
 }

@@ -5,7 +5,7 @@
 //! recomputed later. The step's duration comes from the [`Profile`]. Nothing here sleeps or
 //! does I/O: the server drives it in real time, the calibration in virtual time.
 
-use super::kv::{BLOCK_TOKENS, Kv, block_hashes};
+use super::kv::{Kv, block_hashes};
 use super::profile::Profile;
 use std::collections::{HashMap, VecDeque};
 
@@ -71,6 +71,8 @@ pub struct StepOut {
     /// Requests whose prompt was computed in this step (their first token), with the prompt
     /// tokens they found in the prefix cache.
     pub cached: Vec<(ReqId, usize)>,
+    /// Requests scheduled from the waiting queue in this step (again after a preemption).
+    pub admitted: Vec<ReqId>,
 }
 
 /// The scheduler.
@@ -97,7 +99,7 @@ pub struct Engine {
 impl Engine {
     /// An idle engine.
     pub fn new(profile: Profile) -> Engine {
-        let kv = Kv::new(profile.kv_tokens);
+        let kv = Kv::new(profile.kv_tokens, profile.block_size);
         Engine {
             profile,
             reqs: HashMap::new(),
@@ -117,8 +119,8 @@ impl Engine {
     pub fn add(&mut self, r: NewRequest) -> ReqId {
         let id = self.next_id;
         self.next_id += 1;
-        let hashes = block_hashes(&r.tokens);
-        let full = hashes.len() * BLOCK_TOKENS;
+        let hashes = block_hashes(&r.tokens, self.kv.block());
+        let full = hashes.len() * self.kv.block();
         let tail = (
             r.tokens[full.min(r.tokens.len())..].to_vec(),
             hashes.last().copied().unwrap_or(super::kv::CHAIN_START),
@@ -156,7 +158,7 @@ impl Engine {
             (0..req.generated)
                 .map(|i| super::tokenizer::token_id(super::tokenizer::output_piece(seed, i))),
         );
-        super::kv::chain(req.tail.1, &tokens)
+        super::kv::chain(req.tail.1, &tokens, self.kv.block())
     }
 
     /// Drop a request wherever it is (a cancelled stream).
@@ -183,9 +185,14 @@ impl Engine {
         self.waiting.len()
     }
 
-    /// KV-cache blocks of [`BLOCK_TOKENS`] tokens.
+    /// KV-cache blocks (of [`Engine::block_size`] tokens).
     pub fn kv_blocks(&self) -> u64 {
         self.kv.blocks() as u64
+    }
+
+    /// Tokens per KV-cache block: the prefix cache finds prompts in whole blocks.
+    pub fn block_size(&self) -> usize {
+        self.kv.block()
     }
 
     /// KV-cache usage, 0 to 1.
@@ -253,7 +260,7 @@ impl Engine {
                 i += 1;
                 continue;
             }
-            let needed = (req.context() + 1).div_ceil(BLOCK_TOKENS);
+            let needed = (req.context() + 1).div_ceil(self.kv.block());
             if needed > req.referenced + req.private && !self.kv.grow() {
                 // No block for the next token: preempt the newest request and retry.
                 let victim = self.running.last().copied().unwrap_or(id);
@@ -319,7 +326,7 @@ impl Engine {
         req.state = State::Decode;
         req.generated += 1;
         out.cached
-            .push((id, (req.hit * BLOCK_TOKENS).min(req.prompt_len)));
+            .push((id, (req.hit * self.kv.block()).min(req.prompt_len)));
         let finished = req.generated >= req.target;
         let hashes = req.hashes.clone();
         self.kv.publish(&hashes, from);
@@ -333,6 +340,7 @@ impl Engine {
     /// Admit waiting requests while budget, batch slots and KV blocks allow.
     fn admit(&mut self, budget: &mut usize, out: &mut StepOut) -> f64 {
         let mut cost = 0.0;
+        let block = self.kv.block();
         while *budget > 0 && self.running.len() < self.profile.max_num_seqs {
             let Some(&id) = self.waiting.front() else {
                 break;
@@ -342,29 +350,28 @@ impl Engine {
                 continue;
             };
             let mut hit = self.kv.hit_blocks(&req.hashes);
-            if hit * BLOCK_TOKENS >= req.context() {
-                hit = (req.context() - 1) / BLOCK_TOKENS;
+            if hit * block >= req.context() {
+                hit = (req.context() - 1) / block;
             }
-            let blocks = (req.context() + 1).div_ceil(BLOCK_TOKENS) - hit;
+            let blocks = (req.context() + 1).div_ceil(block) - hit;
             let hashes = req.hashes.clone();
             if !self.kv.admit(&hashes, hit, blocks) {
                 break;
             }
             self.kv
-                .record_query(req.prompt_len, (hit * BLOCK_TOKENS).min(req.prompt_len));
+                .record_query(req.prompt_len, (hit * block).min(req.prompt_len));
             self.waiting.pop_front();
             self.running.push(id);
+            out.admitted.push(id);
             if let Some(req) = self.reqs.get_mut(&id) {
                 req.referenced = hit;
                 req.private = blocks;
                 req.hit = hit;
-                req.state = State::Prefill {
-                    done: hit * BLOCK_TOKENS,
-                };
+                req.state = State::Prefill { done: hit * block };
             }
             if hit > 0 {
                 cost += self.profile.cached_request_s
-                    + self.profile.cached_token_s * (hit * BLOCK_TOKENS) as f64;
+                    + self.profile.cached_token_s * (hit * block) as f64;
             }
             cost += self.prefill_chunk(id, budget, out);
         }

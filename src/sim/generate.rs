@@ -26,6 +26,8 @@ struct Admitted {
 
 /// Serve one generation request.
 pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Response {
+    // vLLM's TTFT and E2E histograms count from here: the API server's time is in them.
+    let arrived = tokio::time::Instant::now();
     if let Some(refused) = super::dialect::refused_field(s.opts.dialect, kind, &body) {
         return refused;
     }
@@ -41,6 +43,7 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
     // Held until the request is submitted: the next one enters the engine after it.
     let entered = api_server(&s, ids.len()).await;
     let target = stream::target(&req, limit, &ids, opts.seed);
+    let length = stream::at_limit(&req, target, limit);
     let prompt_len = ids.len();
     let (tx, rx) = mpsc::unbounded_channel();
     let submit = Msg::Submit {
@@ -52,6 +55,8 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
             // back inside the template, after its reasoning.
             output_seed: (kind == Kind::Completion).then_some(opts.seed ^ key),
         },
+        arrived,
+        length,
         tx,
     };
     let submitted = s.tx.send(submit);
@@ -70,7 +75,7 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
         model: opts.served_name.clone(),
         kind,
     };
-    let plan = Plan::new(&req, opts, key, prompt_len, target, head);
+    let plan = Plan::new(&req, opts, key, (prompt_len, target, length), head);
     let guard = stream::CancelOnDrop {
         key,
         tx: s.tx.clone(),
@@ -90,7 +95,6 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
     }
 }
 
-/// The checks vLLM makes before it schedules a request, with its error bodies.
 /// The answer of a request the fault options refuse: a rate limit (429) or a failure (500).
 fn faulted(s: &Shared, key: u64) -> Option<Response> {
     let opts = &s.opts;
@@ -107,6 +111,10 @@ fn faulted(s: &Shared, key: u64) -> Option<Response> {
     })
 }
 
+/// The checks vLLM 0.32 makes before it schedules a request, with its error bodies (even
+/// for `stream: true`, the error is one JSON body): an unknown model is 404; a prompt that
+/// leaves no room in `max_model_len` is 400; a prompt plus `max_tokens` over it is not
+/// refused, its output stops where the context is full (`finish_reason: length`).
 fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
     let bad = |message: &str| {
         Box::new(error(
@@ -123,16 +131,24 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
         return Err(Box::new(error(
             StatusCode::NOT_FOUND,
             "NotFoundError",
-            &format!("The model `{model}` does not exist."),
+            &format!(
+                "The model `{model}` does not exist. Valid aliases: {}.",
+                opts.served_name
+            ),
             Some("model"),
         )));
     }
     let ids = req.prompt_ids().map_err(|e| bad(&e.to_string()))?;
     let max_len = usize::try_from(opts.profile.max_model_len).unwrap_or(usize::MAX);
-    let limit = req.limit(ids.len(), max_len);
-    if ids.len() >= max_len || ids.len() + limit > max_len {
-        return Err(bad(&api::too_long(ids.len(), limit, max_len)));
+    if ids.len() >= max_len {
+        return Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            &api::too_long(ids.len(), max_len),
+            Some("input_tokens"),
+        )));
     }
+    let limit = req.limit(ids.len(), max_len).min(max_len - ids.len());
     Ok(Admitted { req, ids, limit })
 }
 

@@ -5,22 +5,23 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-/// Token positions per block (vLLM's default).
+/// Token positions per block: vLLM's default on GPUs (its CPU build uses 128).
 pub const BLOCK_TOKENS: usize = 16;
 
 /// The hash a sequence's first block chains from.
 pub const CHAIN_START: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// The chained hashes of the full blocks of a prompt.
-pub fn block_hashes(tokens: &[u32]) -> Vec<u64> {
-    chain(CHAIN_START, tokens)
+/// The chained hashes of the full blocks of `block` tokens of a prompt.
+pub fn block_hashes(tokens: &[u32], block: usize) -> Vec<u64> {
+    chain(CHAIN_START, tokens, block)
 }
 
-/// The chained hashes of the full blocks of `tokens`, which follow the block hashed `prev`.
-pub fn chain(prev: u64, tokens: &[u32]) -> Vec<u64> {
+/// The chained hashes of the full blocks of `block` tokens of `tokens`, which follow the
+/// block hashed `prev`.
+pub fn chain(prev: u64, tokens: &[u32], block: usize) -> Vec<u64> {
     let mut prev = prev;
     tokens
-        .chunks_exact(BLOCK_TOKENS)
+        .chunks_exact(block.max(1))
         .map(|block| {
             let mut h = prev;
             for &t in block {
@@ -42,6 +43,8 @@ struct Entry {
 /// Block accounting for the whole engine.
 #[derive(Debug)]
 pub struct Kv {
+    /// Tokens per block.
+    block: usize,
     total: usize,
     private: usize,
     cached: HashMap<u64, Entry>,
@@ -55,10 +58,12 @@ pub struct Kv {
 }
 
 impl Kv {
-    /// A cache of `tokens` token slots.
-    pub fn new(tokens: u64) -> Kv {
-        let total = usize::try_from(tokens).unwrap_or(usize::MAX) / BLOCK_TOKENS;
+    /// A cache of `tokens` token slots in blocks of `block` tokens.
+    pub fn new(tokens: u64, block: usize) -> Kv {
+        let block = block.max(1);
+        let total = usize::try_from(tokens).unwrap_or(usize::MAX) / block;
         Kv {
+            block,
             total,
             private: 0,
             cached: HashMap::new(),
@@ -67,6 +72,11 @@ impl Kv {
             queries: 0,
             hits: 0,
         }
+    }
+
+    /// Tokens per block.
+    pub fn block(&self) -> usize {
+        self.block
     }
 
     /// Blocks in all.
@@ -223,9 +233,9 @@ mod tests {
 
     #[test]
     fn prefix_reuse_and_eviction() {
-        let mut kv = Kv::new(10 * BLOCK_TOKENS as u64);
-        let a = block_hashes(&[1; 64]);
-        let b = block_hashes(&[2; 64]);
+        let mut kv = Kv::new(10 * BLOCK_TOKENS as u64, BLOCK_TOKENS);
+        let a = block_hashes(&[1; 64], BLOCK_TOKENS);
+        let b = block_hashes(&[2; 64], BLOCK_TOKENS);
         assert_eq!(a.len(), 4);
         assert!(kv.admit(&a, 0, 5));
         kv.publish(&a, 0);

@@ -1,65 +1,13 @@
 //! What the simulated engine publishes on `/metrics`: a [`Snapshot`] of its scheduler's
-//! state kept by the driver after every step, rendered in Prometheus text with vLLM's names
-//! (V1 engine): the request gauges, KV usage, prefix-cache and preemption counters,
-//! `vllm:cache_config_info`, and the TTFT and inter-token-latency histograms with vLLM's
-//! buckets, observed in real time as the tokens leave the engine.
+//! state kept by the driver after every step, rendered in Prometheus text with vLLM's names,
+//! types, label names and units (V1 engine, held to a real vLLM 0.32's exposition in
+//! `parity_tests`): the request gauges, KV usage (0–1), prefix-cache, prompt, generation,
+//! preemption and finished-request counters, `vllm:cache_config_info`, and the TTFT,
+//! inter-token, per-request time-per-output-token, end-to-end and queue-time histograms
+//! (seconds, vLLM's buckets), observed in real time as the tokens leave the engine.
 
+use super::histogram::{Histogram, ITL_BUCKETS, REQUEST_BUCKETS, TTFT_BUCKETS, label_set};
 use std::fmt::Write;
-
-/// vLLM's `vllm:time_to_first_token_seconds` buckets.
-pub const TTFT_BUCKETS: &[f64] = &[
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-];
-
-/// vLLM's `vllm:inter_token_latency_seconds` buckets.
-pub const ITL_BUCKETS: &[f64] = &[
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-    40.0, 80.0,
-];
-
-/// A Prometheus histogram: counts per bucket (not cumulative), then the overflow.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Histogram {
-    bounds: &'static [f64],
-    counts: Vec<u64>,
-    sum: f64,
-}
-
-impl Histogram {
-    /// An empty histogram over `bounds`.
-    pub fn new(bounds: &'static [f64]) -> Histogram {
-        Histogram {
-            bounds,
-            counts: vec![0; bounds.len() + 1],
-            sum: 0.0,
-        }
-    }
-
-    /// Count one observation of `secs`.
-    pub fn observe(&mut self, secs: f64) {
-        let i = self.bounds.partition_point(|b| *b < secs);
-        if let Some(c) = self.counts.get_mut(i) {
-            *c += 1;
-        }
-        self.sum += secs;
-    }
-
-    fn render(&self, out: &mut String, name: &str, help: &str, labels: &str) {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
-        let mut cumulative = 0;
-        for (i, count) in self.counts.iter().enumerate() {
-            cumulative += count;
-            let le = self
-                .bounds
-                .get(i)
-                .map_or_else(|| "+Inf".to_string(), |b| format!("{b:?}"));
-            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}.0");
-        }
-        let _ = writeln!(out, "{name}_count{{{labels}}} {cumulative}.0");
-        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
-    }
-}
 
 /// Engine state published for `/metrics`.
 #[derive(Debug, Clone)]
@@ -78,16 +26,27 @@ pub struct Snapshot {
     pub prompt_tokens: u64,
     /// Tokens generated.
     pub generation_tokens: u64,
-    /// Requests finished.
+    /// Requests finished (at their limit or on their own).
     pub finished: u64,
+    /// Of those, the ones that stopped at their limit (`finished_reason="length"`).
+    pub finished_length: u64,
     /// Preemptions.
     pub preemptions: u64,
     /// KV blocks, as `cache_config_info` reports them.
     pub kv_blocks: u64,
-    /// From a request's arrival at the engine to its first token.
+    /// Tokens per KV block, as `cache_config_info` reports them.
+    pub block_size: usize,
+    /// From a request's arrival at the API server to its first token (vLLM's TTFT counts
+    /// from the request's arrival, its API server's time included).
     pub ttft: Histogram,
     /// Between consecutive tokens of a request.
     pub itl: Histogram,
+    /// Per finished request: its decode time over its tokens after the first.
+    pub tpot: Histogram,
+    /// Per finished request: from its arrival at the API server to its last token.
+    pub e2e: Histogram,
+    /// Per request: from entering the engine's queue to being scheduled.
+    pub queue: Histogram,
 }
 
 impl Default for Snapshot {
@@ -101,15 +60,21 @@ impl Default for Snapshot {
             prompt_tokens: 0,
             generation_tokens: 0,
             finished: 0,
+            finished_length: 0,
             preemptions: 0,
             kv_blocks: 0,
+            block_size: super::kv::BLOCK_TOKENS,
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
+            tpot: Histogram::new(ITL_BUCKETS),
+            e2e: Histogram::new(REQUEST_BUCKETS),
+            queue: Histogram::new(REQUEST_BUCKETS),
         }
     }
 }
 
-/// One gauge or counter: its name (without `_total`), help and value.
+/// One gauge or counter: its name (a counter's with `_total`, as vLLM's Prometheus client
+/// names it in `# TYPE`), help and value.
 type Line = (&'static str, &'static str, f64);
 
 impl Snapshot {
@@ -134,34 +99,34 @@ impl Snapshot {
         ];
         let counters = [
             (
-                "vllm:prefix_cache_queries",
+                "vllm:prefix_cache_queries_total",
                 "Prefix cache queries, in terms of number of queried tokens.",
                 self.prefix_queries as f64,
             ),
             (
-                "vllm:prefix_cache_hits",
+                "vllm:prefix_cache_hits_total",
                 "Prefix cache hits, in terms of number of cached tokens.",
                 self.prefix_hits as f64,
             ),
             (
-                "vllm:prompt_tokens",
+                "vllm:prompt_tokens_total",
                 "Number of prefill tokens processed.",
                 self.prompt_tokens as f64,
             ),
             (
-                "vllm:generation_tokens",
+                "vllm:generation_tokens_total",
                 "Number of generation tokens processed.",
                 self.generation_tokens as f64,
             ),
             (
-                "vllm:num_preemptions",
+                "vllm:num_preemptions_total",
                 "Cumulative number of preemption from the engine.",
                 self.preemptions as f64,
             ),
             (
-                "vllm:request_success",
-                "Count of successfully processed requests.",
-                self.finished as f64,
+                "vllm:prompt_tokens_cached_total",
+                "Number of cached prompt tokens (local + external).",
+                self.prefix_hits as f64,
             ),
         ];
         (gauges, counters)
@@ -185,7 +150,7 @@ impl Snapshot {
                 "maxNumBlocks": blocks,
                 "usedNumBlocks": used,
                 "freeNumBlocks": blocks.saturating_sub(used),
-                "tokensPerBlock": super::kv::BLOCK_TOKENS,
+                "tokensPerBlock": self.block_size,
                 "cacheHitRate": hit_rate,
             },
         }])
@@ -222,60 +187,87 @@ impl Snapshot {
         out
     }
 
-    /// The exposition with vLLM's names, every sample labelled with `model_name`.
+    /// The exposition with vLLM's names, every sample labelled with `engine` and
+    /// `model_name` (`cache_config_info` with `engine` alone), as vLLM 0.32 serves it.
     pub fn render(&self, model_name: &str) -> String {
-        let labels = format!("engine=\"0\",model_name=\"{model_name}\"");
+        let labels = [("engine", "0"), ("model_name", model_name)];
+        let set = label_set(&labels);
         let mut out = String::new();
         let (gauges, counters) = self.lines();
         let kinds = gauges
             .iter()
-            .map(|g| (g, "gauge", ""))
-            .chain(counters.iter().map(|c| (c, "counter", "_total")));
-        for ((name, help, value), kind, suffix) in kinds {
+            .map(|g| (g, "gauge"))
+            .chain(counters.iter().map(|c| (c, "counter")));
+        for ((name, help, value), kind) in kinds {
             let _ = writeln!(
                 out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{suffix}{{{labels}}} {value:?}"
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name}{set} {value:?}"
             );
         }
+        self.render_success(&mut out, &labels);
+        let (blocks, block) = (self.kv_blocks.to_string(), self.block_size.to_string());
+        let info = label_set(&[
+            ("block_size", &block),
+            ("enable_prefix_caching", "True"),
+            ("engine", "0"),
+            ("num_gpu_blocks", &blocks),
+        ]);
         let _ = writeln!(
             out,
-            "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{{block_size=\"{}\",engine=\"0\",num_gpu_blocks=\"{}\",enable_prefix_caching=\"True\"}} 1.0",
-            super::kv::BLOCK_TOKENS,
-            self.kv_blocks
+            "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{info} 1.0"
         );
-        self.ttft.render(
-            &mut out,
-            "vllm:time_to_first_token_seconds",
-            "Histogram of time to first token in seconds.",
-            &labels,
-        );
-        self.itl.render(
-            &mut out,
-            "vllm:inter_token_latency_seconds",
-            "Histogram of inter-token latency in seconds.",
-            &labels,
-        );
+        for (h, name, help) in [
+            (
+                &self.ttft,
+                "vllm:time_to_first_token_seconds",
+                "Histogram of time to first token in seconds.",
+            ),
+            (
+                &self.itl,
+                "vllm:inter_token_latency_seconds",
+                "Histogram of inter-token latency in seconds.",
+            ),
+            (
+                &self.tpot,
+                "vllm:request_time_per_output_token_seconds",
+                "Histogram of time_per_output_token_seconds per request.",
+            ),
+            (
+                &self.e2e,
+                "vllm:e2e_request_latency_seconds",
+                "Histogram of e2e request latency in seconds.",
+            ),
+            (
+                &self.queue,
+                "vllm:request_queue_time_seconds",
+                "Histogram of time spent in WAITING phase for request.",
+            ),
+        ] {
+            h.render(&mut out, name, help, &labels);
+        }
         out
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn histograms_count_into_vllm_buckets() {
-        let mut h = Histogram::new(TTFT_BUCKETS);
-        h.observe(0.001); // on a bound: counted in it (le)
-        h.observe(0.03);
-        h.observe(9999.0);
-        let mut out = String::new();
-        h.render(&mut out, "t", "help", "a=\"b\"");
-        assert!(out.contains("t_bucket{a=\"b\",le=\"0.001\"} 1.0"), "{out}");
-        assert!(out.contains("t_bucket{a=\"b\",le=\"0.02\"} 1.0"), "{out}");
-        assert!(out.contains("t_bucket{a=\"b\",le=\"0.04\"} 2.0"), "{out}");
-        assert!(out.contains("t_bucket{a=\"b\",le=\"2560.0\"} 2.0"), "{out}");
-        assert!(out.contains("t_bucket{a=\"b\",le=\"+Inf\"} 3.0"), "{out}");
-        assert!(out.contains("t_count{a=\"b\"} 3.0"), "{out}");
+    /// `vllm:request_success_total` by `finished_reason`, every reason vLLM lists (the
+    /// simulator's requests end at their limit or on their own; none is aborted: a request
+    /// whose client went away is not counted).
+    fn render_success(&self, out: &mut String, labels: &[(&str, &str)]) {
+        let name = "vllm:request_success_total";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Count of successfully processed requests.\n# TYPE {name} counter"
+        );
+        let stop = self.finished.saturating_sub(self.finished_length);
+        for (reason, n) in [
+            ("stop", stop),
+            ("length", self.finished_length),
+            ("abort", 0),
+            ("error", 0),
+            ("repetition", 0),
+        ] {
+            let mut with = labels.to_vec();
+            with.push(("finished_reason", reason));
+            let _ = writeln!(out, "{name}{} {n}.0", label_set(&with));
+        }
     }
 }

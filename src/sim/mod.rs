@@ -11,11 +11,14 @@ mod endpoints;
 mod engine;
 mod entry;
 mod generate;
+mod histogram;
 mod http;
 mod kv;
 mod metrics;
 mod noise;
 mod options;
+#[cfg(test)]
+mod parity;
 pub mod profile;
 mod server;
 mod stream;

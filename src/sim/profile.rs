@@ -22,6 +22,9 @@ pub struct Profile {
     pub max_model_len: u64,
     /// KV-cache capacity in tokens.
     pub kv_tokens: u64,
+    /// Tokens per KV-cache block (vLLM `--block-size`): 16, GPU vLLM's default; its CPU
+    /// build uses 128. Prefix-cache hits come in whole blocks.
+    pub block_size: usize,
     /// Most requests scheduled at once (vLLM `--max-num-seqs`).
     pub max_num_seqs: usize,
     /// Token budget of one step (vLLM `--max-num-batched-tokens`); prefills are chunked to it.
@@ -118,6 +121,7 @@ pub fn profiles() -> [Profile; 3] {
             version: "0.27.2rc1.dev113+g5cecfc013",
             max_model_len: 131_072,
             kv_tokens: 24_000_000,
+            block_size: super::kv::BLOCK_TOKENS,
             max_num_seqs: 256,
             max_batched_tokens: 8192,
             step_s: 3.75e-3,
@@ -140,6 +144,7 @@ pub fn profiles() -> [Profile; 3] {
             version: "0.0.0+sim.tiny",
             max_model_len: 8192,
             kv_tokens: 65_536,
+            block_size: super::kv::BLOCK_TOKENS,
             max_num_seqs: 32,
             max_batched_tokens: 2048,
             step_s: 0.6e-3,
@@ -162,6 +167,7 @@ pub fn profiles() -> [Profile; 3] {
             version: "0.0.0+sim.instant",
             max_model_len: 131_072,
             kv_tokens: 1 << 34,
+            block_size: super::kv::BLOCK_TOKENS,
             max_num_seqs: 1024,
             max_batched_tokens: 1 << 24,
             step_s: 0.0,
@@ -236,6 +242,7 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
         version: "0.0.0+sim.twin",
         max_model_len: p.max_model_len.max(2),
         kv_tokens: p.kv_tokens.max(1),
+        block_size: super::kv::BLOCK_TOKENS,
         max_num_seqs: p.max_num_seqs.clamp(1, 1 << 20) as usize,
         max_batched_tokens: p.max_batched_tokens.clamp(1, 1 << 24) as usize,
         step_s: p.step_s,

@@ -87,10 +87,7 @@ fn engine_for(opts: &Options) -> Engine {
 /// The metrics before the driver's first step: the KV cache's size is known at once (a
 /// client may ask `/metrics` before the driver has run).
 fn first_snapshot(engine: &Engine) -> Arc<Mutex<Snapshot>> {
-    Arc::new(Mutex::new(Snapshot {
-        kv_blocks: engine.kv_blocks(),
-        ..Snapshot::default()
-    }))
+    Arc::new(Mutex::new(Snapshot::of(engine)))
 }
 
 /// The simulator's endpoints.

@@ -34,6 +34,12 @@ pub fn target(req: &GenRequest, limit: usize, ids: &[u32], seed: u64) -> usize {
     natural.max(req.min_tokens).min(limit).max(1)
 }
 
+/// Whether a request of `target` tokens ends at its `limit` (`finish_reason: length`):
+/// with `ignore_eos`, or when the "model" would not have stopped before it.
+pub fn at_limit(req: &GenRequest, target: usize, limit: usize) -> bool {
+    req.ignore_eos || target >= limit
+}
+
 /// What the stream of one request will look like.
 pub struct Plan {
     head: Head,
@@ -48,27 +54,23 @@ pub struct Plan {
     continuous: bool,
     /// Usage rides inside the last token chunk (llama.cpp) instead of a chunk of its own.
     usage_in_last: bool,
+    /// The version the final chunk's `system_fingerprint` names.
+    version: &'static str,
     cut_at: Option<usize>,
     stall_at: Option<usize>,
     text_seed: u64,
 }
 
 impl Plan {
-    /// Plan the stream of request `key`.
+    /// Plan the stream of request `key` of (prompt tokens, tokens to generate, whether that
+    /// is its limit).
     pub fn new(
         req: &GenRequest,
         opts: &Options,
         key: u64,
-        prompt_len: usize,
-        target: usize,
+        (prompt_len, target, limit_hit): (usize, usize, bool),
         head: Head,
     ) -> Plan {
-        let limit_hit = req.ignore_eos
-            || target
-                == req
-                    .max_completion_tokens
-                    .or(req.max_tokens)
-                    .unwrap_or(usize::MAX);
         let point = |rate: f64, a: u64, b: u64| {
             (unit(opts.seed, key, a) < rate)
                 .then(|| 1 + (unit(opts.seed, key, b) * target as f64) as usize % target.max(1))
@@ -87,8 +89,12 @@ impl Plan {
             finish: if limit_hit { "length" } else { "stop" },
             per_chunk: opts.tokens_per_chunk.max(1),
             include_usage: so.include_usage && opts.dialect != Dialect::LlamaCpp,
-            continuous: so.continuous_usage_stats && opts.dialect == Dialect::Vllm,
+            // As vLLM: continuous usage only with `include_usage`.
+            continuous: so.include_usage
+                && so.continuous_usage_stats
+                && opts.dialect == Dialect::Vllm,
             usage_in_last: opts.dialect == Dialect::LlamaCpp,
+            version: opts.profile.version,
             cut_at: point(opts.faults.disconnect_rate, 2, 3),
             stall_at: point(opts.faults.stall_rate, 4, 5),
             text_seed: opts.seed ^ key,
@@ -161,7 +167,11 @@ impl State {
         if !self.started {
             self.started = true;
             if self.plan.head.kind == Kind::Chat {
-                out.push_str(&event(&self.plan.head.role_chunk()));
+                let p = &self.plan;
+                let usage = p
+                    .continuous
+                    .then(|| api::running_usage(p.head.kind, p.prompt_len, 0));
+                out.push_str(&event(&p.head.role_chunk(usage)));
             }
         }
         loop {
@@ -212,7 +222,8 @@ impl State {
         out.push_str(&flush(self));
         if self.plan.include_usage {
             let usage = api::usage(self.plan.prompt_len, self.generated, self.plan.cached);
-            out.push_str(&event(&self.plan.head.usage_chunk(usage)));
+            let chunk = self.plan.head.usage_chunk(usage, self.plan.version);
+            out.push_str(&event(&chunk));
         }
         out.push_str("data: [DONE]\n\n");
         Bytes::from(out)
@@ -229,7 +240,12 @@ fn flush(st: &mut State) -> String {
     let p = &st.plan;
     let finish = (to >= p.target).then_some(p.finish);
     let last_usage = p.usage_in_last && finish.is_some();
-    let usage = (p.continuous || last_usage).then(|| api::usage(p.prompt_len, to, p.cached));
+    let usage = if last_usage {
+        Some(api::usage(p.prompt_len, to, p.cached))
+    } else {
+        p.continuous
+            .then(|| api::running_usage(p.head.kind, p.prompt_len, to))
+    };
     let reasoning = to <= p.reasoning;
     event(
         &p.head

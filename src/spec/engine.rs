@@ -180,6 +180,12 @@ pub struct SimEngine {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_num_seqs: Option<u32>,
+    /// Tokens per KV-cache block (vLLM `--block-size`), instead of the profile's 16 (GPU
+    /// vLLM's default): prefix-cache hits and `cached_tokens` come in whole blocks; 128
+    /// imitates vLLM's CPU build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4096))]
+    pub block_size: Option<u32>,
     /// Run-to-run noise: the relative standard deviation of the engine's step time, redrawn
     /// every quarter second of engine time (0, the default: none).
     #[serde(default)]
@@ -292,6 +298,7 @@ impl Default for SimEngine {
             faults: SimFaults::default(),
             kv_tokens: None,
             max_num_seqs: None,
+            block_size: None,
             noise: 0.0,
             noise_seed: 0,
             time_scale: 1.0,

@@ -211,29 +211,35 @@ async fn chat_streams_reasoning_first_and_several_tokens_per_chunk() {
 #[tokio::test]
 async fn errors_have_vllm_shapes() {
     let sim = start(|_| {}).await;
-    let long = "word ".repeat(8192);
+    // vLLM 0.32's answers (tests/fixtures/vllm/error-too-long.json, completions-capped.sse):
+    // a prompt over max_model_len is refused, counted up to max_model_len + 1 tokens.
+    let long = "word ".repeat(9000);
     let (code, body) = post(
         &sim,
         "/v1/completions",
-        json!({"model": "tiny", "prompt": long, "max_tokens": 10}),
+        json!({"model": "tiny", "prompt": long, "max_tokens": 10, "stream": true}),
     )
     .await;
     assert_eq!(code, 400);
     let e: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(e["error"]["type"], "BadRequestError");
     assert_eq!(e["error"]["code"], 400);
+    assert_eq!(e["error"]["param"], "input_tokens");
     assert_eq!(
         e["error"]["message"],
-        "This model's maximum context length is 8192 tokens. However, your request has 8192 input tokens. Please reduce the length of the input messages."
+        "This model's maximum context length is 8192 tokens. However, your prompt contains at least 8193 input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=8193)"
     );
+    // A prompt whose output would not fit is served up to the full context.
     let (code, body) = post(
         &sim,
         "/v1/completions",
-        json!({"model": "tiny", "prompt": "a b", "max_tokens": 8191}),
+        json!({"model": "tiny", "prompt": "word ".repeat(8180), "max_tokens": 100}),
     )
     .await;
-    assert_eq!(code, 400);
-    assert!(body.contains("'max_tokens' or 'max_completion_tokens' is too large: 8191. This model's maximum context length is 8192 tokens and your request has 2 input tokens (8191 > 8192 - 2)."), "{body}");
+    assert_eq!(code, 200, "{body}");
+    let r: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(r["usage"]["completion_tokens"], 12, "{body}");
+    assert_eq!(r["choices"][0]["finish_reason"], "length", "{body}");
     let (code, body) = post(
         &sim,
         "/v1/completions",
@@ -241,7 +247,7 @@ async fn errors_have_vllm_shapes() {
     )
     .await;
     assert_eq!(code, 404);
-    assert!(body.contains("The model `gpt-5` does not exist."));
+    assert!(body.contains("The model `gpt-5` does not exist. Valid aliases: tiny."));
     let r = client()
         .post(format!("{}/v1/completions", sim.base_url()))
         .body("{not json")
