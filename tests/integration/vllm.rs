@@ -18,9 +18,15 @@ const BLOCK: u64 = 128;
 /// The KV cache the specs give it (`VLLM_CPU_KVCACHE_SPACE=1`): 1 GiB of 4,096 blocks.
 const BLOCKS: u64 = 4096;
 
+/// `VLLM_BIN` and `VLLM_MODEL`, as a launch command's environment names them.
+type Env = [(&'static str, String); 2];
+
+/// One check against the shared server.
+type Check = fn(&Vllm, &Env);
+
 /// `VLLM_BIN` and `VLLM_MODEL` of the install; `None` (the test then returns) only when
 /// `BENCHSPEC_SKIP_VLLM=1` says to skip.
-fn installed() -> Option<[(&'static str, String); 2]> {
+fn installed() -> Option<Env> {
     let root = super::root();
     let bin = root.join(".cache/vllm/venv/bin/vllm");
     let model = root.join(".cache/vllm/tiny-llama");
@@ -327,7 +333,7 @@ struct Vllm {
 }
 
 impl Vllm {
-    fn start(env: &[(&str, String); 2]) -> Vllm {
+    fn start(env: &Env) -> Vllm {
         use std::os::unix::process::CommandExt;
         let port = super::free_port();
         let job = super::cli::tempdir::Dir::new();
@@ -484,7 +490,7 @@ fn vllm_shared_server() {
     let Some(env) = installed() else { return };
     let _cpu = super::cpu();
     let vllm = Vllm::start(&env);
-    let checks: [(&str, fn(&Vllm, &[(&str, String); 2])); 8] = [
+    let checks: [(&str, Check); 8] = [
         ("prompts sized exactly, completions and chat", exact_prompts),
         ("shared prefixes against vLLM's hits", shared_prefix),
         ("a 3-turn session from vLLM's cache", session),
@@ -516,7 +522,7 @@ fn vllm_shared_server() {
 /// Prompts of exact length by the engine's `/tokenize` and by the model's own tokenizer file,
 /// on completions and chat (vLLM applies the chat template): vLLM's usage agrees, and its
 /// generation counter grew by at least the tokens the window counted.
-fn exact_prompts(vllm: &Vllm, env: &[(&str, String); 2]) {
+fn exact_prompts(vllm: &Vllm, env: &Env) {
     for (api, tokenizer) in [
         ("completions", "server"),
         ("chat", "server"),
@@ -561,7 +567,7 @@ fn exact_prompts(vllm: &Vllm, env: &[(&str, String); 2]) {
 
 /// Two groups sharing 512 tokens (4 whole blocks of vLLM's 128), cold: benchspec's expected
 /// hit rate beside vLLM's count, and each request's cached tokens from vLLM's usage.
-fn shared_prefix(vllm: &Vllm, _: &[(&str, String); 2]) {
+fn shared_prefix(vllm: &Vllm, _: &Env) {
     let text = attached(
         ", prompt_cache: cold, prefix: {groups: 2, tokens: 512}",
         "{contexts: [1K], concurrency: [2]}",
@@ -592,7 +598,7 @@ fn shared_prefix(vllm: &Vllm, _: &[(&str, String); 2]) {
 
 /// Three turns, two users: each turn's prompt is the last one, its answer and 32 new tokens;
 /// vLLM finds the previous turn's prompt in its cache in whole blocks.
-fn session(vllm: &Vllm, _: &[(&str, String); 2]) {
+fn session(vllm: &Vllm, _: &Env) {
     let text = attached(
         ", api: chat",
         "{contexts: [512], concurrency: [1]}",
@@ -646,7 +652,7 @@ fn session(vllm: &Vllm, _: &[(&str, String); 2]) {
 }
 
 /// Open loop at 4 req/s for 3 s: sent as offered, every request finished by vLLM's count.
-fn open_loop(vllm: &Vllm, _: &[(&str, String); 2]) {
+fn open_loop(vllm: &Vllm, _: &Env) {
     let text = attached(
         "",
         "{contexts: [256], concurrency: [1]}",
@@ -671,7 +677,7 @@ fn open_loop(vllm: &Vllm, _: &[(&str, String); 2]) {
 
 /// The shipped 120-request trace at 4× speed: its shared blocks of 512 tokens (4 of vLLM's) are
 /// found in vLLM's cache about as often as the trace says they can be.
-fn replay(vllm: &Vllm, _: &[(&str, String); 2]) {
+fn replay(vllm: &Vllm, _: &Env) {
     let trace = super::root().join("specs/traces/sample.jsonl");
     let text = attached(
         "",
@@ -727,7 +733,7 @@ fn trace_hit_rate(text: &str, block: u64) -> f64 {
 }
 
 /// A concurrency search under a TTFT bound vLLM meets at low load.
-fn capacity(vllm: &Vllm, _: &[(&str, String); 2]) {
+fn capacity(vllm: &Vllm, _: &Env) {
     let text = attached(
         "",
         "{contexts: [256], concurrency: [1]}",
@@ -748,7 +754,7 @@ fn capacity(vllm: &Vllm, _: &[(&str, String); 2]) {
 }
 
 /// `init --from` the server: what vLLM says of itself, in a spec that validates and runs.
-fn init_from(vllm: &Vllm, _: &[(&str, String); 2]) {
+fn init_from(vllm: &Vllm, _: &Env) {
     let dir = super::cli::tempdir::Dir::new();
     let spec = dir.path().join("vllm.yaml");
     let done = Bench::new(&["init", "--from", &vllm.url(), "--duration", "1s", "--out"])
@@ -774,7 +780,7 @@ fn init_from(vllm: &Vllm, _: &[(&str, String); 2]) {
 
 /// A spec that says 8,192 where vLLM serves 4,096: warned of at the start, and the 6K cells
 /// fail with vLLM's own words.
-fn over_max_model_len(vllm: &Vllm, _: &[(&str, String); 2]) {
+fn over_max_model_len(vllm: &Vllm, _: &Env) {
     let text = attached(
         "",
         "{contexts: [6K], concurrency: [1]}",
