@@ -30,6 +30,11 @@ pub(super) fn fill(
     });
     rec.total_tok_s = (len > 0.0).then(|| round(w.tokens / len, 1));
     rec.per_request_tok_s = w.per_request().map(|v| round(v, 1));
+    rec.warnings
+        .extend(crate::results::bursts::delivered_at_once(
+            w.bursts,
+            w.measured_rates(),
+        ));
     rec.avg_active = Some(round(w.avg_active(), 2));
     rec.requests_started = w.started;
     rec.completed = w.completed;

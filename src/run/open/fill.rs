@@ -8,7 +8,7 @@ use super::saturation::Times;
 use crate::plan::OpenLoad;
 use crate::plan::vocab::Slo;
 use crate::results::slo::{self, Summaries};
-use crate::results::stats::{Latencies, median};
+use crate::results::stats::Latencies;
 use crate::results::{Record, Shares, TokenSource};
 use tokio::time::Instant;
 
@@ -150,11 +150,10 @@ fn throughput(rec: &mut Record, f: &Finished, requests: &[slo::Request], span: f
         TokenSource::Chunks
     });
     rec.total_tok_s = (span > 0.0).then(|| round(tokens as f64 / span, 1));
-    let mut speeds: Vec<f64> = requests
-        .iter()
-        .filter_map(|r| r.tpot.filter(|t| *t > 0.0).map(|t| 1e3 / t))
-        .collect();
-    rec.per_request_tok_s = median(&mut speeds).map(|v| round(v, 1));
+    let tpots: Vec<f64> = requests.iter().filter_map(|r| r.tpot).collect();
+    let (speed, bursts) = crate::results::bursts::per_request(&tpots);
+    rec.per_request_tok_s = speed.map(|v| round(v, 1));
+    rec.warnings.extend(bursts);
     let busy: f64 = done.iter().map(|d| secs(d.sent, d.end)).sum();
     rec.avg_active = (span > 0.0).then(|| round(busy / span, 2));
     rec.requests_started = done.len() as u64;

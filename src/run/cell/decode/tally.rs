@@ -53,6 +53,9 @@ pub struct Tally {
     /// Output tokens inside the window (chunk-counted ones reconciled at each request's end).
     pub(super) tokens: f64,
     pub(super) rates: Vec<f64>,
+    /// Requests whose tokens after the first arrived too close together to be generated
+    /// (delivered at once: see `results::bursts`), whose rate is therefore not counted.
+    pub(super) bursts: u64,
     pub(super) started: u64,
     pub(super) completed: u64,
     pub(super) errors: u64,
@@ -88,6 +91,7 @@ impl Tally {
             tbt: Vec::new(),
             tokens: 0.0,
             rates: Vec::new(),
+            bursts: 0,
             started: 0,
             completed: 0,
             errors: 0,
@@ -302,8 +306,12 @@ impl Tally {
     pub(super) fn finish_track(&mut self, t: &mut Track, factor: f64) {
         if let (Some(start), Some(last)) = (t.gen_start, t.last) {
             let span = (last - start).as_secs_f64();
-            if span > 0.0 && t.rate_tokens > 0 {
-                self.rates.push(t.rate_tokens as f64 / span);
+            if t.rate_tokens > 0 {
+                if crate::results::bursts::generated(t.rate_tokens, span) {
+                    self.rates.push(t.rate_tokens as f64 / span);
+                } else {
+                    self.bursts += 1;
+                }
             }
         }
         for g in t.gaps.drain(..) {

@@ -18,6 +18,8 @@ pub struct Totals {
     /// Time between tokens inside the window.
     pub tbt: Latencies,
     rates: Vec<f64>,
+    /// Requests whose tokens were delivered at once, their rate not counted.
+    pub bursts: u64,
     /// Requests in flight at some time during the window.
     pub started: u64,
     /// Requests whose last token arrived inside the window.
@@ -93,6 +95,7 @@ impl Totals {
     fn add(&mut self, s: Tally, expected: u64) {
         self.tokens += s.tokens;
         self.rates.extend(s.rates);
+        self.bursts += s.bursts;
         self.started += s.started;
         self.completed += s.completed;
         self.errors += s.errors;
@@ -127,7 +130,16 @@ impl Totals {
     }
 
     /// Median per-request tok/s.
+    /// Requests whose rate was measured (not delivered at once).
+    pub fn measured_rates(&self) -> usize {
+        self.rates.len()
+    }
+
     pub fn per_request(&mut self) -> Option<f64> {
+        // Most requests delivered at once: the client did not see the generation speed.
+        if self.bursts as usize > self.rates.len() {
+            return None;
+        }
         median(&mut self.rates)
     }
 }

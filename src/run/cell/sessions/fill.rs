@@ -70,9 +70,18 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
     rec.open.itl_ms = itl.summary();
     rec.tbt_ms = rec.open.itl_ms;
     judge(rec, turns, slo, window_s);
-    rec.per_request_tok_s = tpot_all
+    // 1000 ÷ TPOT p50, unless most turns' tokens were delivered at once (no rate then).
+    let tpots: Vec<f64> = turns
+        .iter()
+        .filter_map(per_token_s)
+        .map(|v| v * 1e3)
+        .collect();
+    let (speed, bursts) = crate::results::bursts::per_request(&tpots);
+    rec.per_request_tok_s = speed
+        .and(tpot_all)
         .filter(|t| t.p50 > 0.0)
         .map(|t| round(1000.0 / t.p50, 1));
+    rec.warnings.extend(bursts);
     rec.prefix_hit_expected = (input > 0).then(|| round(reusable as f64 / input as f64, 4));
     rec.server_prompt_tokens = turns
         .iter()
