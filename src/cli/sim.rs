@@ -40,9 +40,9 @@ pub struct SimArgs {
     /// The most requests scheduled at once (default: the profile's).
     #[arg(long, value_name = "N")]
     pub max_num_seqs: Option<usize>,
-    /// Tokens per KV-cache block (default 16, GPU vLLM's; vLLM's CPU build uses 128).
-    #[arg(long, value_name = "TOKENS")]
-    pub block_size: Option<usize>,
+    /// Tokens per KV-cache block, 1–4096 (default 16, GPU vLLM's; vLLM's CPU build uses 128).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub block_size: Option<u16>,
     /// Every cost of the profile times this: 1.5 serves 1.5 times slower.
     #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
     pub time_scale: f64,
@@ -90,7 +90,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         opts.profile.max_num_seqs = n.max(1);
     }
     if let Some(b) = args.block_size {
-        opts.profile.block_size = b.clamp(1, 4096);
+        opts.profile.block_size = usize::from(b);
     }
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
     opts.dialect = crate::plan::sim::dialect(args.dialect);

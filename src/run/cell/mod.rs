@@ -163,7 +163,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
         return failed(rec, &e);
     }
     // The engine's view covers the measured requests, not the primes before them.
-    cx.marks.open(tokio::time::Instant::now());
+    cx.marks.open_cold(tokio::time::Instant::now());
     for r in 0..repeats {
         let prompt = match prefill_prompt(cx, cell, how, r).await {
             Ok(p) => p,

@@ -53,7 +53,7 @@ pub async fn load(
     };
     let progress = Arc::new(Progress::default());
     // The engine's view covers the arrivals only, not the warm pool's prefills before them.
-    cx.marks.open(tokio::time::Instant::now());
+    cx.marks.open_cold(tokio::time::Instant::now());
     let finished = {
         let run = dispatch(
             &cx.client,

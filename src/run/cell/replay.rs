@@ -78,7 +78,7 @@ pub async fn replay(
         open: cx.probe.sample(),
         ..Cpu::default()
     };
-    cx.marks.open(tokio::time::Instant::now());
+    cx.marks.open_cold(tokio::time::Instant::now());
     let run = dispatch(
         &cx.client,
         bodies,

@@ -97,7 +97,7 @@ pub async fn sessions(
         ..Cpu::default()
     };
     let start = Instant::now();
-    cx.marks.open(start);
+    cx.marks.open_cold(start);
     run_window(&shared, start, &ticks).await;
     let end = Instant::now();
     cpu.close = cx.probe.sample();

@@ -15,12 +15,13 @@ pub(super) async fn scrape_all(clients: &[Client]) -> Vec<Option<Scrape>> {
     futures_util::future::join_all(clients.iter().map(super::scrape)).await
 }
 
-/// Each server's view of the window `open..close`, from its scrapes before, during and after.
+/// Each server's view of the window `open..close`, from its scrapes before, during and after
+/// (gauges from those answered at or after `gauges_from`).
 pub(super) fn each(
     before: Vec<Option<Scrape>>,
     mut during: Vec<Vec<Scrape>>,
     after: Vec<Option<Scrape>>,
-    (open, close): (Instant, Instant),
+    (open, close, gauges_from): (Instant, Instant, Instant),
 ) -> Vec<Option<Seen>> {
     during.resize_with(before.len(), Vec::new);
     before
@@ -37,7 +38,7 @@ pub(super) fn each(
                 during,
                 after,
             }
-            .summarize(open, close)
+            .summarize_from(open, close, gauges_from)
         })
         .collect()
 }

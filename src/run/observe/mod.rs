@@ -31,12 +31,28 @@ use tokio::time::Instant;
 #[derive(Debug, Default)]
 pub struct Marks {
     window: Mutex<(Option<Instant>, Option<Instant>)>,
+    /// The cell's load starts as its window opens (see [`Marks::open_cold`]).
+    cold: AtomicBool,
     edge: Notify,
 }
 
 impl Marks {
-    /// The window opened at `at`: scrape now.
+    /// The window opened at `at`, under a load already running (a decode window after its
+    /// warm-up): scrape now.
     pub fn open(&self, at: Instant) {
+        self.cold.store(false, Ordering::Relaxed);
+        self.mark_open(at);
+    }
+
+    /// The window opened at `at` with the cell's first request (prefill, load, replay,
+    /// sessions): scrape now, but read no gauge from the scrapes of its first moments
+    /// (`server::OPENING`), which see the engine before the request reaches it.
+    pub fn open_cold(&self, at: Instant) {
+        self.cold.store(true, Ordering::Relaxed);
+        self.mark_open(at);
+    }
+
+    fn mark_open(&self, at: Instant) {
         if let Ok(mut w) = self.window.lock() {
             w.0 = Some(at);
         }
@@ -319,10 +335,12 @@ impl Observer {
             open.unwrap_or(w.started),
             close.unwrap_or_else(Instant::now),
         );
+        let cold = marks.cold.swap(false, Ordering::Relaxed);
+        let gauges_from = if cold { open + server::OPENING } else { open };
         let answered = w.before.iter().any(Option::is_some);
         if answered {
             let after = fleet::scrape_all(&self.clients).await;
-            let each = fleet::each(w.before, during, after, (open, close));
+            let each = fleet::each(w.before, during, after, (open, close, gauges_from));
             match fleet::combine(&each) {
                 Some(seen) => {
                     server_verdict(&mut rec, &seen, min_active_fraction);
