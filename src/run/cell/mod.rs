@@ -207,6 +207,13 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
     let n = rec.requests_started;
     let reusable = fresh_reusable(&cx.workload, n);
     rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, n * cell.prompt_tokens);
+    if let Some(e) = rec.prefix_hit_expected.filter(|e| *e > 0.0) {
+        rec.warnings.push(format!(
+            "the prompts share `workload.prefix`: {:.0}% of their tokens can come from the \
+             prefix cache, so this is the prefill of the rest, not of a cold prompt",
+            e * 100.0
+        ));
+    }
     let errors = rec.errors;
     let mut rec = verdict(rec, errors, repeats as u64, &[]);
     // A cell every request of which failed says why in the engine's own words.
