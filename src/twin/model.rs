@@ -1,5 +1,6 @@
 //! The twin's step-cost model — the simulator's, in closed form for the cells whose steady
-//! state it describes — and the parameters a fit gives it. A decode step of N requests each
+//! state it describes — and the parameters a fit gives it; the requests run at once are at most
+//! `max_num_seqs` and what the KV cache holds. A decode step of N requests each
 //! holding about C + O/2 KV tokens takes `step_s + per_seq_s × N + per_kv_token_s × N ×
 //! (C + O/2)`: that is the TBT, N over it the total tok/s. A cold prompt of C tokens reaches its
 //! first token after `api_s + prefill_token_s × C + prefill_quadratic_s × C² / 2` plus one
