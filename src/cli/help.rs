@@ -52,11 +52,11 @@ const EXIT_CODES: [(&str, &str); 14] = [
     ),
     (
         "fit",
-        "0  fitted and written\n1  the twin file cannot be written\n2  bad usage, or no run directory with a measured cell",
+        "0  fitted and written (parameters no cell constrains are reported NOT IDENTIFIED)\n1  the twin file cannot be written\n2  bad usage, no run directory with a measured cell, or runs of more than one engine, model or variant without --engine, --model or --variant",
     ),
     (
         "predict",
-        "0  predicted\n1  the spec could not be run against the twin (--out, or cells the closed form leaves to a simulation)\n2  bad usage, an invalid spec, a twin file that cannot be read, or an --out that is not empty",
+        "0  predicted\n1  the spec could not be run against the twin (--out, or cells the closed form leaves to a simulation)\n2  bad usage, an invalid spec, a twin file that cannot be read or that validate refuses (a negative cost), a twin that knows none of the spec's values (its parameters not identified), a spec naming another engine, model or hardware with --strict, or an --out that is not empty",
     ),
     (
         "init",

@@ -27,6 +27,17 @@ pub struct FitArgs {
     /// The spec whose cells --suggest picks from.
     #[arg(long, value_name = "SPEC", requires = "suggest")]
     pub spec: Option<String>,
+    /// Fit only the runs of this engine: a kind (`vllm`), or kind and version as the twin
+    /// records them (`vllm 0.27.2`). Runs of several engines are refused without it.
+    #[arg(long, value_name = "KIND")]
+    pub engine: Option<String>,
+    /// Fit only the runs serving this model (`model.served_name`).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Fit only the cells of this engine variant (`engine.variants`, `engine.sweep`); runs
+    /// with cells of several variants are refused without it.
+    #[arg(long, value_name = "NAME")]
+    pub variant: Option<String>,
 }
 
 /// `benchspec predict SPEC --twin TWIN.toml`.
@@ -46,6 +57,10 @@ pub struct PredictArgs {
     /// `compare` with a measured run.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Refuse (exit 2) a spec that names another engine kind, version, model or hardware
+    /// than the twin was fitted on (else a warning).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// How a prediction is printed.
@@ -75,13 +90,25 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         )),
         _ => None,
     };
+    let select = twin::describe::Select {
+        engine: args.engine.as_deref(),
+        model: args.model.as_deref(),
+        variant: args.variant.as_deref(),
+    };
+    let id = twin::describe::select(&mut runs, select)?;
     let started = std::time::Instant::now();
-    let t = twin::fit_runs(&runs, args.holdout)?;
+    let t = twin::fit_runs(&runs, args.holdout, &id)?;
     let took = started.elapsed();
     twin::write_twin(&t, &args.out)?;
+    if let Some(line) = twin::identify::summary(&t.not_identified) {
+        out.info(&format!(
+            "{line}; predict gives no value that depends on them (unknown)"
+        ));
+    }
     out.info(&format!(
-        "fitted {} cell(s) in {:.1} ms: 90% interval ±{:.1}% inside the fitted range; wrote {}",
+        "fitted {} cell(s) of {} in {:.1} ms: 90% interval ±{:.1}% inside the fitted range; wrote {}",
         t.fitted_on.len(),
+        id.label(),
         took.as_secs_f64() * 1e3,
         t.interval_pct,
         args.out.display()
@@ -159,7 +186,10 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
     let loaded = crate::spec::load(&args.spec, crate::spec::Stage::Validate)?;
     let plan = super::plan_of(&loaded.spec);
     let t = twin::read_twin(&args.twin)?;
-    let mut p = predict::predict(&plan, &t);
+    check_describes(&loaded.spec, &t, args, out)?;
+    let settings = twin::settings::SpecSettings::of(&loaded.spec);
+    let mut p = predict::predict(&plan, &t, &settings);
+    p.not_modelled = twin::settings::not_modelled(&loaded.spec);
     if let Some(dir) = &args.out {
         if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
             return Err(twin::TwinError::Usage(format!(
@@ -185,11 +215,44 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
         let _ = std::fs::remove_dir_all(&scratch);
         predict::add_simulated(&mut p, &simulated?, &t);
     }
+    if !p.cells.iter().any(predict::Cell::known) && p.capacity.is_none() {
+        return Err(twin::TwinError::Usage(format!(
+            "the twin {} knows none of the spec's values: {}",
+            args.twin.display(),
+            p.not_identified.join("; ")
+        ))
+        .into());
+    }
     out.print(&match args.format {
         PredictFormat::Table => predict::table(&p) + "\n",
         PredictFormat::Json => serde_json::to_string_pretty(&p).map_err(Error::Json)? + "\n",
     });
     Ok(0)
+}
+
+/// Warn (refuse with `--strict`) when the spec names another engine, model or hardware than
+/// the twin describes.
+fn check_describes(
+    spec: &crate::spec::Spec,
+    t: &twin::Twin,
+    args: &PredictArgs,
+    out: &Out,
+) -> Result<(), Error> {
+    let lines = twin::describe::mismatches(spec, t);
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let text = lines.join("; ");
+    if args.strict {
+        return Err(twin::TwinError::Usage(format!(
+            "{text}: the twin describes another engine (--strict); fit one of this engine, or drop --strict"
+        ))
+        .into());
+    }
+    out.info(&format!(
+        "warning: {text}: the prediction is the twin's engine's, not the spec's"
+    ));
+    Ok(())
 }
 
 /// A directory of its own under the system's temporary directory.

@@ -36,16 +36,7 @@ impl RunFacts {
     /// The facts of a run read from its directory.
     pub fn of(run: &Run) -> RunFacts {
         let m = &run.manifest;
-        let hw = &run.spec.hardware;
-        let hardware = [
-            hw.gpu.clone(),
-            hw.gpu_count.filter(|n| *n > 1).map(|n| format!("×{n}")),
-            hw.os.clone(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ");
+        let hardware = run.spec.hardware.summary();
         let variants: Vec<&str> = m.variants.iter().map(|v| v.name.as_str()).collect();
         let report = run.path.join("report.html");
         let (tool, tool_version) = match &m.imported_from {

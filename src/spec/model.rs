@@ -100,6 +100,22 @@ pub struct Hardware {
     pub cost_per_hour: Option<f64>,
 }
 
+impl Hardware {
+    /// `H200 NVL ×2 linux`: the GPU, its count when more than one, the OS (empty when the
+    /// spec says none of them).
+    pub fn summary(&self) -> String {
+        [
+            self.gpu.clone(),
+            self.gpu_count.filter(|n| *n > 1).map(|n| format!("×{n}")),
+            self.os.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ")
+    }
+}
+
 /// The kind of accelerator the engine runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]

@@ -2,16 +2,19 @@
 //! interval; and the twin file — TOML, commented (what each parameter is, in which unit, the
 //! cells fitted and each residual), versioned.
 
-use super::fit::{Obs, fit};
+use super::describe::Identity;
+use super::fit::{Obs, fit, fit_designed};
 use super::model::Params;
 use super::predict::widen;
 use super::{Holdout, Range, Residual, TWIN_VERSION, Twin, TwinError, quantile, residuals};
 use crate::rundir::Run;
 use std::path::Path;
 
-/// The limits the costs are fitted under: what the engine reported, else vLLM's defaults.
+/// The limits the costs are fitted under: what the engine reported or the spec set (its
+/// launch flags, its simulator's options), else vLLM's defaults.
 fn base(run: &Run) -> Params {
     let e = &run.manifest.engine;
+    let set = super::settings::Settings::of(&run.spec);
     Params {
         step_s: 0.0,
         per_seq_s: 0.0,
@@ -22,8 +25,8 @@ fn base(run: &Run) -> Params {
         api_stream_s: 0.0,
         cached_request_s: 0.0,
         cached_token_s: 0.0,
-        max_batched_tokens: 8192,
-        max_num_seqs: 256,
+        max_batched_tokens: set.max_batched_tokens.unwrap_or(8192),
+        max_num_seqs: set.max_num_seqs.unwrap_or(256),
         kv_tokens: e.kv_tokens.unwrap_or(1 << 30),
         max_model_len: e
             .max_model_len
@@ -102,8 +105,9 @@ fn holdout_of(
     summary(f, method, held_out(obs, b, &keep), interval, obs, r)
 }
 
-/// The twin of `runs` (one engine's), holding out `holdout` of the cells when given.
-pub fn fit_runs(runs: &[Run], holdout: Option<f64>) -> Result<Twin, TwinError> {
+/// The twin of `runs` (one engine's, `id`: see [`super::describe::select`]), holding out
+/// `holdout` of the cells when given.
+pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twin, TwinError> {
     let first = runs
         .first()
         .ok_or_else(|| TwinError::Usage("no run directory given".into()))?;
@@ -126,7 +130,7 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>) -> Result<Twin, TwinError> {
         .filter(|(i, _)| leave_one_out || keep(*i))
         .map(|(_, o)| o.clone())
         .collect();
-    let params = fit(&fitted, b);
+    let (params, designs) = fit_designed(&fitted, b);
     let fit_residuals: Vec<Residual> = fitted.iter().flat_map(|o| residuals(&params, o)).collect();
     let r = range(&fitted.iter().collect::<Vec<_>>());
     let mut interval = quantile(abs_errors(&fit_residuals, "per_request_tok_s"), 0.9);
@@ -137,19 +141,20 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>) -> Result<Twin, TwinError> {
             .iter()
             .flat_map(|h| abs_errors(&h.cells, "ttft_ms_p50")),
     );
-    let e = &first.manifest.engine;
-    let engine = format!(
-        "{} {}",
-        e.kind,
-        e.reported_version.clone().unwrap_or_default()
-    );
+    let engine = format!("{} {}", id.kind, id.version.clone().unwrap_or_default());
     Ok(Twin {
         version: TWIN_VERSION,
         fitted_by: format!("benchspec {}", env!("CARGO_PKG_VERSION")),
         engine: engine.trim().to_string(),
-        model: first.spec.model.served_name.clone(),
+        engine_kind: id.kind.clone(),
+        engine_version: id.version.clone(),
+        model: id.model.clone(),
+        hardware: id.hardware.clone(),
+        variant: id.variant.clone(),
         runs: runs.iter().map(|r| r.path.display().to_string()).collect(),
         params,
+        not_identified: designs.not_identified(),
+        designs,
         interval_pct: (interval.max(1.0) * 100.0).round() / 100.0,
         ttft_interval_pct: (quantile(ttft, 0.9).max(1.0) * 100.0).round() / 100.0,
         range: r,
@@ -248,12 +253,26 @@ pub fn write_twin(twin: &Twin, path: &Path) -> Result<(), TwinError> {
          # the fitted range, percent of the value (wider outside it).\n\
          # residuals: each fitted cell's error; holdout: cells predicted without being fitted.\n",
     );
+    let mut in_params = false;
     for line in body.lines() {
-        let key = line.split(" = ").next().unwrap_or_default();
-        match UNITS.iter().find(|(k, _)| *k == key) {
-            Some((_, unit)) => out.push_str(&format!("# {unit}\n{line}\n")),
-            None => out.push_str(&format!("{line}\n")),
+        if line.starts_with('[') {
+            in_params = line == "[params]";
         }
+        let key = line.split(" = ").next().unwrap_or_default();
+        if let Some((_, unit)) = UNITS.iter().find(|(k, _)| *k == key && in_params) {
+            out.push_str(&format!("# {unit}\n"));
+        }
+        if let Some(n) = twin
+            .not_identified
+            .iter()
+            .find(|n| n.param == key && in_params)
+        {
+            out.push_str(&format!(
+                "# NOT IDENTIFIED: no fitted cell constrains it (needs {}); held at 0, predict uses nothing that depends on it\n",
+                n.needs
+            ));
+        }
+        out.push_str(&format!("{line}\n"));
     }
     std::fs::write(path, out).map_err(|source| TwinError::Write {
         path: path.to_path_buf(),
@@ -268,12 +287,18 @@ pub fn read_twin(path: &Path) -> Result<Twin, TwinError> {
         message,
     };
     let text = std::fs::read_to_string(path).map_err(|e| read(e.to_string()))?;
-    let twin: Twin = toml::from_str(&text).map_err(|e| read(e.to_string()))?;
-    if twin.version != TWIN_VERSION {
+    #[derive(serde::Deserialize)]
+    struct Version {
+        version: u32,
+    }
+    let v: Version = toml::from_str(&text).map_err(|e| read(e.to_string()))?;
+    if v.version != TWIN_VERSION {
         return Err(read(format!(
-            "version {} (this benchspec reads {TWIN_VERSION})",
-            twin.version
+            "version {} (this benchspec reads {TWIN_VERSION}; fit it again with `benchspec fit`)",
+            v.version
         )));
     }
-    Ok(twin)
+    // The check `validate` makes of a spec's `engine.sim.twin`, and the simulator of its file.
+    crate::sim::profile::from_twin(&text).map_err(read)?;
+    toml::from_str(&text).map_err(|e| read(e.to_string()))
 }

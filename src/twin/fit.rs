@@ -6,6 +6,8 @@
 //! admission, per-token and the API server's wait as concurrency grows. Coefficients stay ≥ 0 (a negative one is dropped and the rest refitted).
 //! Pure functions over observations read from records.
 
+use super::identify::{Design, Designs, first_token_row, prefill_row, step_row};
+use super::lsq::nnls_relative;
 use super::model::Params;
 use crate::plan::Phase;
 use crate::results::{Record, Status};
@@ -109,85 +111,17 @@ fn mean_prompt(r: &Record) -> f64 {
     }
 }
 
-/// Solve the least squares `rows · x ≈ y` relative to y (each row divided by its y), with
-/// x ≥ 0: a negative coefficient is fixed at 0 and the others refitted.
-pub fn nnls_relative(rows: &[Vec<f64>], y: &[f64]) -> Vec<f64> {
-    let k = rows.first().map_or(0, Vec::len);
-    let mut free: Vec<bool> = vec![true; k];
-    loop {
-        let idx: Vec<usize> = (0..k).filter(|i| free[*i]).collect();
-        let mut x = vec![0.0; k];
-        if idx.is_empty() {
-            return x;
-        }
-        // Normal equations of the weighted problem.
-        let m = idx.len();
-        let mut a = vec![vec![0.0; m + 1]; m];
-        for (row, yi) in rows.iter().zip(y) {
-            let w = 1.0 / (yi * yi);
-            for (p, &i) in idx.iter().enumerate() {
-                for (q, &j) in idx.iter().enumerate() {
-                    a[p][q] += w * row[i] * row[j];
-                }
-                a[p][m] += w * row[i] * yi;
-            }
-        }
-        let Some(sol) = solve(a) else {
-            // Singular: drop the last free coefficient.
-            if let Some(last) = idx.last() {
-                free[*last] = false;
-            }
-            continue;
-        };
-        for (p, &i) in idx.iter().enumerate() {
-            x[i] = sol[p];
-        }
-        match idx
-            .iter()
-            .copied()
-            .filter(|i| x[*i] < 0.0)
-            .min_by(|a, b| x[*a].total_cmp(&x[*b]))
-        {
-            Some(worst) => free[worst] = false,
-            None => return x,
-        }
-    }
-}
-
-/// Gaussian elimination with partial pivoting of an augmented matrix.
-fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
-    let m = a.len();
-    for c in 0..m {
-        let p = (c..m).max_by(|i, j| a[*i][c].abs().total_cmp(&a[*j][c].abs()))?;
-        if a[p][c].abs() < 1e-300 {
-            return None;
-        }
-        a.swap(c, p);
-        let pivot = a[c].clone();
-        for (r, row) in a.iter_mut().enumerate() {
-            if r != c {
-                let f = row[c] / pivot[c];
-                for (x, p) in row.iter_mut().zip(&pivot).skip(c) {
-                    *x -= f * p;
-                }
-            }
-        }
-    }
-    let x: Vec<f64> = (0..m).map(|i| a[i][m] / a[i][i]).collect();
-    x.iter().all(|v| v.is_finite()).then_some(x)
-}
-
 /// Decode steps: the mean time per token (1 / per-request tok/s) where measured — it holds
 /// the stalls of other requests' prefills, which TBT's median leaves out — in
 /// (1, N, N × (C + O/2)).
-fn fit_steps(decode: &[&Obs], p: &mut Params) {
-    if decode.is_empty() {
-        return;
-    }
+fn fit_steps(decode: &[&Obs], p: &mut Params) -> Design {
     let rows: Vec<Vec<f64>> = decode
         .iter()
-        .map(|o| vec![1.0, o.n, o.n * (o.context + o.output / 2.0)])
+        .map(|o| step_row(o.n, o.context, o.output))
         .collect();
+    if decode.is_empty() {
+        return Design::of(&rows, 3);
+    }
     let y: Vec<f64> = decode
         .iter()
         .filter_map(|o| {
@@ -199,11 +133,12 @@ fn fit_steps(decode: &[&Obs], p: &mut Params) {
         .collect();
     let x = nnls_relative(&rows, &y);
     (p.step_s, p.per_seq_s, p.per_kv_token_s) = (x[0], x[1], x[2]);
+    Design::of(&rows, 3)
 }
 
 /// Cold prompts — prefill cells, else one-stream decode cells less half a step — after the
 /// steps of their chunks, in (1, C, C²) (the quadratic term from 3 contexts on).
-fn fit_prefill(obs: &[Obs], decode: &[&Obs], p: &mut Params) {
+fn fit_prefill(obs: &[Obs], decode: &[&Obs], p: &mut Params) -> Design {
     let mut cold: Vec<(f64, f64)> = obs
         .iter()
         .filter(|o| o.phase == Phase::Prefill)
@@ -227,8 +162,15 @@ fn fit_prefill(obs: &[Obs], decode: &[&Obs], p: &mut Params) {
         .map(|(c, t)| (c, t - p.step_s * chunks(c)))
         .filter(|(_, t)| *t > 0.0)
         .collect();
+    let design = Design::of(
+        &usable
+            .iter()
+            .map(|(c, _)| prefill_row(*c))
+            .collect::<Vec<_>>(),
+        3,
+    );
     if usable.is_empty() {
-        return;
+        return design;
     }
     let quadratic = usable.len() >= 3;
     let rows: Vec<Vec<f64>> = usable
@@ -246,10 +188,11 @@ fn fit_prefill(obs: &[Obs], decode: &[&Obs], p: &mut Params) {
     p.api_s = x[0];
     p.prefill_token_s = x[1];
     p.prefill_quadratic_s = x.get(2).map_or(0.0, |q| 2.0 * q);
+    design
 }
 
 /// Decode cells' first token, beyond the API server and half a step, in (1, C, N^¼ − 1).
-fn fit_first_tokens(decode: &[&Obs], p: &mut Params) {
+fn fit_first_tokens(decode: &[&Obs], p: &mut Params) -> Design {
     let firsts: Vec<(&Obs, f64)> = decode
         .iter()
         .filter_map(|o| {
@@ -260,20 +203,26 @@ fn fit_first_tokens(decode: &[&Obs], p: &mut Params) {
         })
         .filter(|(_, y)| *y > 0.0)
         .collect();
-    if firsts.is_empty() {
-        return;
-    }
     let rows: Vec<Vec<f64>> = firsts
         .iter()
-        .map(|(o, _)| vec![1.0, o.context, o.n.powf(0.25) - 1.0])
+        .map(|(o, _)| first_token_row(o.context, o.n))
         .collect();
+    if firsts.is_empty() {
+        return Design::of(&rows, 3);
+    }
     let y: Vec<f64> = firsts.iter().map(|(_, y)| *y).collect();
     let x = nnls_relative(&rows, &y);
     (p.cached_request_s, p.cached_token_s, p.api_stream_s) = (x[0], x[1], x[2]);
+    Design::of(&rows, 3)
 }
 
 /// Fit `base`'s costs (its limits kept) to `obs`: steps, then prefill, then first tokens.
 pub fn fit(obs: &[Obs], base: Params) -> Params {
+    fit_designed(obs, base).0
+}
+
+/// [`fit`], with the span of each group's fitted rows (what the cells constrain).
+pub fn fit_designed(obs: &[Obs], base: Params) -> (Params, Designs) {
     let mut p = base;
     let decode: Vec<&Obs> = obs
         .iter()
@@ -281,36 +230,20 @@ pub fn fit(obs: &[Obs], base: Params) -> Params {
             o.phase == Phase::Decode && (o.tbt_s.is_some() || o.per_request_tok_s.is_some())
         })
         .collect();
-    fit_steps(&decode, &mut p);
-    fit_prefill(obs, &decode, &mut p);
-    fit_first_tokens(&decode, &mut p);
-    p
+    let step = fit_steps(&decode, &mut p);
+    let prefill = fit_prefill(obs, &decode, &mut p);
+    let first_token = fit_first_tokens(&decode, &mut p);
+    let designs = Designs {
+        step,
+        prefill,
+        first_token,
+    };
+    (p, designs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn least_squares_recovers_exact_coefficients_and_drops_negative_ones() {
-        // y = 2 + 3x exactly: recovered.
-        let rows: Vec<Vec<f64>> = (1..6).map(|x| vec![1.0, f64::from(x)]).collect();
-        let y: Vec<f64> = (1..6).map(|x| 2.0 + 3.0 * f64::from(x)).collect();
-        let x = nnls_relative(&rows, &y);
-        assert!(
-            (x[0] - 2.0).abs() < 1e-9 && (x[1] - 3.0).abs() < 1e-9,
-            "{x:?}"
-        );
-        // y = 10 − 0.5x wants a negative slope: held at 0, the intercept refitted.
-        let y: Vec<f64> = (1..6).map(|x| 10.0 - 0.5 * f64::from(x)).collect();
-        let x = nnls_relative(&rows, &y);
-        assert_eq!(x[1], 0.0);
-        assert!(x[0] > 8.0 && x[0] < 10.0, "{x:?}");
-        // A column of zeros: singular, dropped.
-        let rows: Vec<Vec<f64>> = (1..4).map(|x| vec![f64::from(x), 0.0]).collect();
-        let x = nnls_relative(&rows, &[1.0, 2.0, 3.0]);
-        assert!((x[0] - 1.0).abs() < 1e-9 && x[1] == 0.0, "{x:?}");
-    }
 
     #[test]
     fn decode_costs_come_back_from_cells_made_by_the_model() {

@@ -4,9 +4,13 @@
 //! --twin TWIN.toml` gives every prefill and decode cell of a plan a predicted value with a 90%
 //! interval, saying where it extrapolates ([`predict`]).
 
+pub mod describe;
 pub mod fit;
+pub mod identify;
+pub mod lsq;
 pub mod model;
 pub mod predict;
+pub mod settings;
 pub mod simulate;
 pub mod suggest;
 
@@ -16,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// The twin file's format version.
-pub const TWIN_VERSION: u32 = 1;
+pub const TWIN_VERSION: u32 = 2;
 
 /// What can go wrong fitting or predicting.
 #[derive(Debug, thiserror::Error)]
@@ -116,12 +120,26 @@ pub struct Twin {
     pub fitted_by: String,
     /// The engine: kind and reported version.
     pub engine: String,
+    /// The engine's kind (`vllm`, `llama-cpp`, `sim`…).
+    pub engine_kind: String,
+    /// The version the engine reported, when it did.
+    pub engine_version: Option<String>,
     /// The model served.
     pub model: String,
+    /// The hardware the runs' spec names (`H200 NVL linux`), when it names any.
+    pub hardware: Option<String>,
+    /// The engine variant fitted (`fit --variant`), when the runs had variants.
+    pub variant: Option<String>,
     /// The runs fitted.
     pub runs: Vec<String>,
     /// The fitted parameters.
     pub params: Params,
+    /// The parameters no fitted cell constrains (held at 0 in `params`, which nothing uses:
+    /// `predict` marks what depends on them unknown).
+    pub not_identified: Vec<identify::NotIdentified>,
+    /// What the fitted cells constrain, group by group: `predict` gives a value only where
+    /// they fix it.
+    pub designs: identify::Designs,
     /// The half-width of a 90% interval inside the fitted range, percent of the value.
     pub interval_pct: f64,
     /// The same for TTFT (fitted and held-out cells' 90% error), percent.

@@ -1,5 +1,6 @@
 //! The twin's step-cost model — the simulator's, in closed form for the cells whose steady
-//! state it describes — and the parameters a fit gives it. A decode step of N requests each
+//! state it describes — and the parameters a fit gives it; the requests run at once are at most
+//! `max_num_seqs` and what the KV cache holds. A decode step of N requests each
 //! holding about C + O/2 KV tokens takes `step_s + per_seq_s × N + per_kv_token_s × N ×
 //! (C + O/2)`: that is the TBT, N over it the total tok/s. A cold prompt of C tokens reaches its
 //! first token after `api_s + prefill_token_s × C + prefill_quadratic_s × C² / 2` plus one
@@ -84,6 +85,13 @@ impl Params {
         self.api_stream_s * (n.max(1.0).powf(0.25) - 1.0)
     }
 
+    /// The requests of `n` in flight that run at once: at most `max_num_seqs`, and as many as
+    /// the KV cache holds at C + O/2 tokens each (at least one).
+    pub fn running(&self, n: f64, context: f64, output: f64) -> f64 {
+        let fit = (self.kv_tokens as f64 / (context + output / 2.0).max(1.0)).floor();
+        n.min(self.max_num_seqs.max(1) as f64).min(fit.max(1.0))
+    }
+
     /// A prefill cell: one cold prompt of `context` tokens.
     pub fn prefill(&self, context: f64) -> Predicted {
         let ttft = self.cold_ttft(context);
@@ -95,7 +103,7 @@ impl Params {
 
     /// A decode cell: `n` requests of `context` tokens, `output` tokens each.
     pub fn decode(&self, context: f64, n: f64, output: f64) -> Predicted {
-        let n_eff = n.min(self.max_num_seqs.max(1) as f64);
+        let n_eff = self.running(n, context, output);
         let step = self.step(n_eff, context, output);
         // A new request waits for the API server, its prompt's admission, and half a step.
         let ttft = self.decode_ttft(context, n_eff) + step / 2.0;

@@ -4,7 +4,9 @@
 //! beyond it, the cell then marked `extrapolated`.
 
 use super::Twin;
+use super::identify::unknown;
 use super::model::Predicted;
+use super::settings::SpecSettings;
 use super::{Range, model::Params};
 use crate::plan::{Phase, Plan};
 use crate::results::{Record, Status};
@@ -50,6 +52,41 @@ pub struct Cell {
     /// `closed form` (prefill and decode cells) or `simulated` (the spec's other cells, run
     /// against the twin as an engine on a paused clock).
     pub method: &'static str,
+    /// The metrics the fitted cells do not fix (a parameter they depend on is not
+    /// identified): `null` above, `unknown` in the table.
+    pub unknown: Vec<&'static str>,
+}
+
+impl Cell {
+    /// `self` with the values the twin cannot know blanked and named in `unknown`.
+    fn blank(mut self, unknown: Vec<&'static str>) -> Cell {
+        for m in &unknown {
+            let (v, h) = match *m {
+                "total_tok_s" => (&mut self.total_tok_s, &mut self.interval.total_tok_s),
+                "per_request_tok_s" => (
+                    &mut self.per_request_tok_s,
+                    &mut self.interval.per_request_tok_s,
+                ),
+                "tbt_ms_p50" => (&mut self.tbt_ms_p50, &mut self.interval.tbt_ms_p50),
+                _ => (&mut self.ttft_ms_p50, &mut self.interval.ttft_ms_p50),
+            };
+            (*v, *h) = (None, None);
+        }
+        self.unknown = unknown;
+        self
+    }
+
+    /// Whether any value is known.
+    pub fn known(&self) -> bool {
+        [
+            self.total_tok_s,
+            self.per_request_tok_s,
+            self.ttft_ms_p50,
+            self.tbt_ms_p50,
+        ]
+        .iter()
+        .any(Option::is_some)
+    }
 }
 
 /// The capacity under the spec's SLO, by the twin.
@@ -87,6 +124,10 @@ pub struct Prediction {
     pub interval_pct: f64,
     /// Cells of the plan the twin did not predict, with why.
     pub not_predicted: Vec<String>,
+    /// The twin's parameters no fitted cell constrains, with the cells that would.
+    pub not_identified: Vec<String>,
+    /// The spec's engine settings the twin does not model (the prediction ignores them).
+    pub not_modelled: Vec<String>,
     /// The cells the closed form leaves to a simulation (not printed).
     #[serde(skip)]
     pub to_simulate: Vec<String>,
@@ -103,6 +144,14 @@ fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> Cell {
         Phase::Prefill => p.prefill(ctx),
         _ => p.decode(ctx, n, output),
     };
+    let running = p.running(n, ctx, output);
+    let lost = unknown(
+        &twin.designs,
+        (true, c.phase() == Phase::Prefill),
+        ctx,
+        running,
+        output,
+    );
     let w = widen(twin.range, ctx, n);
     let h = twin.interval_pct / 100.0 * w;
     let half = |x: Option<f64>, d| round(x.map(|x| x * h), d);
@@ -128,17 +177,30 @@ fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> Cell {
         },
         extrapolated: w > 1.0,
         method: "closed form",
+        unknown: Vec::new(),
     }
+    .blank(lost)
 }
 
-/// The twin's prediction of `plan`'s cells.
-pub fn predict(plan: &Plan, twin: &Twin) -> Prediction {
+/// The twin's prediction of `plan`'s cells, each under the engine settings of its variant
+/// (`settings`, read from the spec).
+pub fn predict(plan: &Plan, twin: &Twin, settings: &SpecSettings) -> Prediction {
     let output = plan.max_output_tokens as f64;
-    let mut cells = Vec::new();
-    let mut to_simulate = Vec::new();
+    let (mut cells, mut to_simulate, mut not_predicted) = (Vec::new(), Vec::new(), Vec::new());
     for c in plan.cells.iter().filter(|c| c.runs()) {
+        let p = settings.get(c.variant.as_deref()).apply(twin.params);
+        // A prefill cell asks for one token.
+        let out = if c.phase() == Phase::Prefill {
+            1
+        } else {
+            plan.max_output_tokens
+        };
+        let tokens = c.prompt_tokens + out;
         match c.phase() {
-            Phase::Prefill | Phase::Decode => cells.push(cell(&twin.params, twin, c, output)),
+            Phase::Prefill | Phase::Decode if tokens > p.max_model_len => not_predicted.push(
+                format!("{}: prompt and output ({tokens} tokens) exceed max_model_len {}: the engine refuses it", c.id, p.max_model_len),
+            ),
+            Phase::Prefill | Phase::Decode => cells.push(cell(&p, twin, c, output)),
             _ => to_simulate.push(c.id.clone()),
         }
     }
@@ -146,7 +208,11 @@ pub fn predict(plan: &Plan, twin: &Twin) -> Prediction {
         cells,
         capacity: None,
         interval_pct: twin.interval_pct,
-        not_predicted: Vec::new(),
+        not_predicted,
+        not_identified: super::identify::summary(&twin.not_identified)
+            .into_iter()
+            .collect(),
+        not_modelled: Vec::new(),
         to_simulate,
     }
 }
@@ -236,7 +302,15 @@ fn simulated_cell(r: &Record, twin: &Twin) -> Cell {
         },
         extrapolated: w > 1.0,
         method: "simulated",
+        unknown: Vec::new(),
     }
+    .blank(unknown(
+        &twin.designs,
+        (false, false),
+        r.prompt_tokens as f64,
+        n,
+        r.open.output_tokens_mean.unwrap_or(0.0),
+    ))
 }
 
 /// The prediction as a table.
@@ -245,19 +319,24 @@ pub fn table(p: &Prediction) -> String {
         "predicted by the twin (90% intervals; ±{:.1}% inside the fitted range)\n\n| Cell | Total tok/s | Per request tok/s | TTFT p50 ms | TBT p50 ms | |\n|---|---|---|---|---|---|\n",
         p.interval_pct
     );
-    let f = |v: Option<f64>, h: Option<f64>| match (v, h) {
-        (Some(v), Some(h)) => format!("{v} ± {h}"),
-        (Some(v), None) => format!("{v}"),
-        _ => "—".into(),
-    };
     for c in &p.cells {
+        let f = |m: &str, v: Option<f64>, h: Option<f64>| match (v, h) {
+            _ if c.unknown.contains(&m) => "unknown".into(),
+            (Some(v), Some(h)) => format!("{v} ± {h}"),
+            (Some(v), None) => format!("{v}"),
+            _ => "—".into(),
+        };
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} |\n",
             c.cell,
-            f(c.total_tok_s, c.interval.total_tok_s),
-            f(c.per_request_tok_s, c.interval.per_request_tok_s),
-            f(c.ttft_ms_p50, c.interval.ttft_ms_p50),
-            f(c.tbt_ms_p50, c.interval.tbt_ms_p50),
+            f("total_tok_s", c.total_tok_s, c.interval.total_tok_s),
+            f(
+                "per_request_tok_s",
+                c.per_request_tok_s,
+                c.interval.per_request_tok_s
+            ),
+            f("ttft_ms_p50", c.ttft_ms_p50, c.interval.ttft_ms_p50),
+            f("tbt_ms_p50", c.tbt_ms_p50, c.interval.tbt_ms_p50),
             match (c.extrapolated, c.method == "simulated") {
                 (true, true) => "simulated, extrapolated",
                 (true, false) => "extrapolated",
@@ -280,6 +359,15 @@ pub fn table(p: &Prediction) -> String {
     }
     for n in &p.not_predicted {
         out.push_str(&format!("\n{n}"));
+    }
+    for n in &p.not_identified {
+        out.push_str(&format!("\nunknown: {n}"));
+    }
+    if !p.not_modelled.is_empty() {
+        out.push_str(&format!(
+            "\nnot modelled (the prediction ignores them): {}",
+            p.not_modelled.join(", ")
+        ));
     }
     out
 }

@@ -13,8 +13,11 @@ use std::path::Path;
 
 /// `loaded` with its engine replaced by the simulator running `twin` (an absolute path): no
 /// launch, no key, no local tokenizer (the simulator sizes prompts itself); variants keep their
-/// names (and cells) but not their engine kinds, commands or simulator patches.
+/// names (and cells) but not their engine kinds, commands or simulator patches — only the
+/// settings the twin models that the simulator takes (max_num_seqs, kv_tokens), the spec's and
+/// each variant's.
 pub fn against_twin(loaded: &Loaded, twin: &Path) -> Loaded {
+    let settings = super::settings::SpecSettings::of(&loaded.spec);
     let mut l = loaded.clone();
     let e = &mut l.spec.engine;
     e.kind = EngineKind::Sim;
@@ -22,10 +25,27 @@ pub fn against_twin(loaded: &Loaded, twin: &Path) -> Loaded {
     e.api_key_env = None;
     e.sim = Some(SimEngine {
         twin: Some(twin.display().to_string()),
+        max_num_seqs: settings
+            .base
+            .max_num_seqs
+            .map(|n| n.min(u64::from(u32::MAX)) as u32),
+        kv_tokens: settings.base.kv_tokens.map(crate::spec::Tokens),
         ..SimEngine::default()
     });
+    // A sweep's variants as named ones: their flags have no command to go to.
+    let sweep = crate::spec::variant::sweep(&std::mem::take(&mut e.sweep));
+    e.variants.extend(sweep);
     for v in &mut e.variants {
-        (v.kind, v.command, v.sim) = (None, None, None);
+        let s = settings.get(Some(&v.name));
+        let mut patch = crate::spec::variant::SimPatch::new();
+        if let Some(n) = s.max_num_seqs {
+            patch.insert("max_num_seqs".into(), n.into());
+        }
+        if let Some(k) = s.kv_tokens {
+            patch.insert("kv_tokens".into(), k.into());
+        }
+        (v.kind, v.command) = (None, None);
+        v.sim = (!patch.is_empty()).then_some(patch);
     }
     l.spec.workload.tokenizer = "server".into();
     l

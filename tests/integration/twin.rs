@@ -84,7 +84,7 @@ fn the_seed_table_from_a_quarter_of_its_cells() {
     let t: Value = toml::from_str::<toml::Value>(&text)
         .map(|v| serde_json::to_value(v).unwrap())
         .unwrap();
-    assert_eq!(t["version"], 1);
+    assert_eq!(t["version"], 2);
     assert!(t["fitted_on"].as_array().unwrap().len() <= 12);
     assert!(
         t["holdout"]["covered"].as_f64().unwrap() >= 0.8,

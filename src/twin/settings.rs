@@ -1,0 +1,180 @@
+//! The spec's engine settings the twin models — the requests scheduled at once
+//! (`--max-num-seqs`, `engine.sim.max_num_seqs`), the tokens per step
+//! (`--max-num-batched-tokens`), the KV cache (`model.kv_tokens`, `engine.sim.kv_tokens`) and
+//! the longest sequence (`model.max_model_len`, `--max-model-len`) — read from the spec and
+//! each variant, applied to the twin's limits; and the settings it does not model, listed.
+
+use super::model::Params;
+use crate::spec::Spec;
+use crate::spec::Tokens;
+use crate::spec::command::flag_value;
+
+/// The launch flags the twin models, beside flags that only say where the server listens.
+const MODELLED_FLAGS: [&str; 3] = [
+    "--max-num-seqs",
+    "--max-num-batched-tokens",
+    "--max-model-len",
+];
+const PLACE_FLAGS: [&str; 5] = [
+    "--port",
+    "--host",
+    "--served-model-name",
+    "--api-key",
+    "--model",
+];
+/// The simulator's settings the twin models (or that only pick what the twin replaces).
+const MODELLED_SIM: [&str; 4] = ["max_num_seqs", "kv_tokens", "twin", "profile"];
+
+/// The limits one spec (or variant) sets; `None` keeps the twin's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Requests scheduled at once.
+    pub max_num_seqs: Option<u64>,
+    /// Tokens per engine step.
+    pub max_batched_tokens: Option<u64>,
+    /// KV-cache capacity, tokens.
+    pub kv_tokens: Option<u64>,
+    /// Longest prompt + output.
+    pub max_model_len: Option<u64>,
+}
+
+impl Settings {
+    /// What `spec` sets: its launch command's flags, its simulator's options, its model's.
+    pub fn of(spec: &Spec) -> Settings {
+        let args = spec
+            .engine
+            .launch
+            .as_ref()
+            .and_then(|l| l.command.args().ok())
+            .unwrap_or_default();
+        let flag = |f: &str| flag_value(&args, f).and_then(|v| Tokens::parse(v).ok().map(|t| t.0));
+        let sim = spec.engine.sim.as_ref();
+        Settings {
+            max_num_seqs: flag("--max-num-seqs")
+                .or_else(|| sim.and_then(|s| s.max_num_seqs).map(u64::from)),
+            max_batched_tokens: flag("--max-num-batched-tokens"),
+            kv_tokens: sim
+                .and_then(|s| s.kv_tokens)
+                .or(spec.model.kv_tokens)
+                .map(|t| t.0),
+            max_model_len: flag("--max-model-len").or(spec.model.max_model_len.map(|t| t.0)),
+        }
+    }
+
+    /// `p` with these limits.
+    pub fn apply(&self, mut p: Params) -> Params {
+        p.max_num_seqs = self.max_num_seqs.unwrap_or(p.max_num_seqs).max(1);
+        p.max_batched_tokens = self
+            .max_batched_tokens
+            .unwrap_or(p.max_batched_tokens)
+            .max(1);
+        p.kv_tokens = self.kv_tokens.unwrap_or(p.kv_tokens).max(1);
+        p.max_model_len = self.max_model_len.unwrap_or(p.max_model_len);
+        p
+    }
+}
+
+/// The settings of the spec and of each variant (by name).
+#[derive(Debug, Clone, Default)]
+pub struct SpecSettings {
+    /// The spec's own.
+    pub base: Settings,
+    /// Each variant's.
+    pub variants: Vec<(String, Settings)>,
+}
+
+impl SpecSettings {
+    /// Read from `spec` and its variants.
+    pub fn of(spec: &Spec) -> SpecSettings {
+        SpecSettings {
+            base: Settings::of(spec),
+            variants: spec
+                .variants()
+                .into_iter()
+                .map(|v| (v.name, Settings::of(&v.spec)))
+                .collect(),
+        }
+    }
+
+    /// The settings of `variant` (the spec's own without one).
+    pub fn get(&self, variant: Option<&str>) -> Settings {
+        variant
+            .and_then(|n| self.variants.iter().find(|(v, _)| v == n))
+            .map_or(self.base, |(_, s)| *s)
+    }
+}
+
+/// The spec's engine settings the twin does not model, one line each: launch flags, the
+/// simulator's options that differ from their defaults, and what each variant changes.
+pub fn not_modelled(spec: &Spec) -> Vec<String> {
+    let mut out = Vec::new();
+    let args = spec
+        .engine
+        .launch
+        .as_ref()
+        .and_then(|l| l.command.args().ok())
+        .unwrap_or_default();
+    for a in args.iter().filter(|a| a.starts_with("--")) {
+        let name = a.split('=').next().unwrap_or(a);
+        if !MODELLED_FLAGS.contains(&name) && !PLACE_FLAGS.contains(&name) {
+            out.push(format!("launch {name}"));
+        }
+    }
+    if let Some(sim) = &spec.engine.sim {
+        let ours = serde_json::to_value(sim).unwrap_or_default();
+        let default = serde_json::to_value(crate::spec::SimEngine::default()).unwrap_or_default();
+        if let (Some(ours), Some(default)) = (ours.as_object(), default.as_object()) {
+            for (k, v) in ours {
+                if !MODELLED_SIM.contains(&k.as_str()) && default.get(k) != Some(v) {
+                    out.push(format!("sim.{k}"));
+                }
+            }
+        }
+    }
+    for v in spec.variants() {
+        for change in v.changes {
+            let modelled = MODELLED_FLAGS.iter().any(|f| change.starts_with(f))
+                || MODELLED_SIM
+                    .iter()
+                    .any(|k| change.starts_with(&format!("sim.{k} ")));
+            if !modelled {
+                out.push(format!("variant {}: {change}", v.name));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(engine: &str) -> Spec {
+        let text = format!(
+            "version: 1\nname: s\n{engine}\nmodel: {{served_name: m, max_model_len: 16K}}\nmatrix: {{contexts: [1K], concurrency: [1]}}\n"
+        );
+        crate::spec::parse("s.yaml", &text, crate::spec::Stage::Validate, &|_| None)
+            .unwrap_or_else(|e| panic!("{:?}", e.diagnostics()))
+            .spec
+    }
+
+    #[test]
+    fn launch_flags_sim_options_and_variants_are_read() {
+        let s = spec(
+            "engine:\n  kind: vllm\n  launch: {command: 'vllm serve m --max-num-seqs 64 --dtype fp8 --port 8000'}\n  variants:\n    - {name: a, args: {--max-num-seqs: 128}}\n    - {name: b, args: {--enforce-eager: true}}",
+        );
+        let all = SpecSettings::of(&s);
+        assert_eq!(all.base.max_num_seqs, Some(64));
+        assert_eq!(all.base.max_model_len, Some(16384));
+        assert_eq!(all.get(Some("a")).max_num_seqs, Some(128));
+        assert_eq!(all.get(Some("b")).max_num_seqs, Some(64));
+        assert_eq!(
+            not_modelled(&s),
+            ["launch --dtype", "variant b: --enforce-eager"]
+        );
+        let sim = spec("engine: {kind: sim, sim: {max_num_seqs: 2, kv_tokens: 4K, noise: 0.1}}");
+        let got = Settings::of(&sim);
+        assert_eq!((got.max_num_seqs, got.kv_tokens), (Some(2), Some(4096)));
+        assert_eq!(not_modelled(&sim), ["sim.noise"]);
+    }
+}
