@@ -220,15 +220,44 @@ async fn run_async(
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<RunSummary, RunError> {
     let tokenizer = local_tokenizer(config)?;
+    let fresh = opts.out.as_ref().is_none_or(|out| !out.exists());
     let (dir, earlier) = open_dir(config, opts, on)?;
+    let result = measure_into(
+        config,
+        opts,
+        (probe, in_process),
+        interrupt,
+        on,
+        (&dir, earlier),
+        tokenizer.as_ref(),
+    )
+    .await;
+    // A refused run leaves the folder as it was: one it made and left empty (a port in use)
+    // is removed.
+    if result.is_err() && fresh {
+        let _ = std::fs::remove_dir(dir.path());
+    }
+    result
+}
+
+/// The run's cells into `dir` (`earlier`: what a resumed run recorded already).
+async fn measure_into(
+    config: &RunConfig,
+    opts: &RunOptions,
+    (probe, in_process): (probe::Probe, bool),
+    interrupt: &Interrupt,
+    on: &(dyn Fn(Event) + Sync),
+    (dir, earlier): (&RunDir, Option<Resumed>),
+    tokenizer: Option<&Arc<crate::client::local::LocalTokenizer>>,
+) -> Result<RunSummary, RunError> {
     let session = session::Session {
         config,
         opts,
         probe,
         interrupt,
         on,
-        dir: &dir,
-        tokenizer: tokenizer.as_ref(),
+        dir,
+        tokenizer,
         in_process,
     };
     let variants = config.variants();
