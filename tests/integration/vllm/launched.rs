@@ -136,7 +136,11 @@ fn vllm_variants_relaunch_with_their_flags() {
     };
     let capped = cell("mns2/decode/256/c4");
     let server = capped.server.as_ref().unwrap();
-    assert_eq!(server.running_max, Some(2.0), "{capped:#?}");
+    // Never more than the flag lets it run (a scrape may catch one between requests).
+    assert!(
+        server.running_max.is_some_and(|m| (1.0..=2.0).contains(&m)),
+        "{capped:#?}"
+    );
     assert!(server.waiting_max.is_some_and(|w| w >= 1.0), "{capped:#?}");
     assert_eq!(capped.status, Status::Invalid, "{capped:#?}");
     assert!(
@@ -145,9 +149,14 @@ fn vllm_variants_relaunch_with_their_flags() {
     );
     let full = cell("default/decode/256/c4");
     assert_eq!(full.status, Status::Valid, "{full:#?}");
-    assert_eq!(
-        full.server.as_ref().unwrap().running_max,
-        Some(4.0),
+    // More than the capped variant could (4 in flight; seen 4, or 3 when a scrape caught a
+    // request in vLLM's API server between the engine's steps).
+    assert!(
+        full.server
+            .as_ref()
+            .unwrap()
+            .running_max
+            .is_some_and(|m| m > 2.0 && m <= 4.0),
         "{full:#?}"
     );
     let logs = std::fs::read_to_string(out.join("manifest.json")).unwrap();
@@ -214,20 +223,21 @@ fn decode_against_vllm(r: &Record, reqs: &[&serde_json::Value]) {
         (hit - usage).abs() < 0.01,
         "{cell}: counters {hit} vs usage {usage}"
     );
-    // vLLM's running gauge reached the requests in flight, never more.
-    assert_eq!(
-        server.running_max,
-        Some(r.concurrency as f64),
-        "{cell}: {server:#?}"
-    );
-    // KV in use: each slot's prompt and output, in whole blocks, of the 4,096.
-    let out = 32;
-    let blocks = u64::from(r.concurrency) * (r.context + out).div_ceil(BLOCK);
-    let want = blocks as f64 / BLOCKS as f64;
+    // vLLM's running gauge: never more than the requests in flight (on a quiet machine it
+    // reads all of them; a scrape can catch one in vLLM's API server between steps).
+    let c = f64::from(r.concurrency);
+    let running = server
+        .running_max
+        .unwrap_or_else(|| panic!("{cell}: {server:#?}"));
+    assert!((1.0..=c).contains(&running), "{cell}: {server:#?}");
+    // KV in use: each running request's prompt and output, in whole blocks, of the 4,096
+    // (seen: 68 blocks, 0.0166, at 2K × 4): at most every slot's, at least the running ones'
+    // prompts (a request just admitted holds 2 of 256 + 32's 3 blocks).
+    let per_request = (r.context + 32).div_ceil(BLOCK) as f64 / BLOCKS as f64;
     let got = server.kv_usage_max.unwrap();
     assert!(
-        (got - want).abs() <= 0.0001 + 0.25 * want,
-        "{cell}: KV usage {got} vs {blocks} blocks of {BLOCKS} = {want}"
+        got <= c * per_request * 1.05 + 0.0001 && got >= running * per_request * 0.6 - 0.0001,
+        "{cell}: KV usage {got}, {per_request} a request, {running} running of {c}"
     );
     // vLLM's TTFT histogram counts from the request's arrival, as the client does: the
     // client's p50 lies in (or near) the server's bucket.
