@@ -5,6 +5,19 @@
 //! records; [`report`] renders them; [`history`] keeps runs for trends; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each stage has its own error type; [`Error`] joins
 //! them and maps each to the exit code docs/cli.md gives it.
 
+/// A recorded real-vLLM file of `tests/fixtures/vllm/`, for the tests that hold the client and
+/// the simulator to the engine's own bytes.
+#[cfg(test)]
+macro_rules! vllm_fixture {
+    ($name:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/vllm/",
+            $name
+        ))
+    };
+}
+
 pub mod cli;
 pub mod client;
 pub mod history;

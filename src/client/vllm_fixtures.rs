@@ -8,26 +8,16 @@ use super::{Api, Failure};
 use std::time::Duration;
 use tokio::time::Instant;
 
-macro_rules! fixture {
-    ($name:literal) => {
-        include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/vllm/",
-            $name
-        ))
-    };
-}
-
-const COMPLETIONS: &str = fixture!("completions-stream.sse");
-const CHAT: &str = fixture!("chat-stream.sse");
-const CHAT_USAGE_LAST: &str = fixture!("chat-stream-usage-last.sse");
-const CACHED: &str = fixture!("completions-stream-cached.sse");
-const CAPPED: &str = fixture!("completions-capped.sse");
-const TOO_LONG: &str = fixture!("error-too-long.json");
-const TOO_LONG_CHAT: &str = fixture!("error-too-long-chat.json");
-const UNKNOWN_MODEL: &str = fixture!("error-unknown-model.json");
-const TOKENIZE: &str = fixture!("tokenize.json");
-const TOKENIZE_CHAT: &str = fixture!("tokenize-chat.json");
+const COMPLETIONS: &str = vllm_fixture!("completions-stream.sse");
+const CHAT: &str = vllm_fixture!("chat-stream.sse");
+const CHAT_USAGE_LAST: &str = vllm_fixture!("chat-stream-usage-last.sse");
+const CACHED: &str = vllm_fixture!("completions-stream-cached.sse");
+const CAPPED: &str = vllm_fixture!("completions-capped.sse");
+const TOO_LONG: &str = vllm_fixture!("error-too-long.json");
+const TOO_LONG_CHAT: &str = vllm_fixture!("error-too-long-chat.json");
+const UNKNOWN_MODEL: &str = vllm_fixture!("error-unknown-model.json");
+const TOKENIZE: &str = vllm_fixture!("tokenize.json");
+const TOKENIZE_CHAT: &str = vllm_fixture!("tokenize-chat.json");
 
 /// vLLM's words for a prompt over `max_model_len`, as recorded.
 const TOO_LONG_WORDS: &str = "This model's maximum context length is 4096 tokens. However, your prompt contains at least 4097 input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=4097)";

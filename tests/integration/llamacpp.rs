@@ -228,7 +228,6 @@ fn a_local_tokenizer_sizes_prompts_exactly_without_tokenize() {
 /// `--resume` completes the plan on a new launch.
 #[test]
 fn sigterm_stops_llama_cpp_and_resume_completes() {
-    use std::io::{BufRead, BufReader};
     let _cpu = super::cpu();
     let root = super::root();
     let port = super::free_port();
@@ -247,28 +246,19 @@ fn sigterm_stops_llama_cpp_and_resume_completes() {
         out.to_str().unwrap(),
     ];
     let exe = assert_cmd::cargo::cargo_bin("benchspec");
-    let mut child = std::process::Command::new(&exe)
+    let child = std::process::Command::new(&exe)
         .args(args)
         .current_dir(&root)
         .env("NO_COLOR", "1")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    while !seen.contains("decode/256/c1 ...") {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        seen.push_str(&line);
-    }
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(1), "{seen}{rest}");
+    let (seen, rest, code) = super::sigterm_when(
+        child,
+        "decode/256/c1 ...",
+        std::time::Duration::from_millis(500),
+    );
+    assert_eq!(code, Some(1), "{seen}{rest}");
     assert!(
         rest.contains("error: interrupted during decode/256/c1"),
         "{rest}"

@@ -61,6 +61,31 @@ pub fn bin() -> String {
         .into_owned()
 }
 
+/// A scheduler's SIGTERM to a running `benchspec` (`child`, its stderr piped) `after` it
+/// printed `marker`: what it printed before, what it printed after, and its exit code.
+pub fn sigterm_when(
+    mut child: std::process::Child,
+    marker: &str,
+    after: std::time::Duration,
+) -> (String, String, Option<i32>) {
+    use std::io::{BufRead, BufReader, Read};
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains(marker) {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    std::thread::sleep(after);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    (seen, rest, child.wait().unwrap().code())
+}
+
 /// A port of 127.0.0.1 free a moment ago.
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -1,7 +1,7 @@
 //! Error bodies and SSE streams against a real vLLM 0.32's, for the requests `record.sh`
 //! sent.
 
-use super::{call, fixture, json, shape, sim};
+use super::{call, json, shape, sim};
 use serde_json::{Value, json};
 
 const PROMPT: &str =
@@ -37,11 +37,11 @@ async fn errors_are_vllms_bodies() {
     let nope = json!({"model": "nope", "prompt": "hi", "stream": true, "max_tokens": 4});
     let (status, got) = call(&sim, "/v1/completions", Some(&nope)).await;
     assert_eq!(status, 404);
-    assert_eq!(json(&got), json(fixture!("error-unknown-model.json")));
+    assert_eq!(json(&got), json(vllm_fixture!("error-unknown-model.json")));
     let usage = json!({"include_usage": true, "continuous_usage_stats": true});
     for (chat, file) in [
-        (false, fixture!("error-too-long.json")),
-        (true, fixture!("error-too-long-chat.json")),
+        (false, vllm_fixture!("error-too-long.json")),
+        (true, vllm_fixture!("error-too-long-chat.json")),
     ] {
         let path = if chat {
             "/v1/chat/completions"
@@ -64,7 +64,7 @@ async fn an_output_over_max_model_len_stops_at_the_full_context() {
     let body = request(false, Some(4090), usage, 10);
     let (status, got) = call(&sim, "/v1/completions", Some(&body)).await;
     assert_eq!(status, 200, "{got}");
-    for text in [got.as_str(), fixture!("completions-capped.sse")] {
+    for text in [got.as_str(), vllm_fixture!("completions-capped.sse")] {
         let ev = events(text);
         let n = ev.len();
         assert_eq!(ev.last().map(String::as_str), Some("[DONE]"));
@@ -93,13 +93,13 @@ async fn sse_chunks_have_vllms_shape() {
         (
             false,
             continuous.clone(),
-            fixture!("completions-stream.sse"),
+            vllm_fixture!("completions-stream.sse"),
         ),
-        (true, continuous, fixture!("chat-stream.sse")),
+        (true, continuous, vllm_fixture!("chat-stream.sse")),
         (
             true,
             json!({"include_usage": true}),
-            fixture!("chat-stream-usage-last.sse"),
+            vllm_fixture!("chat-stream-usage-last.sse"),
         ),
     ];
     for (chat, options, file) in cases {

@@ -1,7 +1,7 @@
 //! `/metrics`, `/v1/models`, `/version`, `/tokenize` and cached-token blocks against a real
 //! vLLM 0.32's.
 
-use super::{call, fixture, json, shape, sim};
+use super::{call, json, shape, sim};
 use crate::run::observe::server::wanted;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,7 +61,7 @@ fn families(text: &str) -> BTreeMap<String, Family> {
 /// benchspec reads that vLLM serves, and the histograms a reader compares, are served.
 #[tokio::test(start_paused = true)]
 async fn metrics_are_vllms_names_types_labels_and_buckets() {
-    let real = families(fixture!("metrics-after.txt"));
+    let real = families(vllm_fixture!("metrics-after.txt"));
     let sim = sim(16);
     let body =
         json!({"model": "tiny", "prompt": "one two three", "max_tokens": 4, "ignore_eos": true});
@@ -125,7 +125,7 @@ async fn models_version_and_tokenize_have_vllms_keys() {
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
     };
-    let real = json(fixture!("models.json"));
+    let real = json(vllm_fixture!("models.json"));
     let (_, got) = call(&sim, "/v1/models", None).await;
     let got = json(&got);
     assert_eq!(keys(&got), keys(&real));
@@ -135,17 +135,17 @@ async fn models_version_and_tokenize_have_vllms_keys() {
     let (_, version) = call(&sim, "/version", None).await;
     assert_eq!(
         shape(&json(&version)),
-        shape(&json(fixture!("version.json")))
+        shape(&json(vllm_fixture!("version.json")))
     );
     let prompt = "The quick brown fox jumps over the lazy dog.";
     for (body, file) in [
         (
             json!({"model": "tiny", "prompt": prompt}),
-            fixture!("tokenize.json"),
+            vllm_fixture!("tokenize.json"),
         ),
         (
             json!({"model": "tiny", "messages": [{"role": "user", "content": prompt}]}),
-            fixture!("tokenize-chat.json"),
+            vllm_fixture!("tokenize-chat.json"),
         ),
     ] {
         let (_, got) = call(&sim, "/tokenize", Some(&body)).await;
@@ -164,7 +164,7 @@ async fn models_version_and_tokenize_have_vllms_keys() {
 /// `cache_config_info`; with GPU vLLM's 16 it finds 4,080 = 255 × 16.
 #[tokio::test(start_paused = true)]
 async fn cached_tokens_come_in_whole_blocks_of_the_block_size() {
-    let real = fixture!("completions-capped.sse");
+    let real = vllm_fixture!("completions-capped.sse");
     assert!(real.contains("\"prompt_tokens_details\":{\"cached_tokens\":3968}"));
     let prompt = vec!["hello"; 4090].join(" ");
     let body = json!({"model": "tiny", "prompt": prompt, "max_tokens": 2});

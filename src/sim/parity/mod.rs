@@ -13,18 +13,6 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use serde_json::Value;
 
-/// A recorded file of `tests/fixtures/vllm/`.
-macro_rules! fixture {
-    ($name:literal) => {
-        include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/vllm/",
-            $name
-        ))
-    };
-}
-pub(super) use fixture;
-
 /// The `tiny` profile served as the recording served its model: `tiny`, 4,096 tokens of
 /// context, KV blocks of `block` tokens.
 fn sim(block: usize) -> InProcess {

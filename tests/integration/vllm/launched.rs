@@ -13,7 +13,6 @@ use benchspec::results::{Record, Status};
 /// and no vLLM process (API server, engine core) is left.
 #[test]
 fn vllm_launched_measured_and_stopped() {
-    use std::io::{BufRead, BufReader};
     let Some(env) = installed() else { return };
     let _cpu = super::super::cpu();
     let port = super::super::free_port();
@@ -26,7 +25,7 @@ fn vllm_launched_measured_and_stopped() {
     )
     .unwrap();
     let out = dir.path().join("run");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("benchspec"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("benchspec"))
         .args(["run", "--save-requests", "--out"])
         .args([&out, &spec])
         .current_dir(super::super::root())
@@ -35,21 +34,11 @@ fn vllm_launched_measured_and_stopped() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    while !seen.contains("decode/2K/c4 ...") {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        seen.push_str(&line);
-    }
-    std::thread::sleep(std::time::Duration::from_millis(700));
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let code = child.wait().unwrap().code();
+    let (seen, rest, code) = super::super::sigterm_when(
+        child,
+        "decode/2K/c4 ...",
+        std::time::Duration::from_millis(700),
+    );
     let log = std::fs::read_to_string(out.join("engine.log")).unwrap_or_default();
     assert_eq!(code, Some(1), "{seen}{rest}\n{log}");
     assert!(
