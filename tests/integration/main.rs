@@ -38,6 +38,7 @@ mod sessions;
 mod sim;
 mod telemetry;
 mod twin;
+mod twin_sim;
 mod variants;
 mod vllm;
 
