@@ -152,9 +152,9 @@ fn suggest_next(
     }
 }
 
-/// Run `predict`: prefill and decode cells in closed form; the spec's other cells (load,
-/// capacity, sessions, replay) run against the twin on a paused clock — in `--out`, where the
-/// whole spec runs, else in a scratch directory removed after.
+/// Run `predict`: the whole spec runs against the twin on a paused clock — in `--out`, else
+/// in a scratch directory removed after — and every cell's values are that run's, so that
+/// the table and `--out` are one computation.
 pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
     let loaded = crate::spec::load(&args.spec, crate::spec::Stage::Validate)?;
     let plan = super::plan_of(&loaded.spec);
@@ -178,10 +178,9 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
             dir.display(),
             files.len()
         ));
-    } else if !p.to_simulate.is_empty() {
+    } else {
         let scratch = scratch_dir();
-        let only = format!("{{{}}}", p.to_simulate.join(","));
-        let simulated = twin::simulate::simulate(&loaded, (&args.twin, &t), &scratch, Some(only));
+        let simulated = twin::simulate::simulate(&loaded, (&args.twin, &t), &scratch, None);
         let _ = std::fs::remove_dir_all(&scratch);
         predict::add_simulated(&mut p, &simulated?, &t);
     }

@@ -248,12 +248,16 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
         step_s: p.step_s,
         per_seq_s: p.per_seq_s,
         per_kv_token_s: p.per_kv_token_s,
-        prefill_token_s: p.prefill_token_s,
+        // The time per prompt token a prefix-cached prompt still takes is the API server's
+        // (tokenizing, beside the engine), not a stall of the engine's whole batch; a cold
+        // prompt's engine time per token is the rest of its cost, so that its TTFT is the
+        // twin's `api_s + prefill_token_s × C + …` all the same.
+        prefill_token_s: (p.prefill_token_s - p.cached_token_s).max(0.0),
         prefill_quadratic_s: p.prefill_quadratic_s,
-        cached_token_s: p.cached_token_s,
+        cached_token_s: 0.0,
         cached_request_s: p.cached_request_s,
         api_s: p.api_s,
-        api_token_s: 0.0,
+        api_token_s: p.cached_token_s,
         api_quadratic_s: 0.0,
         api_serial_token_s: 0.0,
         api_stream_s: p.api_stream_s,

@@ -1,5 +1,6 @@
-//! `benchspec predict SPEC --twin TWIN.toml`: each prefill and decode cell of the spec's plan
-//! with the twin's values and a 90% interval — the twin's own (from its residuals and held-out
+//! `benchspec predict SPEC --twin TWIN.toml`: each cell of the spec's plan with the values of
+//! the spec run against the twin ([`add_simulated`]; the closed form before it) and a 90%
+//! interval — the twin's own (from its residuals and held-out
 //! cells) inside the fitted range, wider by half for every doubling of context or concurrency
 //! beyond it, the cell then marked `extrapolated`.
 
@@ -47,8 +48,8 @@ pub struct Cell {
     pub interval: Predicted,
     /// Outside the contexts or concurrency the twin was fitted on.
     pub extrapolated: bool,
-    /// `closed form` (prefill and decode cells) or `simulated` (the spec's other cells, run
-    /// against the twin as an engine on a paused clock).
+    /// `simulated`: the spec run against the twin as an engine on a paused clock (`closed
+    /// form` only before [`add_simulated`] replaces the prefill and decode cells' values).
     pub method: &'static str,
 }
 
@@ -151,41 +152,25 @@ pub fn predict(plan: &Plan, twin: &Twin) -> Prediction {
     }
 }
 
-/// `p` with the simulated `records` of its other cells: load, session and replay cells and
-/// capacity probes as cells, capacity searches' summaries as [`Capacity`]; a cell without a
-/// valid record goes to `not_predicted` with its status and reasons.
+/// `p` with the simulated `records`: the spec run against the twin as its engine, every
+/// cell of it — so that the table and `predict --out` are one computation. A prefill or
+/// decode cell's values are the simulation's (a metric the closed form leaves unknown stays
+/// unknown); load, session and replay cells and capacity probes are added as cells, capacity
+/// searches' summaries as [`Capacity`]; a cell without a valid record goes to
+/// `not_predicted` with its status and reasons.
 pub fn add_simulated(p: &mut Prediction, records: &[Record], twin: &Twin) {
-    let simulated = |r: &Record| {
-        !matches!(r.phase, Phase::Prefill | Phase::Decode)
-            || p.to_simulate
-                .iter()
-                .any(|id| r.cell.starts_with(&format!("{id}/")))
-    };
-    for r in records.iter().filter(|r| simulated(r)) {
+    for r in records {
         if r.phase == Phase::Capacity {
-            let w = widen(twin.range, r.context as f64, r.open.capacity.unwrap_or(1.0));
-            let at = CapacityAt {
-                cell: r.cell.clone(),
-                context: r.context,
-                value: r.open.capacity,
-                interval: round(
-                    r.open.capacity.map(|v| v * twin.interval_pct / 100.0 * w),
-                    2,
-                ),
-                extrapolated: w > 1.0,
-            };
-            let search = r.open.search.clone().unwrap_or_default();
-            p.capacity
-                .get_or_insert_with(|| Capacity {
-                    search,
-                    cells: Vec::new(),
-                })
-                .cells
-                .push(at);
+            add_capacity(p, r, twin);
         } else if matches!(r.status, Status::Valid | Status::Invalid) {
-            p.cells.push(simulated_cell(r, twin));
-        } else {
+            let sim = simulated_cell(r, twin);
+            match p.cells.iter_mut().find(|c| c.cell == r.cell) {
+                Some(closed) => *closed = keep_unknown(closed, sim),
+                None => p.cells.push(sim),
+            }
+        } else if r.status != Status::Skipped || planned(p, &r.cell) {
             let why = r.reasons.join("; ");
+            p.cells.retain(|c| c.cell != r.cell);
             p.not_predicted.push(format!(
                 "{}: {} in the simulation{}",
                 r.cell,
@@ -207,6 +192,67 @@ pub fn add_simulated(p: &mut Prediction, records: &[Record], twin: &Twin) {
                 .push(format!("{id}: no record from the simulation"));
         }
     }
+}
+
+/// Whether `cell` is one the prediction was to give (a cell the plan itself skips is not).
+fn planned(p: &Prediction, cell: &str) -> bool {
+    p.cells.iter().any(|c| c.cell == cell) || p.to_simulate.iter().any(|id| id == cell)
+}
+
+/// A capacity search's summary record as [`CapacityAt`].
+fn add_capacity(p: &mut Prediction, r: &Record, twin: &Twin) {
+    let w = widen(twin.range, r.context as f64, r.open.capacity.unwrap_or(1.0));
+    let at = CapacityAt {
+        cell: r.cell.clone(),
+        context: r.context,
+        value: r.open.capacity,
+        interval: round(
+            r.open.capacity.map(|v| v * twin.interval_pct / 100.0 * w),
+            2,
+        ),
+        extrapolated: w > 1.0,
+    };
+    let search = r.open.search.clone().unwrap_or_default();
+    p.capacity
+        .get_or_insert_with(|| Capacity {
+            search,
+            cells: Vec::new(),
+        })
+        .cells
+        .push(at);
+}
+
+/// The simulated cell `sim`, each metric unknown where the closed form's `closed` is.
+fn keep_unknown(closed: &Cell, mut sim: Cell) -> Cell {
+    let pairs = [
+        (
+            closed.total_tok_s,
+            &mut sim.total_tok_s,
+            &mut sim.interval.total_tok_s,
+        ),
+        (
+            closed.per_request_tok_s,
+            &mut sim.per_request_tok_s,
+            &mut sim.interval.per_request_tok_s,
+        ),
+        (
+            closed.ttft_ms_p50,
+            &mut sim.ttft_ms_p50,
+            &mut sim.interval.ttft_ms_p50,
+        ),
+        (
+            closed.tbt_ms_p50,
+            &mut sim.tbt_ms_p50,
+            &mut sim.interval.tbt_ms_p50,
+        ),
+    ];
+    for (known, value, half) in pairs {
+        if known.is_none() {
+            (*value, *half) = (None, None);
+        }
+    }
+    sim.extrapolated |= closed.extrapolated;
+    sim
 }
 
 fn simulated_cell(r: &Record, twin: &Twin) -> Cell {

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// `fit` the seed table holding out three cells in four, into `dir/twin.toml`.
-fn fit_seed(dir: &Dir) -> (PathBuf, super::cli::Done) {
+pub(super) fn fit_seed(dir: &Dir) -> (PathBuf, super::cli::Done) {
     let twin = dir.path().join("twin.toml");
     let d = Bench::new(&[
         "fit",
