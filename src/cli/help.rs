@@ -56,7 +56,7 @@ const EXIT_CODES: [(&str, &str); 14] = [
     ),
     (
         "predict",
-        "0  predicted\n1  the spec could not be run against the twin (--out, or cells the closed form leaves to a simulation)\n2  bad usage, an invalid spec, a twin file that cannot be read or that validate refuses (a negative cost), a twin that knows none of the spec's values (its parameters not identified), a spec naming another engine, model or hardware with --strict, or an --out that is not empty",
+        "0  predicted\n1  the spec could not be run against the twin (every cell's values come from that run)\n2  bad usage, an invalid spec, a twin file that cannot be read or that validate refuses (a negative cost), a twin that knows none of the spec's values (its parameters not identified), a spec naming another engine, model or hardware with --strict, or an --out that is not empty",
     ),
     (
         "init",

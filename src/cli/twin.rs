@@ -106,13 +106,13 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         ));
     }
     out.info(&format!(
-        "fitted {} cell(s) of {} in {:.1} ms: 90% interval ±{:.1}% inside the fitted range; wrote {}",
+        "fitted {} cell(s) of {} in {:.1} ms; wrote {}",
         t.fitted_on.len(),
         id.label(),
         took.as_secs_f64() * 1e3,
-        t.interval_pct,
         args.out.display()
     ));
+    out.info(&intervals_line(&t.intervals));
     if let Some(h) = &t.holdout {
         for c in h.cells.iter().filter(|c| c.metric != "tbt_ms_p50") {
             out.info(&format!("  {} {}: {:+.1}%", c.cell, c.metric, c.error_pct));
@@ -129,11 +129,42 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
             h.ttft_median_pct
                 .map_or(String::new(), |t| format!(" (TTFT median {t:.1}%)"))
         ));
+        if h.fraction > 0.0 {
+            out.print(&format!(
+                "inside their 90% interval: tok/s {:.0}%{}\n",
+                h.covered * 100.0,
+                h.ttft_covered
+                    .map_or(String::new(), |c| format!(", TTFT {:.0}%", c * 100.0))
+            ));
+        }
     }
     if let Some(n) = args.suggest {
         suggest_next(n, suggest_from, args, &runs, out);
     }
     Ok(0)
+}
+
+/// What the twin's intervals rest on, for people.
+fn intervals_line(iv: &twin::interval::Intervals) -> String {
+    let one = |name: &str, b: &twin::interval::Basis| {
+        if b.cells == 0 {
+            format!(
+                "{name} ±{:.1}% (no cell could be left out: the fit's own residuals, which claim too much)",
+                b.pct
+            )
+        } else {
+            format!(
+                "{name} ±{:.1}% from {} left-out cell(s) ({} extrapolated)",
+                b.pct, b.cells, b.extrapolated
+            )
+        }
+    };
+    format!(
+        "90% intervals inside the fitted range: {}; {}; phases fitted: {}",
+        one("tok/s", &iv.tok_s),
+        one("TTFT", &iv.ttft),
+        iv.phases.join(", ")
+    )
 }
 
 /// `fit --suggest N`: the cells to measure next, of `from` (`--spec`, read before the twin was
@@ -179,9 +210,9 @@ fn suggest_next(
     }
 }
 
-/// Run `predict`: prefill and decode cells in closed form; the spec's other cells (load,
-/// capacity, sessions, replay) run against the twin on a paused clock — in `--out`, where the
-/// whole spec runs, else in a scratch directory removed after.
+/// Run `predict`: the whole spec runs against the twin on a paused clock — in `--out`, else
+/// in a scratch directory removed after — and every cell's values are that run's, so that
+/// the table and `--out` are one computation.
 pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
     let loaded = crate::spec::load(&args.spec, crate::spec::Stage::Validate)?;
     let plan = super::plan_of(&loaded.spec);
@@ -198,8 +229,12 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
             ))
             .into());
         }
-        let records = twin::simulate::simulate(&loaded, (&args.twin, &t), dir, None)?;
+        let mut records = twin::simulate::simulate(&loaded, (&args.twin, &t), dir, None)?;
         predict::add_simulated(&mut p, &records, &t);
+        predict::blank_records(&p, &mut records);
+        crate::rundir::RunDir::open(dir)
+            .and_then(|d| d.rewrite_records(&records))
+            .map_err(twin::TwinError::from)?;
         let run = crate::report::load(dir).map_err(Error::Report)?;
         let files = crate::report::render(&run, &loaded.spec.report.formats, &[], dir)
             .map_err(Error::Report)?;
@@ -208,10 +243,9 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
             dir.display(),
             files.len()
         ));
-    } else if !p.to_simulate.is_empty() {
+    } else {
         let scratch = scratch_dir();
-        let only = format!("{{{}}}", p.to_simulate.join(","));
-        let simulated = twin::simulate::simulate(&loaded, (&args.twin, &t), &scratch, Some(only));
+        let simulated = twin::simulate::simulate(&loaded, (&args.twin, &t), &scratch, None);
         let _ = std::fs::remove_dir_all(&scratch);
         predict::add_simulated(&mut p, &simulated?, &t);
     }

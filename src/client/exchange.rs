@@ -19,6 +19,13 @@ pub type Responding = Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
 pub trait Exchange: Send + Sync + std::fmt::Debug {
     /// Answer `req`.
     fn exchange(&self, req: Request<Body>) -> Responding;
+
+    /// Wait until the server has no request of an earlier cell in flight (the simulator
+    /// in this process: the requests a cell dropped leave its engine at the end of a step);
+    /// at once by default.
+    fn settle(&self) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async {})
+    }
 }
 
 /// A request to `path` of an in-process server, with `body` (JSON) when it has one.

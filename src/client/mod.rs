@@ -163,6 +163,15 @@ impl Client {
         self.inner.is_some()
     }
 
+    /// Wait until a server in this process has no request of an earlier cell in flight
+    /// ([`exchange::Exchange::settle`]); at once for a server over the network, which
+    /// aborts a request its client dropped by itself.
+    pub async fn settle(&self) {
+        if let Some(server) = &self.inner {
+            server.settle().await;
+        }
+    }
+
     /// This client sending its generation requests through `transport` instead of the
     /// network, and counting prompt tokens as it does.
     pub fn with_transport(mut self, transport: Arc<dyn Generate>) -> Client {

@@ -13,6 +13,8 @@ pub(super) async fn measure(
     rec: Record,
     on: &(dyn Fn(Event) + Sync),
 ) -> Record {
+    // Each cell starts on an engine the earlier cells' requests have left, as a real one.
+    cx.client.settle().await;
     let watching = cx.observer.begin(&cx.marks).await;
     let rec = measure_only(cx, c, rec, on).await;
     let fraction = cx.workload.validity.min_active_fraction;

@@ -263,6 +263,15 @@ impl RunDir {
         jsonl::append(&self.file(REQUESTS), lines)
     }
 
+    /// Replace `results.jsonl` with `records` (written beside it, then renamed over it): for
+    /// a run made in this process and amended before anyone reads it (`predict --out`).
+    pub fn rewrite_records(&self, records: &[Record]) -> Result<()> {
+        let (path, tmp) = (self.file(RESULTS), self.file("results.jsonl.tmp"));
+        let _ = std::fs::remove_file(&tmp);
+        jsonl::append(&tmp, records)?;
+        std::fs::rename(&tmp, &path).map_err(|source| RunDirError::Write { path, source })
+    }
+
     /// The records of `results.jsonl`, in the order written (none when it does not exist).
     pub fn records(&self) -> Result<Vec<Record>> {
         read_records(&self.file(RESULTS))

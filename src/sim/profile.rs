@@ -59,6 +59,11 @@ pub struct Profile {
     /// every running request's output. Fitted to the seed page's decode TTFT, which grows
     /// about so with concurrency (71 → 310 ms at 8K from 1 to 64 streams); not a derived law.
     pub api_stream_s: f64,
+    /// A prefix-cached request's first token leaves the API server this much after the
+    /// engine made it, seconds: a cached prompt's wait that is not the engine's, so not a
+    /// stall of the batch (the twin's `cached_request_s`; 0 in the built-in profiles, whose
+    /// cached admission is engine time).
+    pub cached_stream_s: f64,
 }
 
 impl Profile {
@@ -77,6 +82,7 @@ impl Profile {
             &mut self.api_quadratic_s,
             &mut self.api_serial_token_s,
             &mut self.api_stream_s,
+            &mut self.cached_stream_s,
         ] {
             *cost *= factor;
         }
@@ -136,6 +142,7 @@ pub fn profiles() -> [Profile; 3] {
             api_quadratic_s: 1.22e-12,
             api_serial_token_s: 1.7e-6,
             api_stream_s: 0.12,
+            cached_stream_s: 0.0,
         },
         Profile {
             name: "tiny",
@@ -159,6 +166,7 @@ pub fn profiles() -> [Profile; 3] {
             api_quadratic_s: 0.0,
             api_serial_token_s: 0.0,
             api_stream_s: 0.0,
+            cached_stream_s: 0.0,
         },
         Profile {
             name: "instant",
@@ -182,6 +190,7 @@ pub fn profiles() -> [Profile; 3] {
             api_quadratic_s: 0.0,
             api_serial_token_s: 0.0,
             api_stream_s: 0.0,
+            cached_stream_s: 0.0,
         },
     ]
 }
@@ -214,6 +223,10 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
         api_stream_s: f64,
         cached_request_s: f64,
         cached_token_s: f64,
+        #[serde(default)]
+        cached_quadratic_s: f64,
+        #[serde(default)]
+        tokenizer_token_s: f64,
         max_batched_tokens: u64,
         max_num_seqs: u64,
         kv_tokens: u64,
@@ -231,6 +244,8 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
         p.api_stream_s,
         p.cached_request_s,
         p.cached_token_s,
+        p.cached_quadratic_s,
+        p.tokenizer_token_s,
     ];
     if costs.iter().any(|c| !c.is_finite() || *c < 0.0) {
         return Err("a cost in [params] is negative or not a number".into());
@@ -248,14 +263,22 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
         step_s: p.step_s,
         per_seq_s: p.per_seq_s,
         per_kv_token_s: p.per_kv_token_s,
-        prefill_token_s: p.prefill_token_s,
-        prefill_quadratic_s: p.prefill_quadratic_s,
-        cached_token_s: p.cached_token_s,
-        cached_request_s: p.cached_request_s,
+        // The time per prompt token a prefix-cached prompt still takes is the API server's
+        // (tokenizing, beside the engine), not a stall of the engine's whole batch; a cold
+        // prompt's engine time per token is the rest of its cost, so that its TTFT is the
+        // twin's `api_s + prefill_token_s × C + …` all the same.
+        prefill_token_s: (p.prefill_token_s - p.cached_token_s).max(0.0),
+        // The API server's share of a long prompt's cost (C² × cached_quadratic_s) is taken
+        // from the engine's (C²/2 × this), so a cold prompt's TTFT stays the twin's.
+        prefill_quadratic_s: (p.prefill_quadratic_s - 2.0 * p.cached_quadratic_s).max(0.0),
+        cached_token_s: 0.0,
+        // A cached prompt's own wait, the API server's (not a stall of every stream).
+        cached_request_s: 0.0,
+        cached_stream_s: p.cached_request_s,
         api_s: p.api_s,
-        api_token_s: 0.0,
-        api_quadratic_s: 0.0,
-        api_serial_token_s: 0.0,
+        api_token_s: p.cached_token_s,
+        api_quadratic_s: p.cached_quadratic_s,
+        api_serial_token_s: p.tokenizer_token_s,
         api_stream_s: p.api_stream_s,
     })
 }

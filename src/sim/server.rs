@@ -180,6 +180,7 @@ pub fn start(listener: tokio::net::TcpListener, opts: Options) -> std::io::Resul
 #[derive(Debug, Clone)]
 pub struct InProcess {
     app: Router,
+    metrics: Arc<Mutex<Snapshot>>,
 }
 
 impl InProcess {
@@ -190,7 +191,27 @@ impl InProcess {
         let metrics = first_snapshot(&engine);
         tokio::spawn(driver::run_on_clock(engine, rx, metrics.clone()));
         InProcess {
-            app: app(opts, tx, metrics),
+            app: app(opts, tx, metrics.clone()),
+            metrics,
+        }
+    }
+
+    /// Wait, at most `limit`, until the engine runs and queues no request — as a real
+    /// engine is once the client of a cell that ended has gone: a request it dropped is
+    /// aborted at the end of the engine's step (the driver reads the cancellation then), and
+    /// until then it is still running, in the engine's batch and its `/metrics`. Whether
+    /// the engine was idle in time.
+    pub async fn settle(&self, limit: std::time::Duration) -> bool {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let busy = self.metrics.lock().map_or(0, |m| m.running + m.waiting);
+            if busy == 0 {
+                return true;
+            }
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
     }
 

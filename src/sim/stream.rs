@@ -46,6 +46,9 @@ pub struct Plan {
     prompt_len: usize,
     /// The prompt's tokens the engine found in its prefix cache (known at the first token).
     cached: usize,
+    /// How long a prefix-cached request's first token is held (the profile's
+    /// `cached_stream_s`).
+    cached_hold: std::time::Duration,
     target: usize,
     finish: &'static str,
     per_chunk: usize,
@@ -85,6 +88,7 @@ impl Plan {
             head,
             prompt_len,
             cached: 0,
+            cached_hold: std::time::Duration::from_secs_f64(opts.profile.cached_stream_s.max(0.0)),
             target,
             finish: if limit_hit { "length" } else { "stop" },
             per_chunk: opts.tokens_per_chunk.max(1),
@@ -98,6 +102,13 @@ impl Plan {
             cut_at: point(opts.faults.disconnect_rate, 2, 3),
             stall_at: point(opts.faults.stall_rate, 4, 5),
             text_seed: opts.seed ^ key,
+        }
+    }
+
+    /// Hold a prefix-cached request's first token for the profile's `cached_stream_s`.
+    async fn hold_cached(&self) {
+        if self.cached > 0 && !self.cached_hold.is_zero() {
+            tokio::time::sleep(self.cached_hold).await;
         }
     }
 
@@ -176,7 +187,10 @@ impl State {
         }
         loop {
             match self.rx.recv().await {
-                Some(Ev::Cached(n)) => self.plan.cached = n,
+                Some(Ev::Cached(n)) => {
+                    self.plan.cached = n;
+                    self.plan.hold_cached().await;
+                }
                 Some(Ev::Token) => {
                     if let Some(piece) = self.token(&mut out).await {
                         return Some(piece);
@@ -263,7 +277,10 @@ pub async fn collect(
     let mut done = false;
     while let Some(ev) = rx.recv().await {
         match ev {
-            Ev::Cached(n) => plan.cached = n,
+            Ev::Cached(n) => {
+                plan.cached = n;
+                plan.hold_cached().await;
+            }
             Ev::Token => generated += 1,
             Ev::Done => {
                 done = true;

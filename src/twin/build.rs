@@ -3,9 +3,11 @@
 //! cells fitted and each residual), versioned.
 
 use super::describe::Identity;
-use super::fit::{Obs, fit, fit_designed};
+use super::fit::{Obs, fit_designed};
+use super::interval::{
+    Intervals, covers, known_residuals, leave_one_out as leave_one_out_intervals, phases, range_of,
+};
 use super::model::Params;
-use super::predict::widen;
 use super::{Holdout, Range, Residual, TWIN_VERSION, Twin, TwinError, quantile, residuals};
 use crate::rundir::Run;
 use std::path::Path;
@@ -25,6 +27,8 @@ fn base(run: &Run) -> Params {
         api_stream_s: 0.0,
         cached_request_s: 0.0,
         cached_token_s: 0.0,
+        cached_quadratic_s: 0.0,
+        tokenizer_token_s: 0.0,
         max_batched_tokens: set.max_batched_tokens.unwrap_or(8192),
         max_num_seqs: set.max_num_seqs.unwrap_or(256),
         kv_tokens: e.kv_tokens.unwrap_or(1 << 30),
@@ -32,20 +36,6 @@ fn base(run: &Run) -> Params {
             .max_model_len
             .or(run.plan.max_model_len)
             .unwrap_or(131_072),
-    }
-}
-
-fn range(obs: &[&Obs]) -> Range {
-    let span = |f: &dyn Fn(&Obs) -> f64| {
-        let v = obs.iter().map(|o| f(o));
-        [
-            v.clone().fold(f64::INFINITY, f64::min),
-            v.fold(f64::NEG_INFINITY, f64::max),
-        ]
-    };
-    Range {
-        contexts: span(&|o| o.context),
-        concurrency: span(&|o| o.n),
     }
 }
 
@@ -64,11 +54,11 @@ fn held_out(obs: &[Obs], b: Params, keep: &dyn Fn(usize) -> bool) -> Vec<Residua
         .filter(|(i, _)| keep(*i))
         .map(|(_, o)| o.clone())
         .collect();
-    let p = fit(&fitted, b);
+    let (p, designs) = fit_designed(&fitted, b);
     obs.iter()
         .enumerate()
         .filter(|(i, _)| !keep(*i))
-        .flat_map(|(_, o)| residuals(&p, o))
+        .flat_map(|(_, o)| known_residuals(&p, &designs, o))
         .collect()
 }
 
@@ -85,24 +75,25 @@ fn observations(runs: &[Run]) -> Vec<Obs> {
         .collect()
 }
 
-/// The held-out cells: each left out in turn, or those `keep` leaves out.
+/// The held-out cells: each left out in turn, or those `keep` leaves out; each judged
+/// against the intervals `iv` (earned on the fitted cells alone).
 fn holdout_of(
     f: f64,
     leave_one_out: bool,
     obs: &[Obs],
     b: Params,
-    interval: &mut f64,
+    iv: &Intervals,
     r: Range,
 ) -> Holdout {
     if leave_one_out {
         let cells = (0..obs.len())
             .flat_map(|j| held_out(obs, b, &|i| i != j))
             .collect();
-        return summary(0.0, "leave-one-out", cells, interval, obs, r);
+        return summary(0.0, "leave-one-out", cells, iv, obs, r);
     }
     let keep = |i: usize| ((i + 1) as f64 * f).floor() == (i as f64 * f).floor();
     let method = "every cell not fitted: the fit keeps one cell in round(1 / (1 - F)), evenly through the run";
-    summary(f, method, held_out(obs, b, &keep), interval, obs, r)
+    summary(f, method, held_out(obs, b, &keep), iv, obs, r)
 }
 
 /// The twin of `runs` (one engine's, `id`: see [`super::describe::select`]), holding out
@@ -132,15 +123,26 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twi
         .collect();
     let (params, designs) = fit_designed(&fitted, b);
     let fit_residuals: Vec<Residual> = fitted.iter().flat_map(|o| residuals(&params, o)).collect();
-    let r = range(&fitted.iter().collect::<Vec<_>>());
-    let mut interval = quantile(abs_errors(&fit_residuals, "per_request_tok_s"), 0.9);
-    let holdout = holdout.map(|f| holdout_of(f, leave_one_out, &obs, b, &mut interval, r));
-    let mut ttft = abs_errors(&fit_residuals, "ttft_ms_p50");
-    ttft.extend(
-        holdout
-            .iter()
-            .flat_map(|h| abs_errors(&h.cells, "ttft_ms_p50")),
-    );
+    let r = range_of(&fitted.iter().collect::<Vec<_>>());
+    let own = |m: &str| quantile(abs_errors(&fit_residuals, m), 0.9);
+    let iv = if leave_one_out {
+        // Each cell is held out below; the intervals rest on those.
+        Intervals::default()
+    } else {
+        leave_one_out_intervals(&fitted, b, (own("per_request_tok_s"), own("ttft_ms_p50")))
+    };
+    let holdout = holdout.map(|f| holdout_of(f, leave_one_out, &obs, b, &iv, r));
+    let iv = match (&holdout, leave_one_out) {
+        (Some(h), true) => Intervals {
+            method:
+                "leave-one-out: each cell predicted by the others; the 90th percentile of |error|"
+                    .into(),
+            tok_s: basis_of(&h.cells, "per_request_tok_s"),
+            ttft: basis_of(&h.cells, "ttft_ms_p50"),
+            phases: phases(&obs),
+        },
+        _ => iv,
+    };
     let engine = format!("{} {}", id.kind, id.version.clone().unwrap_or_default());
     Ok(Twin {
         version: TWIN_VERSION,
@@ -155,8 +157,9 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twi
         params,
         not_identified: designs.not_identified(),
         designs,
-        interval_pct: (interval.max(1.0) * 100.0).round() / 100.0,
-        ttft_interval_pct: (quantile(ttft, 0.9).max(1.0) * 100.0).round() / 100.0,
+        interval_pct: iv.tok_s.pct,
+        ttft_interval_pct: iv.ttft.pct,
+        intervals: iv,
         range: r,
         fitted_on: fitted.iter().map(|o| o.cell.clone()).collect(),
         residuals: fit_residuals,
@@ -164,43 +167,61 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twi
     })
 }
 
-/// The held-out figures; the interval grows to the held-out cells' 90% error when larger.
+/// One metric's basis from held-out residuals (leave-one-out over a run of fewer than 8
+/// cells).
+fn basis_of(cells: &[Residual], metric: &str) -> super::interval::Basis {
+    let e = abs_errors(cells, metric);
+    super::interval::Basis {
+        pct: ((quantile(e.clone(), 0.9).max(0.5)) * 100.0).round() / 100.0,
+        cells: e.len(),
+        extrapolated: 0,
+    }
+}
+
+/// The held-out figures, each cell judged against the twin's intervals `iv`.
 fn summary(
     fraction: f64,
     method: &str,
     cells: Vec<Residual>,
-    interval: &mut f64,
+    iv: &Intervals,
     obs: &[Obs],
     r: Range,
 ) -> Holdout {
     let tok = abs_errors(&cells, "per_request_tok_s");
     let ttft = abs_errors(&cells, "ttft_ms_p50");
-    *interval = interval.max(quantile(tok.clone(), 0.9));
-    let covered = cells
-        .iter()
-        .filter(|c| c.metric == "per_request_tok_s")
-        .filter(|c| {
-            let o = obs.iter().find(|o| o.cell == c.cell);
-            let w = o.map_or(1.0, |o| widen(r, o.context, o.n));
-            c.error_pct.abs() <= *interval * w
-        })
-        .count();
+    let loo = method == "leave-one-out";
+    let share = |metric: &str, pct: f64| {
+        let mine: Vec<&Residual> = cells.iter().filter(|c| c.metric == metric).collect();
+        // Leave-one-out intervals are earned on these very cells: their coverage is 90% by
+        // construction, and is not claimed.
+        let pct = if loo {
+            basis_of(&cells, metric).pct
+        } else {
+            pct
+        };
+        let inside = mine
+            .iter()
+            .filter(|c| {
+                obs.iter()
+                    .find(|o| o.cell == c.cell)
+                    .is_none_or(|o| covers(c.error_pct, pct, r, o))
+            })
+            .count();
+        (!mine.is_empty()).then(|| inside as f64 / mine.len() as f64)
+    };
     Holdout {
         fraction,
         method: method.into(),
         median_pct: quantile(tok.clone(), 0.5),
         max_pct: tok.iter().copied().fold(0.0, f64::max),
         ttft_median_pct: (!ttft.is_empty()).then(|| quantile(ttft, 0.5)),
-        covered: if tok.is_empty() {
-            0.0
-        } else {
-            covered as f64 / tok.len() as f64
-        },
+        covered: share("per_request_tok_s", iv.tok_s.pct).unwrap_or(0.0),
+        ttft_covered: share("ttft_ms_p50", iv.ttft.pct),
         cells,
     }
 }
 
-const UNITS: [(&str, &str); 13] = [
+const UNITS: [(&str, &str); 15] = [
     ("step_s", "seconds: fixed cost of every engine step"),
     ("per_seq_s", "seconds per running request per decode step"),
     (
@@ -227,6 +248,14 @@ const UNITS: [(&str, &str); 13] = [
     (
         "cached_token_s",
         "seconds per prompt token of a decode cell's first token beyond api_s",
+    ),
+    (
+        "cached_quadratic_s",
+        "seconds per squared prompt token of a decode cell's first token beyond api_s",
+    ),
+    (
+        "tokenizer_token_s",
+        "seconds per prompt token on the API server's one tokenizer (requests sent together queue for it)",
     ),
     (
         "max_batched_tokens",

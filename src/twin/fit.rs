@@ -8,7 +8,7 @@
 
 use super::identify::{Design, Designs, first_token_row, prefill_row, step_row};
 use super::lsq::nnls_relative;
-use super::model::Params;
+use super::model::{Params, burst};
 use crate::plan::Phase;
 use crate::results::{Record, Status};
 
@@ -19,6 +19,8 @@ pub struct Obs {
     pub cell: String,
     /// Prefill or decode.
     pub phase: Phase,
+    /// The phase it was measured in (load, session and replay cells are fitted as decode).
+    pub source: Phase,
     /// Prompt tokens.
     pub context: f64,
     /// Requests in flight.
@@ -33,6 +35,11 @@ pub struct Obs {
     pub per_request_tok_s: Option<f64>,
     /// Measured total tok/s.
     pub total_tok_s: Option<f64>,
+    /// A closed-loop decode cell's window, seconds.
+    pub window_s: Option<f64>,
+    /// Its requests that finished inside the window (its median TTFT is one of the burst
+    /// sent at its start when none did: [`super::model::burst`]).
+    pub finished: f64,
 }
 
 impl Obs {
@@ -51,6 +58,7 @@ impl Obs {
             Phase::Capacity => r.open.rate_offered.is_none(),
             Phase::Load | Phase::Sessions | Phase::Replay => false,
         };
+        let decode = closed && r.phase != Phase::Prefill;
         let (phase, context, n, ttft, output) = if closed {
             let phase = if r.phase == Phase::Prefill {
                 Phase::Prefill
@@ -67,6 +75,7 @@ impl Obs {
         Some(Obs {
             cell: r.cell.clone(),
             phase,
+            source: r.phase,
             context,
             n,
             output,
@@ -76,6 +85,8 @@ impl Obs {
             // median time per token (TBT p50) is the step, its mean is not.
             per_request_tok_s: r.per_request_tok_s.filter(|_| closed),
             total_tok_s: r.total_tok_s,
+            window_s: r.measured_s.filter(|_| decode),
+            finished: r.completed as f64,
         })
     }
 }
@@ -191,7 +202,8 @@ fn fit_prefill(obs: &[Obs], decode: &[&Obs], p: &mut Params) -> Design {
     design
 }
 
-/// Decode cells' first token, beyond the API server and half a step, in (1, C, N^¼ − 1).
+/// Decode cells' first token, beyond the API server and half a step, in (1, C, N^¼ − 1,
+/// C × the median's place in the burst sent at the cell's start).
 fn fit_first_tokens(decode: &[&Obs], p: &mut Params) -> Design {
     let firsts: Vec<(&Obs, f64)> = decode
         .iter()
@@ -205,15 +217,21 @@ fn fit_first_tokens(decode: &[&Obs], p: &mut Params) -> Design {
         .collect();
     let rows: Vec<Vec<f64>> = firsts
         .iter()
-        .map(|(o, _)| first_token_row(o.context, o.n))
+        .map(|(o, _)| first_token_row(o.context, o.n, burst(o.n, o.finished)))
         .collect();
     if firsts.is_empty() {
-        return Design::of(&rows, 3);
+        return Design::of(&rows, 5);
     }
     let y: Vec<f64> = firsts.iter().map(|(_, y)| *y).collect();
     let x = nnls_relative(&rows, &y);
-    (p.cached_request_s, p.cached_token_s, p.api_stream_s) = (x[0], x[1], x[2]);
-    Design::of(&rows, 3)
+    (
+        p.cached_request_s,
+        p.cached_token_s,
+        p.cached_quadratic_s,
+        p.api_stream_s,
+        p.tokenizer_token_s,
+    ) = (x[0], x[1], x[2], x[3], x[4]);
+    Design::of(&rows, 5)
 }
 
 /// Fit `base`'s costs (its limits kept) to `obs`: steps, then prefill, then first tokens.
@@ -257,6 +275,8 @@ mod tests {
             api_stream_s: 0.1,
             cached_request_s: 3e-3,
             cached_token_s: 1e-7,
+            cached_quadratic_s: 1e-12,
+            tokenizer_token_s: 2e-6,
             max_batched_tokens: 8192,
             max_num_seqs: 256,
             kv_tokens: 1 << 30,
@@ -268,6 +288,7 @@ mod tests {
             obs.push(Obs {
                 cell: format!("prefill/{c}"),
                 phase: Phase::Prefill,
+                source: Phase::Prefill,
                 context: c,
                 n: 1.0,
                 output: 256.0,
@@ -275,12 +296,19 @@ mod tests {
                 tbt_s: None,
                 per_request_tok_s: None,
                 total_tok_s: None,
+                window_s: None,
+                finished: 0.0,
             });
-            for n in [1.0, 4.0, 16.0] {
-                let d = truth.decode(c, n, 256.0);
+            for n in [1.0, 4.0, 16.0, 64.0] {
+                // A window of 1 s: at 1K, 16 and 64 streams do not finish 256 tokens in it,
+                // and the median TTFT is one of the burst sent at the start.
+                let d = truth.decode(c, n, 256.0, Some(1.0));
+                let burst = truth.burst_at(n, c, 256.0, Some(1.0));
+                let finished = if burst > 0.0 { 0.0 } else { n };
                 obs.push(Obs {
                     cell: format!("decode/{c}/{n}"),
                     phase: Phase::Decode,
+                    source: Phase::Decode,
                     context: c,
                     n,
                     output: 256.0,
@@ -288,6 +316,8 @@ mod tests {
                     tbt_s: d.tbt_ms_p50.map(|t| t / 1e3),
                     per_request_tok_s: d.per_request_tok_s,
                     total_tok_s: d.total_tok_s,
+                    window_s: Some(1.0),
+                    finished,
                 });
             }
         }
@@ -301,6 +331,8 @@ mod tests {
             api_stream_s: 0.0,
             cached_request_s: 0.0,
             cached_token_s: 0.0,
+            cached_quadratic_s: 0.0,
+            tokenizer_token_s: 0.0,
             ..truth
         };
         let p = fit(&obs, zero);
@@ -317,5 +349,6 @@ mod tests {
             "{p:?}"
         );
         assert!(close(p.api_stream_s, truth.api_stream_s), "{p:?}");
+        assert!(close(p.tokenizer_token_s, truth.tokenizer_token_s), "{p:?}");
     }
 }

@@ -59,29 +59,39 @@ pub struct Designs {
     pub step: Design,
     /// Cold prompts: (1, C, C²) → `api_s`, `prefill_token_s`, `prefill_quadratic_s`.
     pub prefill: Design,
-    /// Decode cells' first tokens: (1, C, N^¼ − 1) → `cached_request_s`, `cached_token_s`,
-    /// `api_stream_s`.
+    /// Decode cells' first tokens: (1, C, N^¼ − 1, C × burst) → `cached_request_s`,
+    /// `cached_token_s`, `api_stream_s`, `tokenizer_token_s`.
     pub first_token: Design,
 }
 
 /// Each group's parameters and the cells that would identify them.
-const GROUPS: [(&str, [&str; 3], &str); 3] = [
+const GROUPS: [(&str, &[&str], &str); 3] = [
     (
         "step",
-        ["step_s", "per_seq_s", "per_kv_token_s"],
+        &["step_s", "per_seq_s", "per_kv_token_s"],
         "decode, load or session cells at 2 or more concurrencies and 2 or more contexts",
     ),
     (
         "prefill",
-        ["api_s", "prefill_token_s", "prefill_quadratic_s"],
+        &["api_s", "prefill_token_s", "prefill_quadratic_s"],
         "prefill cells (or one-stream decode cells) with a TTFT at 3 or more contexts",
     ),
     (
         "first_token",
-        ["cached_request_s", "cached_token_s", "api_stream_s"],
+        &[
+            "cached_request_s",
+            "cached_token_s",
+            "cached_quadratic_s",
+            "api_stream_s",
+            "tokenizer_token_s",
+        ],
         "closed-loop decode cells with a TTFT at 2 or more contexts and 2 or more concurrencies",
     ),
 ];
+
+/// What identifies `tokenizer_token_s`: a TTFT measured on the burst of requests a closed
+/// loop sends at its start.
+const BURST_NEEDS: &str = "closed-loop decode cells none or few of whose requests finished inside the window (their median TTFT waited for the others' prompts on the tokenizer)";
 
 /// A parameter no fitted cell constrains.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,7 +123,11 @@ impl Designs {
                     .filter(|(j, _)| !d.identifies(*j))
                     .map(|(_, p)| NotIdentified {
                         param: (*p).into(),
-                        needs: (*needs).into(),
+                        needs: if *p == "tokenizer_token_s" {
+                            BURST_NEEDS.into()
+                        } else {
+                            (*needs).into()
+                        },
                     })
             })
             .collect()
@@ -132,19 +146,26 @@ pub fn prefill_row(context: f64) -> Vec<f64> {
 }
 
 /// See [`step_row`].
-pub fn first_token_row(context: f64, n: f64) -> Vec<f64> {
-    vec![1.0, context, n.max(1.0).powf(0.25) - 1.0]
+pub fn first_token_row(context: f64, n: f64, burst: f64) -> Vec<f64> {
+    vec![
+        1.0,
+        context,
+        context * context,
+        n.max(1.0).powf(0.25) - 1.0,
+        context * burst,
+    ]
 }
 
 /// The metrics of a cell the fitted cells do not fix: `closed` a prefill or decode cell (else
 /// a simulated one, whose timeline also holds prefills), `prefill` a cold prompt alone; `n`
-/// the requests running at once.
+/// the requests running at once, `burst` the median request's place in the burst sent at a
+/// closed loop's start ([`super::model::burst`]).
 pub fn unknown(
     d: &Designs,
     (closed, prefill): (bool, bool),
     context: f64,
-    n: f64,
-    output: f64,
+    (n, output): (f64, f64),
+    burst: f64,
 ) -> Vec<&'static str> {
     let cold = d.prefill.fixes(&prefill_row(context));
     if prefill {
@@ -152,7 +173,7 @@ pub fn unknown(
     }
     let step = d.step.fixes(&step_row(n, context, output)) && (closed || cold);
     let first = if closed {
-        d.first_token.fixes(&first_token_row(context, n))
+        d.first_token.fixes(&first_token_row(context, n, burst))
     } else {
         cold
     };
@@ -212,12 +233,13 @@ mod tests {
         let list = designs.not_identified();
         let names: Vec<&str> = list.iter().map(|n| n.param.as_str()).collect();
         // One cell fixes its own step, no parameter alone.
-        assert_eq!(names.len(), 9, "{names:?}");
+        assert_eq!(names.len(), 11, "{names:?}");
         let s = summary(&list).unwrap_or_default();
         assert!(
             s.starts_with("NOT IDENTIFIED: step_s, per_seq_s, per_kv_token_s (needs decode"),
             "{s}"
         );
         assert!(s.contains("api_s, prefill_token_s, prefill_quadratic_s (needs prefill"));
+        assert!(s.contains("tokenizer_token_s (needs closed-loop decode cells none or few"));
     }
 }

@@ -7,6 +7,7 @@
 pub mod describe;
 pub mod fit;
 pub mod identify;
+pub mod interval;
 pub mod lsq;
 pub mod model;
 pub mod predict;
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// The twin file's format version.
-pub const TWIN_VERSION: u32 = 2;
+pub const TWIN_VERSION: u32 = 3;
 
 /// What can go wrong fitting or predicting.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +99,9 @@ pub struct Holdout {
     pub ttft_median_pct: Option<f64>,
     /// Held-out cells whose tok/s falls inside the 90% interval, fraction.
     pub covered: f64,
+    /// Held-out cells whose TTFT falls inside its 90% interval, fraction (`None`: none has a
+    /// TTFT).
+    pub ttft_covered: Option<f64>,
     /// Each held-out cell's errors.
     pub cells: Vec<Residual>,
 }
@@ -144,6 +148,9 @@ pub struct Twin {
     pub interval_pct: f64,
     /// The same for TTFT (fitted and held-out cells' 90% error), percent.
     pub ttft_interval_pct: f64,
+    /// What `interval_pct` and `ttft_interval_pct` rest on: the fitted cells left out in
+    /// turn.
+    pub intervals: interval::Intervals,
     /// The range of the fitted cells.
     pub range: Range,
     /// The cells fitted on.
@@ -158,7 +165,7 @@ pub struct Twin {
 pub fn predicted(p: &Params, o: &Obs) -> Predicted {
     match o.phase {
         crate::plan::Phase::Prefill => p.prefill(o.context),
-        _ => p.decode(o.context, o.n, o.output),
+        _ => p.decode(o.context, o.n, o.output, o.window_s),
     }
 }
 

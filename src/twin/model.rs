@@ -7,7 +7,9 @@
 //! `step_s` per chunk of `max_batched_tokens`. A decode cell's first token comes after `api_s +
 //! cached_request_s + cached_token_s × C` (its prompts may be prefix-cached, so it is fitted
 //! apart from prefill) plus `api_stream_s × (N^¼ − 1)` for the API server busy with N − 1
-//! streams, plus half a step.
+//! streams, plus half a step; where the cell's measured requests are the N sent together at
+//! its start (none finishes inside the window), the median of them also waits for (N − 1)/2
+//! prompts on the API server's one tokenizer, `tokenizer_token_s × C` each.
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +35,12 @@ pub struct Params {
     pub cached_request_s: f64,
     /// A decode cell's first token beyond `api_s`: per prompt token.
     pub cached_token_s: f64,
+    /// A decode cell's first token beyond `api_s`: per squared prompt token (long prompts
+    /// cost the API server more per token).
+    #[serde(default)]
+    pub cached_quadratic_s: f64,
+    /// The API server's one tokenizer, per prompt token: requests sent together queue for it.
+    pub tokenizer_token_s: f64,
     /// Tokens per engine step (prefills are chunked to it).
     pub max_batched_tokens: u64,
     /// Requests scheduled at once.
@@ -75,9 +83,15 @@ impl Params {
     }
 
     /// A decode cell's first token, less half a step: the API server, the prompt's admission
-    /// (fitted to decode cells, whose prompts may be prefix-cached), the wait for the streams.
-    pub fn decode_ttft(&self, context: f64, n: f64) -> f64 {
-        self.api_s + self.cached_request_s + self.cached_token_s * context + self.stream_wait(n)
+    /// (fitted to decode cells, whose prompts may be prefix-cached), the wait for the streams,
+    /// and `burst` prompts ahead on the one tokenizer ([`burst`]).
+    pub fn decode_ttft(&self, context: f64, n: f64, burst: f64) -> f64 {
+        self.api_s
+            + self.cached_request_s
+            + self.cached_token_s * context
+            + self.cached_quadratic_s * context * context
+            + self.stream_wait(n)
+            + self.tokenizer_token_s * context * burst
     }
 
     /// The API server's extra wait for a request arriving among `n − 1` running ones.
@@ -92,6 +106,17 @@ impl Params {
         n.min(self.max_num_seqs.max(1) as f64).min(fit.max(1.0))
     }
 
+    /// The median request's place in the burst a closed loop of `n` sends at its start
+    /// ([`burst`]): its first requests finish inside a window of `window_s` (`None`: taken
+    /// to) when generating their output takes less than the window and the burst's spread
+    /// (the window opens once the last of them has its first token).
+    pub fn burst_at(&self, n: f64, context: f64, output: f64, window_s: Option<f64>) -> f64 {
+        let step = self.step(self.running(n, context, output), context, output);
+        let spread = self.tokenizer_token_s * context * (n - 1.0).max(0.0);
+        let finish = window_s.is_none_or(|w| output * step < w + spread);
+        burst(n, if finish { n } else { 0.0 })
+    }
+
     /// A prefill cell: one cold prompt of `context` tokens.
     pub fn prefill(&self, context: f64) -> Predicted {
         let ttft = self.cold_ttft(context);
@@ -101,17 +126,32 @@ impl Params {
         }
     }
 
-    /// A decode cell: `n` requests of `context` tokens, `output` tokens each.
-    pub fn decode(&self, context: f64, n: f64, output: f64) -> Predicted {
+    /// A decode cell: `n` requests of `context` tokens, `output` tokens each, measured over a
+    /// window of `window_s` (`None`: requests are taken to finish inside it).
+    pub fn decode(&self, context: f64, n: f64, output: f64, window_s: Option<f64>) -> Predicted {
         let n_eff = self.running(n, context, output);
         let step = self.step(n_eff, context, output);
+        let burst = self.burst_at(n, context, output, window_s);
         // A new request waits for the API server, its prompt's admission, and half a step.
-        let ttft = self.decode_ttft(context, n_eff) + step / 2.0;
+        let ttft = self.decode_ttft(context, n_eff, burst) + step / 2.0;
         Predicted {
             total_tok_s: Some(n_eff / step),
             per_request_tok_s: Some(1.0 / step),
             ttft_ms_p50: Some(ttft * 1e3),
             tbt_ms_p50: Some(step * 1e3),
         }
+    }
+}
+
+/// The median request's place on the API server's one tokenizer among the `n` sent together at
+/// a closed-loop cell's start, when `finished` of them finished inside the window — prompts
+/// ahead of it: (n − 1)/2 when none did (the median is one of them), (n − finished)/2 when
+/// some did (the median lies among the rest, the later requests, sent one by one as others
+/// end, not queueing), 0 once n did.
+pub fn burst(n: f64, finished: f64) -> f64 {
+    if finished <= 0.0 {
+        (n.max(1.0) - 1.0) / 2.0
+    } else {
+        ((n - finished) / 2.0).max(0.0)
     }
 }

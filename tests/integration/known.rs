@@ -200,8 +200,58 @@ fn a_twin_of_a_known_server() {
     eprintln!("known server, twin's error on the predicted cells: {errors:?}");
     assert_eq!(errors.len(), 8);
     assert!(errors.iter().all(|(_, e)| e.abs() <= 12.0), "{errors:?}");
-    // The twin as an engine, on the measured c=8 cells.
+    // The intervals, earned by leaving fitted cells out, cover the cells never fitted (all
+    // four: 80% of four is four).
+    let covered = measured
+        .iter()
+        .filter(|r| r.cell.starts_with("decode/"))
+        .filter(|r| {
+            let c = doc["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["cell"] == r.cell.as_str())
+                .unwrap();
+            let (v, h) = (
+                c["per_request_tok_s"].as_f64().unwrap(),
+                c["interval"]["per_request_tok_s"].as_f64().unwrap(),
+            );
+            (v - r.per_request_tok_s.unwrap()).abs() <= h
+        })
+        .count();
+    eprintln!("known server: {covered} of 4 cells inside their 90% interval: {doc:#}");
+    assert_eq!(covered, 4);
+    // The twin as an engine, on the measured c=8 cells and a fitted one (1K/c4).
     let twin_text = std::fs::read_to_string(&twin).unwrap();
+    let own = spec("", "[1K]", "[4]").replace(
+        "engine: {kind: vllm, base_url: ''}",
+        "engine: {kind: sim, sim: {twin: twin.toml}}",
+    );
+    let (again, _run) = super::open::run_spec_with_files(&own, &[("twin.toml", &twin_text)]);
+    let (sim, meas) = (
+        again.iter().find(|r| r.cell == "decode/1K/c4").unwrap(),
+        fitted.iter().find(|r| r.cell == "decode/1K/c4").unwrap(),
+    );
+    let pairs = [
+        (
+            "tok/s",
+            sim.total_tok_s.unwrap(),
+            meas.total_tok_s.unwrap(),
+            0.03,
+        ),
+        (
+            "TTFT",
+            sim.ttft_ms.unwrap().p50,
+            meas.ttft_ms.unwrap().p50,
+            0.10,
+        ),
+    ];
+    for (what, got, want, tol) in pairs {
+        eprintln!(
+            "known server, the twin as an engine on fitted decode/1K/c4: {what} {got} vs {want}"
+        );
+        assert!((got - want).abs() / want <= tol, "{what}: {got} vs {want}");
+    }
     let engine = spec("", "[512, 2K]", "[8]").replace(
         "engine: {kind: vllm, base_url: ''}",
         "engine: {kind: sim, sim: {twin: twin.toml}}",

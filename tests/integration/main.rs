@@ -39,6 +39,7 @@ mod sim;
 mod telemetry;
 mod twin;
 mod twin_checks;
+mod twin_sim;
 mod variants;
 mod vllm;
 

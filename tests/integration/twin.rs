@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// `fit` the seed table holding out three cells in four, into `dir/twin.toml`.
-fn fit_seed(dir: &Dir) -> (PathBuf, super::cli::Done) {
+pub(super) fn fit_seed(dir: &Dir) -> (PathBuf, super::cli::Done) {
     let twin = dir.path().join("twin.toml");
     let d = Bench::new(&[
         "fit",
@@ -75,6 +75,9 @@ fn the_seed_table_from_a_quarter_of_its_cells() {
         .collect();
     let (median, max, cells) = (nums[0], nums[1], nums[2]);
     assert!(median <= 8.0 && max <= 20.0, "{line}");
+    // TTFT under load: the burst a closed loop sends at its start queues on the API server's
+    // one tokenizer (seen 9.7%; 23.5% without that term).
+    assert!(nums[3] <= 10.0, "TTFT median: {line}");
     assert!(cells >= 30.0, "{line}");
     let text = std::fs::read_to_string(&twin).unwrap();
     assert!(
@@ -84,13 +87,23 @@ fn the_seed_table_from_a_quarter_of_its_cells() {
     let t: Value = toml::from_str::<toml::Value>(&text)
         .map(|v| serde_json::to_value(v).unwrap())
         .unwrap();
-    assert_eq!(t["version"], 2);
+    assert_eq!(t["version"], 3);
     assert!(t["fitted_on"].as_array().unwrap().len() <= 12);
+    // Intervals earned by leaving each fitted cell out cover the 33 cells never fitted, for
+    // tok/s and for TTFT; what they rest on is in the file.
+    for key in ["covered", "ttft_covered"] {
+        let c = t["holdout"][key].as_f64().unwrap();
+        assert!(c >= 0.8, "{key}: intervals cover {c}");
+    }
     assert!(
-        t["holdout"]["covered"].as_f64().unwrap() >= 0.8,
-        "intervals cover {}",
-        t["holdout"]["covered"]
+        t["intervals"]["tok_s"]["cells"].as_u64().unwrap() >= 8,
+        "{t:#}"
     );
+    assert_eq!(
+        t["intervals"]["phases"],
+        serde_json::json!(["decode", "prefill"])
+    );
+    assert!(d.stderr.contains("left-out cell(s)"), "{}", d.stderr);
     // The simulator's own H200 profile, which reproduces the page: the fit finds its decode costs.
     let step = t["params"]["step_s"].as_f64().unwrap();
     assert!((step - 3.75e-3).abs() < 0.3e-3, "step {step}");
@@ -277,7 +290,11 @@ report: {formats: [markdown]}
     let kv = 8192.0 + 256.0 / 2.0;
     let want = (6e-3 - k("step_s")) / (k("per_seq_s") + k("per_kv_token_s") * kv);
     eprintln!("capacity at 8K under tpot p90 6ms: simulated {got}, closed form {want:.1}");
-    assert!((got - want).abs() / want <= 0.05, "{got} vs {want}");
+    // The simulation is the answer: requests re-admitted through the API server's one
+    // tokenizer (12 ms for 8K) are not yet in the engine, so fewer run per step than the
+    // probe's concurrency, and the capacity by concurrency is at least the closed form's
+    // (seen 65 against 55.6), never far above it.
+    assert!(got >= want * 0.95 && got <= want * 1.3, "{got} vs {want}");
     assert!(cap["interval"].as_f64().unwrap() > 0.0, "{cap:#}");
     // The decode cells too; the run directory says it was predicted.
     let decode = doc["cells"].as_array().unwrap();

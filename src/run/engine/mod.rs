@@ -304,4 +304,12 @@ impl client::exchange::Exchange for SimServer {
         let sim = self.0.clone();
         Box::pin(async move { sim.call(req).await })
     }
+
+    /// A minute at most: a request a cell left behind that long is the next cell's.
+    fn settle(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        let sim = self.0.clone();
+        Box::pin(async move {
+            sim.settle(Duration::from_secs(60)).await;
+        })
+    }
 }

@@ -1,0 +1,133 @@
+//! The twin's 90% intervals, earned from held-out error rather than from the residuals of
+//! the fit: each fitted cell is left out in turn, the others fitted, and the left-out cell
+//! predicted. Its |error| divided by how far it lay outside the others' range ([`widen`]: 1
+//! inside, once more per doubling of context or concurrency beyond) is its score; the interval
+//! is the 90th percentile of the scores, per metric (tok/s and TTFT), and a cell's interval
+//! is that times its own [`widen`]. The basis — how many cells, how many of them were
+//! extrapolated when left out, which phases — is kept with the twin, and `predict` doubles
+//! the interval of a phase no fitted cell was of.
+
+use super::fit::{Obs, fit_designed};
+use super::identify::{Designs, unknown};
+use super::model::Params;
+use super::predict::widen;
+use super::{Range, Residual, residuals};
+use crate::plan::Phase;
+use serde::{Deserialize, Serialize};
+
+/// What one metric's interval rests on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Basis {
+    /// The half-width inside the fitted range, percent of the value.
+    pub pct: f64,
+    /// Left-out cells whose error it is the 90th percentile of (0: none could be predicted
+    /// without it; the interval is then the fit's own residuals', which claim too much).
+    pub cells: usize,
+    /// Of those, the cells that lay outside the others' range when left out.
+    pub extrapolated: usize,
+}
+
+/// The intervals of a twin, and what they rest on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Intervals {
+    /// How they were earned.
+    pub method: String,
+    /// Per-request and total tok/s, TBT.
+    pub tok_s: Basis,
+    /// TTFT p50.
+    pub ttft: Basis,
+    /// The phases of the fitted cells (a predicted cell of another phase gets twice the
+    /// interval, marked).
+    pub phases: Vec<String>,
+}
+
+/// The range of `obs`.
+pub fn range_of(obs: &[&Obs]) -> Range {
+    let span = |f: &dyn Fn(&Obs) -> f64| {
+        let v = obs.iter().map(|o| f(o));
+        [
+            v.clone().fold(f64::INFINITY, f64::min),
+            v.fold(f64::NEG_INFINITY, f64::max),
+        ]
+    };
+    Range {
+        contexts: span(&|o| o.context),
+        concurrency: span(&|o| o.n),
+    }
+}
+
+/// One left-out cell's scores: (metric, |error| / widen, extrapolated).
+fn scores(obs: &[Obs], i: usize, b: Params) -> Vec<(String, f64, bool)> {
+    let others: Vec<Obs> = obs
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != i)
+        .map(|(_, o)| o.clone())
+        .collect();
+    if others.is_empty() {
+        return Vec::new();
+    }
+    let o = &obs[i];
+    let (p, designs) = fit_designed(&others, b);
+    let w = widen(range_of(&others.iter().collect::<Vec<_>>()), o.context, o.n);
+    known_residuals(&p, &designs, o)
+        .into_iter()
+        .map(|r| (r.metric, r.error_pct.abs() / w, w > 1.0))
+        .collect()
+}
+
+/// `o`'s residuals under `p`, of the metrics the fitted cells (`designs`) fix: what
+/// `predict` would give a value for.
+pub fn known_residuals(p: &Params, designs: &Designs, o: &Obs) -> Vec<Residual> {
+    let running = p.running(o.n, o.context, o.output);
+    let burst = p.burst_at(o.n, o.context, o.output, o.window_s);
+    let lost = unknown(
+        designs,
+        (true, o.phase == Phase::Prefill),
+        o.context,
+        (running, o.output),
+        burst,
+    );
+    residuals(p, o)
+        .into_iter()
+        .filter(|r| !lost.contains(&r.metric.as_str()))
+        .collect()
+}
+
+/// The intervals of a twin fitted on `obs` (from `b`), `fallback` the fit's own residuals'
+/// 90% |error| per metric (tok/s, TTFT) where no cell can be left out.
+pub fn leave_one_out(obs: &[Obs], b: Params, fallback: (f64, f64)) -> Intervals {
+    let all: Vec<(String, f64, bool)> = (0..obs.len()).flat_map(|i| scores(obs, i, b)).collect();
+    let basis = |metric: &str, fallback: f64| {
+        let mine: Vec<&(String, f64, bool)> = all.iter().filter(|s| s.0 == metric).collect();
+        let pct = if mine.is_empty() {
+            fallback
+        } else {
+            super::quantile(mine.iter().map(|s| s.1).collect(), 0.9)
+        };
+        Basis {
+            pct: (pct.max(0.5) * 100.0).round() / 100.0,
+            cells: mine.len(),
+            extrapolated: mine.iter().filter(|s| s.2).count(),
+        }
+    };
+    Intervals {
+        method: "leave-one-out: each fitted cell predicted by the others; the 90th percentile of |error| / widen".into(),
+        tok_s: basis("per_request_tok_s", fallback.0),
+        ttft: basis("ttft_ms_p50", fallback.1),
+        phases: phases(obs),
+    }
+}
+
+/// The phases `obs` were measured in, sorted.
+pub fn phases(obs: &[Obs]) -> Vec<String> {
+    let mut v: Vec<String> = obs.iter().map(|o| o.source.as_str().to_string()).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Whether a held-out residual of `metric` at `o` lies inside `pct` widened for `r`.
+pub fn covers(error_pct: f64, pct: f64, r: Range, o: &Obs) -> bool {
+    error_pct.abs() <= pct * widen(r, o.context, o.n)
+}
