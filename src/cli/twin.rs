@@ -129,6 +129,12 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
             h.ttft_median_pct
                 .map_or(String::new(), |t| format!(" (TTFT median {t:.1}%)"))
         ));
+        if h.unknown > 0 {
+            out.print(&format!(
+                "{} held-out value(s) left out: the fitted cells do not fix them (predict says unknown)\n",
+                h.unknown
+            ));
+        }
         if h.fraction > 0.0 {
             out.print(&format!(
                 "inside their 90% interval: tok/s {:.0}%{}\n",
@@ -148,10 +154,7 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
 fn intervals_line(iv: &twin::interval::Intervals) -> String {
     let one = |name: &str, b: &twin::interval::Basis| {
         if b.cells == 0 {
-            format!(
-                "{name} ±{:.1}% (no cell could be left out: the fit's own residuals, which claim too much)",
-                b.pct
-            )
+            format!("{name}: no interval (no fitted cell could be left out to earn one)")
         } else {
             format!(
                 "{name} ±{:.1}% from {} left-out cell(s) ({} extrapolated)",
@@ -160,9 +163,10 @@ fn intervals_line(iv: &twin::interval::Intervals) -> String {
         }
     };
     format!(
-        "90% intervals inside the fitted range: {}; {}; phases fitted: {}",
+        "90% intervals inside the fitted range: {}; {}; {}; phases fitted: {}",
         one("tok/s", &iv.tok_s),
         one("TTFT", &iv.ttft),
+        one("prefill TTFT", &iv.prefill_ttft),
         iv.phases.join(", ")
     )
 }

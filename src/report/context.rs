@@ -290,8 +290,12 @@ fn of_phase(cells: &[CellView], phase: Phase) -> Vec<CellView> {
 
 /// The sentence a predicted run's reports carry: which twin ran as the engine.
 fn predicted(p: &crate::rundir::Predicted) -> String {
+    let interval = p.interval_pct.map_or(
+        "no interval: no fitted cell could be left out to earn one".to_string(),
+        |h| format!("90% intervals ±{h:.1}% inside its fitted range"),
+    );
     format!(
-        "the twin `{}` (fitted on {} measured cell(s) of {}; 90% intervals ±{:.1}% inside its fitted range) ran as the engine, on a paused clock: nothing here was measured",
-        p.twin, p.fitted_on, p.engine, p.interval_pct
+        "the twin `{}` (fitted on {} measured cell(s) of {}; {interval}) ran as the engine, on a paused clock: nothing here was measured",
+        p.twin, p.fitted_on, p.engine
     )
 }

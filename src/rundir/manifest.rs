@@ -81,8 +81,9 @@ pub struct Predicted {
     pub engine: String,
     /// How many measured cells it was fitted on.
     pub fitted_on: usize,
-    /// Its 90% interval inside the fitted range, percent.
-    pub interval_pct: f64,
+    /// Its 90% interval inside the fitted range, percent (`None`: no fitted cell could be
+    /// left out to earn one).
+    pub interval_pct: Option<f64>,
 }
 
 /// One engine variant of a run: how it was launched and what it said about itself.

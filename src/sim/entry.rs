@@ -36,6 +36,11 @@ impl EntryQueue {
     }
 
     /// The next place in arrival order.
+    /// Requests holding a ticket: in the API server, not yet submitted to the engine.
+    pub fn held(&self) -> usize {
+        self.lock().waiting.len()
+    }
+
     pub fn ticket(&self) -> Ticket<'_> {
         let mut t = self.lock();
         let n = t.next;

@@ -188,7 +188,12 @@ async fn api_server(s: &Shared, tokens: usize) -> Ticket<'_> {
     let on_arrival = running();
     let parallel_done = tokenized + Duration::from_secs_f64(profile.api_delay_s(tokens));
     tokio::time::sleep_until(parallel_done).await;
-    let load = Duration::from_secs_f64(profile.api_load_s(on_arrival.min(running())));
+    let others = if profile.api_load_all {
+        (running() + s.entry.held()).saturating_sub(1)
+    } else {
+        on_arrival.min(running())
+    };
+    let load = Duration::from_secs_f64(profile.api_load_s(others));
     tokio::time::sleep_until(parallel_done + load).await;
     ticket.turn().await;
     ticket

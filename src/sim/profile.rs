@@ -64,6 +64,11 @@ pub struct Profile {
     /// stall of the batch (the twin's `cached_request_s`; 0 in the built-in profiles, whose
     /// cached admission is engine time).
     pub cached_stream_s: f64,
+    /// Whether the API server's wait (`api_stream_s`) counts every other request it holds —
+    /// those still in it as well as the engine's running ones, measured once the request's
+    /// own API time is done — as a twin, fitted on the requests in flight, needs; the
+    /// built-in profiles count the engine's running requests at arrival.
+    pub api_load_all: bool,
 }
 
 impl Profile {
@@ -143,6 +148,7 @@ pub fn profiles() -> [Profile; 3] {
             api_serial_token_s: 1.7e-6,
             api_stream_s: 0.12,
             cached_stream_s: 0.0,
+            api_load_all: false,
         },
         Profile {
             name: "tiny",
@@ -167,6 +173,7 @@ pub fn profiles() -> [Profile; 3] {
             api_serial_token_s: 0.0,
             api_stream_s: 0.0,
             cached_stream_s: 0.0,
+            api_load_all: false,
         },
         Profile {
             name: "instant",
@@ -191,6 +198,7 @@ pub fn profiles() -> [Profile; 3] {
             api_serial_token_s: 0.0,
             api_stream_s: 0.0,
             cached_stream_s: 0.0,
+            api_load_all: false,
         },
     ]
 }
@@ -235,20 +243,22 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
     let f: File = toml::from_str(text).map_err(|e| e.message().to_string())?;
     let p = f.params;
     let costs = [
-        p.step_s,
-        p.per_seq_s,
-        p.per_kv_token_s,
-        p.prefill_token_s,
-        p.prefill_quadratic_s,
-        p.api_s,
-        p.api_stream_s,
-        p.cached_request_s,
-        p.cached_token_s,
-        p.cached_quadratic_s,
-        p.tokenizer_token_s,
+        ("step_s", p.step_s),
+        ("per_seq_s", p.per_seq_s),
+        ("per_kv_token_s", p.per_kv_token_s),
+        ("prefill_token_s", p.prefill_token_s),
+        ("prefill_quadratic_s", p.prefill_quadratic_s),
+        ("api_s", p.api_s),
+        ("api_stream_s", p.api_stream_s),
+        ("cached_request_s", p.cached_request_s),
+        ("cached_token_s", p.cached_token_s),
+        ("cached_quadratic_s", p.cached_quadratic_s),
+        ("tokenizer_token_s", p.tokenizer_token_s),
     ];
-    if costs.iter().any(|c| !c.is_finite() || *c < 0.0) {
-        return Err("a cost in [params] is negative or not a number".into());
+    if let Some((name, c)) = costs.iter().find(|(_, c)| !c.is_finite() || *c < 0.0) {
+        return Err(format!(
+            "a cost in [params] is negative or not a number: {name} = {c}; fit the twin again (`benchspec fit`) or correct that line"
+        ));
     }
     Ok(Profile {
         name: "twin",
@@ -275,6 +285,7 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
         // A cached prompt's own wait, the API server's (not a stall of every stream).
         cached_request_s: 0.0,
         cached_stream_s: p.cached_request_s,
+        api_load_all: true,
         api_s: p.api_s,
         api_token_s: p.cached_token_s,
         api_quadratic_s: p.cached_quadratic_s,

@@ -47,7 +47,7 @@ fn abs_errors(r: &[Residual], metric: &str) -> Vec<f64> {
 }
 
 /// Fit on the cells `keep` says, predict the others: their residuals.
-fn held_out(obs: &[Obs], b: Params, keep: &dyn Fn(usize) -> bool) -> Vec<Residual> {
+fn held_out(obs: &[Obs], b: Params, keep: &dyn Fn(usize) -> bool) -> (Vec<Residual>, usize) {
     let fitted: Vec<Obs> = obs
         .iter()
         .enumerate()
@@ -55,11 +55,19 @@ fn held_out(obs: &[Obs], b: Params, keep: &dyn Fn(usize) -> bool) -> Vec<Residua
         .map(|(_, o)| o.clone())
         .collect();
     let (p, designs) = fit_designed(&fitted, b);
-    obs.iter()
+    let held: Vec<&Obs> = obs
+        .iter()
         .enumerate()
         .filter(|(i, _)| !keep(*i))
-        .flat_map(|(_, o)| known_residuals(&p, &designs, o))
-        .collect()
+        .map(|(_, o)| o)
+        .collect();
+    let known: Vec<Residual> = held
+        .iter()
+        .flat_map(|o| known_residuals(&p, &designs, o))
+        .collect();
+    let all: usize = held.iter().map(|o| residuals(&p, o).len()).sum();
+    let unknown = all.saturating_sub(known.len());
+    (known, unknown)
 }
 
 /// The measured cells of `runs` the model describes (prefill, decode, load, sessions) with a
@@ -86,14 +94,22 @@ fn holdout_of(
     r: Range,
 ) -> Holdout {
     if leave_one_out {
-        let cells = (0..obs.len())
-            .flat_map(|j| held_out(obs, b, &|i| i != j))
-            .collect();
-        return summary(0.0, "leave-one-out", cells, iv, obs, r);
+        let (mut cells, mut unknown) = (Vec::new(), 0);
+        for j in 0..obs.len() {
+            let (c, u) = held_out(obs, b, &|i| i != j);
+            cells.extend(c);
+            unknown += u;
+        }
+        let h = summary(0.0, "leave-one-out", cells, iv, obs, r);
+        return Holdout { unknown, ..h };
     }
     let keep = |i: usize| ((i + 1) as f64 * f).floor() == (i as f64 * f).floor();
     let method = "every cell not fitted: the fit keeps one cell in round(1 / (1 - F)), evenly through the run";
-    summary(f, method, held_out(obs, b, &keep), iv, obs, r)
+    let (cells, unknown) = held_out(obs, b, &keep);
+    Holdout {
+        unknown,
+        ..summary(f, method, cells, iv, obs, r)
+    }
 }
 
 /// The twin of `runs` (one engine's, `id`: see [`super::describe::select`]), holding out
@@ -137,8 +153,9 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twi
             method:
                 "leave-one-out: each cell predicted by the others; the 90th percentile of |error|"
                     .into(),
-            tok_s: basis_of(&h.cells, "per_request_tok_s"),
-            ttft: basis_of(&h.cells, "ttft_ms_p50"),
+            tok_s: basis_of(&h.cells, "per_request_tok_s", &obs),
+            ttft: basis_of(&h.cells, "ttft_ms_p50", &obs),
+            prefill_ttft: basis_of(&h.cells, "prefill_ttft", &obs),
             phases: phases(&obs),
         },
         _ => iv,
@@ -169,13 +186,36 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twi
 
 /// One metric's basis from held-out residuals (leave-one-out over a run of fewer than 8
 /// cells).
-fn basis_of(cells: &[Residual], metric: &str) -> super::interval::Basis {
-    let e = abs_errors(cells, metric);
+fn basis_of(cells: &[Residual], metric: &str, obs: &[Obs]) -> super::interval::Basis {
+    let e: Vec<f64> = cells
+        .iter()
+        .filter(|c| under(c, obs) == metric)
+        .map(|c| c.error_pct.abs())
+        .collect();
     super::interval::Basis {
         pct: ((quantile(e.clone(), 0.9).max(0.5)) * 100.0).round() / 100.0,
         cells: e.len(),
         extrapolated: 0,
     }
+}
+
+/// The median of `v` (the mean of the two middle values of an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The interval a residual falls under ([`super::interval::metric_of`]).
+fn under(c: &Residual, obs: &[Obs]) -> String {
+    obs.iter()
+        .find(|o| o.cell == c.cell)
+        .map_or(c.metric.clone(), |o| {
+            super::interval::metric_of(&c.metric, o)
+        })
 }
 
 /// The held-out figures, each cell judged against the twin's intervals `iv`.
@@ -190,21 +230,31 @@ fn summary(
     let tok = abs_errors(&cells, "per_request_tok_s");
     let ttft = abs_errors(&cells, "ttft_ms_p50");
     let loo = method == "leave-one-out";
-    let share = |metric: &str, pct: f64| {
+    // Each held-out value against its own interval (a prefill TTFT's apart); a value whose
+    // interval rests on no left-out cell is outside.
+    let share = |metric: &str| {
         let mine: Vec<&Residual> = cells.iter().filter(|c| c.metric == metric).collect();
-        // Leave-one-out intervals are earned on these very cells: their coverage is 90% by
-        // construction, and is not claimed.
-        let pct = if loo {
-            basis_of(&cells, metric).pct
-        } else {
-            pct
-        };
         let inside = mine
             .iter()
             .filter(|c| {
-                obs.iter()
-                    .find(|o| o.cell == c.cell)
-                    .is_none_or(|o| covers(c.error_pct, pct, r, o))
+                let kind = under(c, obs);
+                let b = match kind.as_str() {
+                    "prefill_ttft" => &iv.prefill_ttft,
+                    "ttft_ms_p50" => &iv.ttft,
+                    _ => &iv.tok_s,
+                };
+                // Leave-one-out intervals are earned on these very cells: their coverage is
+                // 90% by construction.
+                let pct = if loo {
+                    basis_of(&cells, &kind, obs).pct
+                } else {
+                    b.pct
+                };
+                (loo || b.cells > 0)
+                    && obs
+                        .iter()
+                        .find(|o| o.cell == c.cell)
+                        .is_none_or(|o| covers(c.error_pct, pct, r, o))
             })
             .count();
         (!mine.is_empty()).then(|| inside as f64 / mine.len() as f64)
@@ -212,11 +262,12 @@ fn summary(
     Holdout {
         fraction,
         method: method.into(),
-        median_pct: quantile(tok.clone(), 0.5),
+        median_pct: median(tok.clone()),
         max_pct: tok.iter().copied().fold(0.0, f64::max),
-        ttft_median_pct: (!ttft.is_empty()).then(|| quantile(ttft, 0.5)),
-        covered: share("per_request_tok_s", iv.tok_s.pct).unwrap_or(0.0),
-        ttft_covered: share("ttft_ms_p50", iv.ttft.pct),
+        ttft_median_pct: (!ttft.is_empty()).then(|| median(ttft)),
+        covered: share("per_request_tok_s").unwrap_or(0.0),
+        unknown: 0,
+        ttft_covered: share("ttft_ms_p50"),
         cells,
     }
 }
@@ -297,7 +348,7 @@ pub fn write_twin(twin: &Twin, path: &Path) -> Result<(), TwinError> {
             .find(|n| n.param == key && in_params)
         {
             out.push_str(&format!(
-                "# NOT IDENTIFIED: no fitted cell constrains it (needs {}); held at 0, predict uses nothing that depends on it\n",
+                "# NOT IDENTIFIED: the fitted cells do not fix it (needs {}); its value is one of many they allow, and predict gives nothing that depends on it alone\n",
                 n.needs
             ));
         }

@@ -203,7 +203,8 @@ fn fit_prefill(obs: &[Obs], decode: &[&Obs], p: &mut Params) -> Design {
 }
 
 /// Decode cells' first token, beyond the API server and half a step, in (1, C, N^¼ − 1,
-/// C × the median's place in the burst sent at the cell's start).
+/// C × (1 + the median's place in the burst sent at the cell's start): its own prompt and those
+/// ahead of it on the one tokenizer).
 fn fit_first_tokens(decode: &[&Obs], p: &mut Params) -> Design {
     let firsts: Vec<(&Obs, f64)> = decode
         .iter()

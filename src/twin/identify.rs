@@ -59,8 +59,8 @@ pub struct Designs {
     pub step: Design,
     /// Cold prompts: (1, C, C²) → `api_s`, `prefill_token_s`, `prefill_quadratic_s`.
     pub prefill: Design,
-    /// Decode cells' first tokens: (1, C, N^¼ − 1, C × burst) → `cached_request_s`,
-    /// `cached_token_s`, `api_stream_s`, `tokenizer_token_s`.
+    /// Decode cells' first tokens: (1, C, C², N^¼ − 1, C × (burst + 1)) → `cached_request_s`,
+    /// `cached_token_s`, `cached_quadratic_s`, `api_stream_s`, `tokenizer_token_s`.
     pub first_token: Design,
 }
 
@@ -96,7 +96,7 @@ const BURST_NEEDS: &str = "closed-loop decode cells none or few of whose request
 /// A parameter no fitted cell constrains.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NotIdentified {
-    /// Its name in `[params]` (where it is held at 0, which nothing uses).
+    /// Its name in `[params]` (whose value there is one of many the fitted cells allow).
     pub param: String,
     /// The cells that would identify it.
     pub needs: String,
@@ -152,7 +152,7 @@ pub fn first_token_row(context: f64, n: f64, burst: f64) -> Vec<f64> {
         context,
         context * context,
         n.max(1.0).powf(0.25) - 1.0,
-        context * burst,
+        context * (burst + 1.0),
     ]
 }
 

@@ -34,8 +34,10 @@ pub struct Intervals {
     pub method: String,
     /// Per-request and total tok/s, TBT.
     pub tok_s: Basis,
-    /// TTFT p50.
+    /// TTFT p50 of decode (and other) cells.
     pub ttft: Basis,
+    /// TTFT of prefill cells (a cold prompt's: earned on prefill cells alone).
+    pub prefill_ttft: Basis,
     /// The phases of the fitted cells (a predicted cell of another phase gets twice the
     /// interval, marked).
     pub phases: Vec<String>,
@@ -56,7 +58,8 @@ pub fn range_of(obs: &[&Obs]) -> Range {
     }
 }
 
-/// One left-out cell's scores: (metric, |error| / widen, extrapolated).
+/// One left-out cell's scores: (metric, |error| / widen, extrapolated); a prefill cell's TTFT
+/// as `prefill_ttft`.
 fn scores(obs: &[Obs], i: usize, b: Params) -> Vec<(String, f64, bool)> {
     let others: Vec<Obs> = obs
         .iter()
@@ -72,8 +75,17 @@ fn scores(obs: &[Obs], i: usize, b: Params) -> Vec<(String, f64, bool)> {
     let w = widen(range_of(&others.iter().collect::<Vec<_>>()), o.context, o.n);
     known_residuals(&p, &designs, o)
         .into_iter()
-        .map(|r| (r.metric, r.error_pct.abs() / w, w > 1.0))
+        .map(|r| (metric_of(&r.metric, o), r.error_pct.abs() / w, w > 1.0))
         .collect()
+}
+
+/// The interval `metric` of `o` falls under: a prefill cell's TTFT apart.
+pub fn metric_of(metric: &str, o: &Obs) -> String {
+    if metric == "ttft_ms_p50" && o.phase == Phase::Prefill {
+        "prefill_ttft".into()
+    } else {
+        metric.into()
+    }
 }
 
 /// `o`'s residuals under `p`, of the metrics the fitted cells (`designs`) fix: what
@@ -100,6 +112,8 @@ pub fn leave_one_out(obs: &[Obs], b: Params, fallback: (f64, f64)) -> Intervals 
     let all: Vec<(String, f64, bool)> = (0..obs.len()).flat_map(|i| scores(obs, i, b)).collect();
     let basis = |metric: &str, fallback: f64| {
         let mine: Vec<&(String, f64, bool)> = all.iter().filter(|s| s.0 == metric).collect();
+        // Without a left-out cell there is no interval: the fit's own residuals are kept in
+        // `pct` for the record, and `cells` = 0 tells every reader not to use them.
         let pct = if mine.is_empty() {
             fallback
         } else {
@@ -115,6 +129,7 @@ pub fn leave_one_out(obs: &[Obs], b: Params, fallback: (f64, f64)) -> Intervals 
         method: "leave-one-out: each fitted cell predicted by the others; the 90th percentile of |error| / widen".into(),
         tok_s: basis("per_request_tok_s", fallback.0),
         ttft: basis("ttft_ms_p50", fallback.1),
+        prefill_ttft: basis("prefill_ttft", fallback.1),
         phases: phases(obs),
     }
 }

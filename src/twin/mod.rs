@@ -99,6 +99,10 @@ pub struct Holdout {
     pub ttft_median_pct: Option<f64>,
     /// Held-out cells whose tok/s falls inside the 90% interval, fraction.
     pub covered: f64,
+    /// Held-out measured values left out of these figures: the fitted cells do not fix them
+    /// (`predict` says `unknown`).
+    #[serde(default)]
+    pub unknown: usize,
     /// Held-out cells whose TTFT falls inside its 90% interval, fraction (`None`: none has a
     /// TTFT).
     pub ttft_covered: Option<f64>,
@@ -138,7 +142,8 @@ pub struct Twin {
     pub runs: Vec<String>,
     /// The fitted parameters.
     pub params: Params,
-    /// The parameters no fitted cell constrains (held at 0 in `params`, which nothing uses:
+    /// The parameters the fitted cells do not fix (their values in `params` are one of many
+    /// the cells allow:
     /// `predict` marks what depends on them unknown).
     pub not_identified: Vec<identify::NotIdentified>,
     /// What the fitted cells constrain, group by group: `predict` gives a value only where

@@ -84,14 +84,14 @@ impl Params {
 
     /// A decode cell's first token, less half a step: the API server, the prompt's admission
     /// (fitted to decode cells, whose prompts may be prefix-cached), the wait for the streams,
-    /// and `burst` prompts ahead on the one tokenizer ([`burst`]).
+    /// and its own prompt with `burst` prompts ahead of it on the one tokenizer ([`burst`]).
     pub fn decode_ttft(&self, context: f64, n: f64, burst: f64) -> f64 {
         self.api_s
             + self.cached_request_s
             + self.cached_token_s * context
             + self.cached_quadratic_s * context * context
             + self.stream_wait(n)
-            + self.tokenizer_token_s * context * burst
+            + self.tokenizer_token_s * context * (burst + 1.0)
     }
 
     /// The API server's extra wait for a request arriving among `n − 1` running ones.

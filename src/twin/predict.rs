@@ -30,13 +30,15 @@ pub fn widen(r: Range, context: f64, n: f64) -> f64 {
 }
 
 /// The half-width of the twin's 90% interval inside its range, as a fraction of the value
-/// (`ttft`: TTFT's, else tok/s and TBT's); `None` when no fitted cell could be left out to
-/// earn it (one cell fitted, or none of them predictable without itself).
-fn fraction(twin: &Twin, ttft: bool) -> Option<f64> {
-    let b = if ttft {
-        &twin.intervals.ttft
-    } else {
-        &twin.intervals.tok_s
+/// (`ttft`: TTFT's — a prefill cell's apart, `phase` — else tok/s and TBT's); `None` when no
+/// fitted cell could be left out to earn it (one cell fitted, or none of them predictable
+/// without itself).
+fn fraction(twin: &Twin, ttft: bool, phase: Phase) -> Option<f64> {
+    let iv = &twin.intervals;
+    let b = match (ttft, phase) {
+        (true, Phase::Prefill) => &iv.prefill_ttft,
+        (true, _) => &iv.ttft,
+        _ => &iv.tok_s,
     };
     (b.cells > 0).then_some(b.pct / 100.0)
 }
@@ -188,10 +190,16 @@ fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> Cell {
         p.burst_at(n, ctx, output, window),
     );
     let w = widen(twin.range, ctx, n) * unseen(twin, c.phase());
-    let half = |x: Option<f64>, d| round(x.zip(fraction(twin, false)).map(|(x, f)| x * f * w), d);
+    let half = |x: Option<f64>, d| {
+        round(
+            x.zip(fraction(twin, false, c.phase()))
+                .map(|(x, f)| x * f * w),
+            d,
+        )
+    };
     let ttft_half = round(
         v.ttft_ms_p50
-            .zip(fraction(twin, true))
+            .zip(fraction(twin, true, c.phase()))
             .map(|(x, f)| x * f * w),
         1,
     );
@@ -303,7 +311,8 @@ pub fn add_simulated(p: &mut Prediction, records: &[Record], twin: &Twin) {
 }
 
 /// `records` (the predicted run) with each metric the prediction marks unknown removed and
-/// said in the record's reasons: a value resting on a parameter held at 0 is not written.
+/// said in the record's reasons: a value resting on a parameter the fitted cells do not fix is
+/// not written.
 pub fn blank_records(p: &Prediction, records: &mut [Record]) {
     for r in records {
         let Some(c) = p.cells.iter().find(|c| c.cell == r.cell) else {
@@ -317,8 +326,16 @@ pub fn blank_records(p: &Prediction, records: &mut [Record]) {
                 "total_tok_s" => r.total_tok_s = None,
                 "per_request_tok_s" => r.per_request_tok_s = None,
                 "tbt_ms_p50" => r.tbt_ms = None,
-                _ => r.ttft_ms = None,
+                _ => (r.ttft_ms, r.prefill_tok_s) = (None, None),
             }
+        }
+        // What is derived from them goes too: TPOT, E2E, the tokens counted in the window, the
+        // engine's and the client's view, costs.
+        (r.output_tokens, r.server, r.client, r.per_repeat) = (None, None, None, None);
+        (r.usd_per_mtok, r.tokens_per_joule, r.by_endpoint) = (None, None, None);
+        r.open = Default::default();
+        if r.phase == Phase::Prefill {
+            r.measured_s = None;
         }
         r.reasons.push(format!(
             "unknown to the twin: {} (a parameter it depends on is not identified)",
@@ -342,7 +359,7 @@ fn add_capacity(p: &mut Prediction, r: &Record, twin: &Twin) {
         interval: round(
             r.open
                 .capacity
-                .zip(fraction(twin, false))
+                .zip(fraction(twin, false, Phase::Decode))
                 .map(|(v, f)| v * f * w),
             2,
         ),
@@ -402,8 +419,17 @@ fn simulated_cell(r: &Record, twin: &Twin) -> Cell {
         .max(1.0);
     let w = widen(twin.range, r.prompt_tokens as f64, n) * unseen(twin, r.phase);
     let ttft = r.ttft_ms.map(|s| s.p50);
-    let tbt = r.tbt_ms.map(|s| s.p50);
-    let half = |x: Option<f64>, d| round(x.zip(fraction(twin, false)).map(|(x, f)| x * f * w), d);
+    // A closed loop's time between tokens is its step, 1 / per-request tok/s: exact, where the
+    // simulated TBT p50 is a whole millisecond (the paused clock's timer).
+    let step = r.per_request_tok_s.filter(|_| closed).map(|t| 1e3 / t);
+    let tbt = step.or(r.tbt_ms.map(|s| s.p50));
+    let half = |x: Option<f64>, d| {
+        round(
+            x.zip(fraction(twin, false, r.phase))
+                .map(|(x, f)| x * f * w),
+            d,
+        )
+    };
     Cell {
         cell: r.cell.clone(),
         phase: r.phase.as_str().into(),
@@ -416,7 +442,11 @@ fn simulated_cell(r: &Record, twin: &Twin) -> Cell {
         interval: Predicted {
             total_tok_s: half(r.total_tok_s, 1),
             per_request_tok_s: half(r.per_request_tok_s, 1),
-            ttft_ms_p50: round(ttft.zip(fraction(twin, true)).map(|(x, f)| x * f * w), 1),
+            ttft_ms_p50: round(
+                ttft.zip(fraction(twin, true, r.phase))
+                    .map(|(x, f)| x * f * w),
+                1,
+            ),
             tbt_ms_p50: half(tbt, 2),
         },
         extrapolated: widen(twin.range, r.prompt_tokens as f64, n) > 1.0,
@@ -451,7 +481,7 @@ fn marks(c: &Cell) -> String {
     if c.extrapolated {
         m.push("extrapolated");
     }
-    if !c.phase_fitted {
+    if !c.phase_fitted && c.known() {
         m.push("phase not fitted: interval doubled");
     }
     m.join(", ")
@@ -468,9 +498,10 @@ pub fn table(p: &Prediction) -> String {
         }
     };
     let mut out = format!(
-        "predicted by the twin (90% intervals inside the fitted range: {}; {}; phases fitted: {})\n\n| Cell | Total tok/s | Per request tok/s | TTFT p50 ms | TBT p50 ms | |\n|---|---|---|---|---|---|\n",
+        "predicted by the twin (90% intervals inside the fitted range: {}; {}; {}; phases fitted: {})\n\n| Cell | Total tok/s | Per request tok/s | TTFT p50 ms | TBT p50 ms | |\n|---|---|---|---|---|---|\n",
         basis("tok/s", &iv.tok_s),
         basis("TTFT", &iv.ttft),
+        basis("prefill TTFT", &iv.prefill_ttft),
         iv.phases.join(", ")
     );
     for c in &p.cells {
@@ -526,7 +557,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn intervals_widen_by_half_per_doubling_outside_the_fitted_range() {
+    fn intervals_widen_once_per_doubling_outside_the_fitted_range() {
         let r = Range {
             contexts: [1024.0, 8192.0],
             concurrency: [1.0, 8.0],
@@ -534,10 +565,10 @@ mod tests {
         let cases = [
             (4096.0, 4.0, 1.0),
             (1024.0, 8.0, 1.0),
-            (16384.0, 4.0, 1.5),
-            (32768.0, 4.0, 2.0),
-            (512.0, 16.0, 2.0),
-            (4096.0, 64.0, 2.5),
+            (16384.0, 4.0, 2.0),
+            (32768.0, 4.0, 3.0),
+            (512.0, 16.0, 3.0),
+            (4096.0, 64.0, 4.0),
         ];
         for (c, n, want) in cases {
             assert!(

@@ -511,6 +511,28 @@ fn a_twin_fitted_on_four_cells_predicts_four_others() {
     abs.sort_by(f64::total_cmp);
     assert!((abs[1] + abs[2]) / 2.0 <= 30.0, "median: {errors:?}");
     assert!(abs[3] <= 60.0, "{errors:?}");
+    // The intervals, earned by leaving the fitted cells out and widened beyond their range,
+    // against the measured cells: they hold the model's miss and a run's noise, not a busier
+    // machine between the runs (seen: all 4 inside, ±22–33% against errors of 6–22%). Three of
+    // four, as four cells cannot show 80% short of all of them.
+    let inside = measured
+        .iter()
+        .filter_map(|r| {
+            let c = doc["cells"]
+                .as_array()?
+                .iter()
+                .find(|c| c["cell"] == r.cell.as_str())?;
+            let v = c["per_request_tok_s"].as_f64()?;
+            let h = c["interval"]["per_request_tok_s"].as_f64()?;
+            Some((v - r.per_request_tok_s?).abs() <= h)
+        })
+        .collect::<Vec<bool>>();
+    eprintln!("llama.cpp twin: inside their 90% interval {inside:?}");
+    assert_eq!(inside.len(), 4, "{doc:#}");
+    assert!(
+        inside.iter().filter(|i| **i).count() >= 3,
+        "{inside:?} {doc:#}"
+    );
 }
 
 /// Saturation against the real engine: llama.cpp (4 slots on 2 cores) keeps up with 1

@@ -93,3 +93,4 @@ pub(super) fn usage_hit_rate(reqs: &[&serde_json::Value]) -> f64 {
 mod launched;
 mod server;
 mod shared;
+mod twin;

@@ -150,6 +150,11 @@ pub(super) struct Ran {
 }
 
 impl Ran {
+    /// The run directory.
+    pub(super) fn dir(&self) -> std::path::PathBuf {
+        self._dir.path().join("run")
+    }
+
     pub(super) fn cell(&self, id: &str) -> &Record {
         self.records
             .iter()

@@ -16,7 +16,7 @@ fn vllm_shared_server() {
     let Some(env) = installed() else { return };
     let _cpu = super::super::cpu();
     let vllm = Vllm::start(&env);
-    let checks: [(&str, Check); 8] = [
+    let checks: [(&str, Check); 9] = [
         ("prompts sized exactly, completions and chat", exact_prompts),
         ("shared prefixes against vLLM's hits", shared_prefix),
         ("a 3-turn session from vLLM's cache", session),
@@ -25,6 +25,10 @@ fn vllm_shared_server() {
         ("a trace replay against vLLM's cache", replay),
         ("init --from the real server", init_from),
         ("a prompt over max_model_len", over_max_model_len),
+        (
+            "the twin's intervals on held-out cells",
+            super::twin::held_out_cells,
+        ),
     ];
     let mut failed = Vec::new();
     for (name, check) in checks {

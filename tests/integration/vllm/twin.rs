@@ -1,0 +1,48 @@
+//! The twin on the real engine: fitted on half the cells of one run against vLLM, its 90%
+//! intervals (earned by leaving fitted cells out) cover the other half's measured tok/s and
+//! TTFT.
+
+use super::super::cli::Bench;
+use super::Env;
+use super::server::{Vllm, attached};
+
+/// A 4 × 4 matrix measured once; `fit --holdout 0.5` fits every other cell and predicts the
+/// rest, and the file says how many of those fall inside their interval.
+pub(super) fn held_out_cells(vllm: &Vllm, _: &Env) {
+    let text = attached(
+        "",
+        "{contexts: [256, 512, 1K, 2K], concurrency: [1, 2, 4, 8]}",
+        "  prefill: {mode: standalone, repeats: 3}\n  decode: {duration: 2s}",
+    );
+    let ran = vllm.run(&text, &[]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let dir = super::super::cli::tempdir::Dir::new();
+    let twin = dir.path().join("twin.toml");
+    let fit = Bench::new(&["fit", "--holdout", "0.5", "--out"])
+        .arg(&twin)
+        .arg(ran.dir())
+        .run();
+    assert_eq!(fit.code, 0, "{}", fit.stderr);
+    eprintln!("vLLM twin: {}{}", fit.stderr, fit.stdout);
+    let t: toml::Value = toml::from_str(&std::fs::read_to_string(&twin).unwrap()).unwrap();
+    let h = &t["holdout"];
+    let cells = |metric: &str| {
+        h["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["metric"].as_str() == Some(metric))
+            .count()
+    };
+    // Half of 20 cells held out: 8 decode cells' tok/s, and TTFTs where the fitted cells
+    // identify them.
+    assert!(cells("per_request_tok_s") >= 6, "{h:#?}");
+    assert!(cells("ttft_ms_p50") >= 4, "{h:#?}");
+    for key in ["covered", "ttft_covered"] {
+        let c = h[key].as_float().unwrap_or(0.0);
+        assert!(
+            c >= 0.8,
+            "{key}: {c} of the held-out cells inside their interval\n{h:#?}"
+        );
+    }
+}
