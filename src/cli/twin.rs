@@ -139,8 +139,11 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
             out.print(&format!(
                 "inside their 90% interval: tok/s {:.0}%{}\n",
                 h.covered * 100.0,
-                h.ttft_covered
-                    .map_or(String::new(), |c| format!(", TTFT {:.0}%", c * 100.0))
+                match (h.ttft_covered, h.ttft_median_pct) {
+                    (Some(c), _) => format!(", TTFT {:.0}%", c * 100.0),
+                    (None, Some(_)) => ", TTFT not judged (no interval earned)".into(),
+                    _ => String::new(),
+                }
             ));
         }
     }

@@ -230,10 +230,21 @@ fn summary(
     let tok = abs_errors(&cells, "per_request_tok_s");
     let ttft = abs_errors(&cells, "ttft_ms_p50");
     let loo = method == "leave-one-out";
-    // Each held-out value against its own interval (a prefill TTFT's apart); a value whose
-    // interval rests on no left-out cell is outside.
+    // Each held-out value against its own interval (a prefill TTFT's apart); a value without
+    // an interval (none rests on a left-out cell) is not judged: the share is of those with
+    // one, `None` when none has.
+    let judged = |c: &Residual| {
+        loo || match under(c, obs).as_str() {
+            "prefill_ttft" => iv.prefill_ttft.cells > 0,
+            "ttft_ms_p50" => iv.ttft.cells > 0,
+            _ => iv.tok_s.cells > 0,
+        }
+    };
     let share = |metric: &str| {
-        let mine: Vec<&Residual> = cells.iter().filter(|c| c.metric == metric).collect();
+        let mine: Vec<&Residual> = cells
+            .iter()
+            .filter(|c| c.metric == metric && judged(c))
+            .collect();
         let inside = mine
             .iter()
             .filter(|c| {
@@ -250,11 +261,9 @@ fn summary(
                 } else {
                     b.pct
                 };
-                (loo || b.cells > 0)
-                    && obs
-                        .iter()
-                        .find(|o| o.cell == c.cell)
-                        .is_none_or(|o| covers(c.error_pct, pct, r, o))
+                obs.iter()
+                    .find(|o| o.cell == c.cell)
+                    .is_none_or(|o| covers(c.error_pct, pct, r, o))
             })
             .count();
         (!mine.is_empty()).then(|| inside as f64 / mine.len() as f64)
