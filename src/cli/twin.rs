@@ -113,6 +113,18 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         args.out.display()
     ));
     out.info(&intervals_line(&t.intervals));
+    let missed: Vec<String> = t
+        .residuals
+        .iter()
+        .filter(|r| r.error_pct.abs() > 25.0)
+        .map(|r| format!("{} {} {:+.1}%", r.cell, r.metric, r.error_pct))
+        .collect();
+    if !missed.is_empty() {
+        out.info(&format!(
+            "the model misses fitted cells by more than 25%: {} (a cell it cannot describe, or measured otherwise: see docs/twin.md)",
+            missed.join(", ")
+        ));
+    }
     if let Some(h) = &t.holdout {
         for c in h.cells.iter().filter(|c| c.metric != "tbt_ms_p50") {
             out.info(&format!("  {} {}: {:+.1}%", c.cell, c.metric, c.error_pct));
@@ -155,15 +167,12 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
 
 /// What the twin's intervals rest on, for people.
 fn intervals_line(iv: &twin::interval::Intervals) -> String {
-    let one = |name: &str, b: &twin::interval::Basis| {
-        if b.cells == 0 {
-            format!("{name}: no interval (no fitted cell could be left out to earn one)")
-        } else {
-            format!(
-                "{name} ±{:.1}% from {} left-out cell(s) ({} extrapolated)",
-                b.pct, b.cells, b.extrapolated
-            )
-        }
+    let one = |name: &str, b: &twin::interval::Basis| match b.pct {
+        None => format!("{name}: no interval (no fitted cell could be left out to earn one)"),
+        Some(p) => format!(
+            "{name} ±{p:.1}% from {} left-out cell(s) ({} extrapolated)",
+            b.cells, b.extrapolated
+        ),
     };
     format!(
         "90% intervals inside the fitted range: {}; {}; {}; phases fitted: {}",

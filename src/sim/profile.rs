@@ -277,7 +277,8 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
         // (tokenizing, beside the engine), not a stall of the engine's whole batch; a cold
         // prompt's engine time per token is the rest of its cost, so that its TTFT is the
         // twin's `api_s + prefill_token_s × C + …` all the same.
-        prefill_token_s: (p.prefill_token_s - p.cached_token_s).max(0.0),
+        // The tokenizer's share too: a cold prompt waits for its own tokenizing.
+        prefill_token_s: (p.prefill_token_s - p.cached_token_s - p.tokenizer_token_s).max(0.0),
         // The API server's share of a long prompt's cost (C² × cached_quadratic_s) is taken
         // from the engine's (C²/2 × this), so a cold prompt's TTFT stays the twin's.
         prefill_quadratic_s: (p.prefill_quadratic_s - 2.0 * p.cached_quadratic_s).max(0.0),

@@ -140,12 +140,11 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twi
     let (params, designs) = fit_designed(&fitted, b);
     let fit_residuals: Vec<Residual> = fitted.iter().flat_map(|o| residuals(&params, o)).collect();
     let r = range_of(&fitted.iter().collect::<Vec<_>>());
-    let own = |m: &str| quantile(abs_errors(&fit_residuals, m), 0.9);
     let iv = if leave_one_out {
         // Each cell is held out below; the intervals rest on those.
         Intervals::default()
     } else {
-        leave_one_out_intervals(&fitted, b, (own("per_request_tok_s"), own("ttft_ms_p50")))
+        leave_one_out_intervals(&fitted, b)
     };
     let holdout = holdout.map(|f| holdout_of(f, leave_one_out, &obs, b, &iv, r));
     let iv = match (&holdout, leave_one_out) {
@@ -193,7 +192,7 @@ fn basis_of(cells: &[Residual], metric: &str, obs: &[Obs]) -> super::interval::B
         .map(|c| c.error_pct.abs())
         .collect();
     super::interval::Basis {
-        pct: ((quantile(e.clone(), 0.9).max(0.5)) * 100.0).round() / 100.0,
+        pct: (!e.is_empty()).then(|| ((quantile(e.clone(), 0.9).max(0.5)) * 100.0).round() / 100.0),
         cells: e.len(),
         extrapolated: 0,
     }
@@ -261,6 +260,7 @@ fn summary(
                 } else {
                     b.pct
                 };
+                let Some(pct) = pct else { return false };
                 obs.iter()
                     .find(|o| o.cell == c.cell)
                     .is_none_or(|o| covers(c.error_pct, pct, r, o))

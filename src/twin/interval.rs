@@ -18,10 +18,10 @@ use serde::{Deserialize, Serialize};
 /// What one metric's interval rests on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Basis {
-    /// The half-width inside the fitted range, percent of the value.
-    pub pct: f64,
-    /// Left-out cells whose error it is the 90th percentile of (0: none could be predicted
-    /// without it; the interval is then the fit's own residuals', which claim too much).
+    /// The half-width inside the fitted range, percent of the value (absent: no left-out cell
+    /// earned one, and there is no interval).
+    pub pct: Option<f64>,
+    /// Left-out cells whose error it is the 90th percentile of.
     pub cells: usize,
     /// Of those, the cells that lay outside the others' range when left out.
     pub extrapolated: usize,
@@ -106,30 +106,27 @@ pub fn known_residuals(p: &Params, designs: &Designs, o: &Obs) -> Vec<Residual> 
         .collect()
 }
 
-/// The intervals of a twin fitted on `obs` (from `b`), `fallback` the fit's own residuals'
-/// 90% |error| per metric (tok/s, TTFT) where no cell can be left out.
-pub fn leave_one_out(obs: &[Obs], b: Params, fallback: (f64, f64)) -> Intervals {
+/// The intervals of a twin fitted on `obs` (from `b`): none for a metric no cell could be
+/// left out of.
+pub fn leave_one_out(obs: &[Obs], b: Params) -> Intervals {
     let all: Vec<(String, f64, bool)> = (0..obs.len()).flat_map(|i| scores(obs, i, b)).collect();
-    let basis = |metric: &str, fallback: f64| {
+    let basis = |metric: &str| {
         let mine: Vec<&(String, f64, bool)> = all.iter().filter(|s| s.0 == metric).collect();
-        // Without a left-out cell there is no interval: the fit's own residuals are kept in
-        // `pct` for the record, and `cells` = 0 tells every reader not to use them.
-        let pct = if mine.is_empty() {
-            fallback
-        } else {
-            super::quantile(mine.iter().map(|s| s.1).collect(), 0.9)
-        };
+        // Without a left-out cell there is no interval (the fit's own residuals claim too
+        // much).
+        let pct =
+            (!mine.is_empty()).then(|| super::quantile(mine.iter().map(|s| s.1).collect(), 0.9));
         Basis {
-            pct: (pct.max(0.5) * 100.0).round() / 100.0,
+            pct: pct.map(|p| (p.max(0.5) * 100.0).round() / 100.0),
             cells: mine.len(),
             extrapolated: mine.iter().filter(|s| s.2).count(),
         }
     };
     Intervals {
         method: "leave-one-out: each fitted cell predicted by the others; the 90th percentile of |error| / widen".into(),
-        tok_s: basis("per_request_tok_s", fallback.0),
-        ttft: basis("ttft_ms_p50", fallback.1),
-        prefill_ttft: basis("prefill_ttft", fallback.1),
+        tok_s: basis("per_request_tok_s"),
+        ttft: basis("ttft_ms_p50"),
+        prefill_ttft: basis("prefill_ttft"),
         phases: phases(obs),
     }
 }

@@ -149,10 +149,11 @@ pub struct Twin {
     /// What the fitted cells constrain, group by group: `predict` gives a value only where
     /// they fix it.
     pub designs: identify::Designs,
-    /// The half-width of a 90% interval inside the fitted range, percent of the value.
-    pub interval_pct: f64,
-    /// The same for TTFT (fitted and held-out cells' 90% error), percent.
-    pub ttft_interval_pct: f64,
+    /// The half-width of a 90% interval inside the fitted range, percent of the value (absent:
+    /// none was earned).
+    pub interval_pct: Option<f64>,
+    /// The same for decode cells' TTFT, percent.
+    pub ttft_interval_pct: Option<f64>,
     /// What `interval_pct` and `ttft_interval_pct` rest on: the fitted cells left out in
     /// turn.
     pub intervals: interval::Intervals,

@@ -40,7 +40,7 @@ fn fraction(twin: &Twin, ttft: bool, phase: Phase) -> Option<f64> {
         (true, _) => &iv.ttft,
         _ => &iv.tok_s,
     };
-    (b.cells > 0).then_some(b.pct / 100.0)
+    b.pct.map(|p| p / 100.0)
 }
 
 /// 2 when no cell the twin was fitted on was of `phase` (its interval rests on other
@@ -151,8 +151,8 @@ pub struct Prediction {
     pub cells: Vec<Cell>,
     /// Capacity under the spec's SLO, when the spec searches for it.
     pub capacity: Option<Capacity>,
-    /// The twin's interval inside its fitted range, percent.
-    pub interval_pct: f64,
+    /// The twin's interval inside its fitted range, percent (absent: none was earned).
+    pub interval_pct: Option<f64>,
     /// What the twin's intervals rest on (cells left out, phases fitted).
     pub intervals: super::interval::Intervals,
     /// Cells of the plan the twin did not predict, with why.
@@ -490,12 +490,9 @@ fn marks(c: &Cell) -> String {
 /// The prediction as a table.
 pub fn table(p: &Prediction) -> String {
     let iv = &p.intervals;
-    let basis = |name: &str, b: &super::interval::Basis| {
-        if b.cells == 0 {
-            format!("{name}: no interval (no fitted cell could be left out to earn one)")
-        } else {
-            format!("{name} ±{:.1}% from {} left-out cell(s)", b.pct, b.cells)
-        }
+    let basis = |name: &str, b: &super::interval::Basis| match b.pct {
+        None => format!("{name}: no interval (no fitted cell could be left out to earn one)"),
+        Some(p) => format!("{name} ±{p:.1}% from {} left-out cell(s)", b.cells),
     };
     let mut out = format!(
         "predicted by the twin (90% intervals inside the fitted range: {}; {}; {}; phases fitted: {})\n\n| Cell | Total tok/s | Per request tok/s | TTFT p50 ms | TBT p50 ms | |\n|---|---|---|---|---|---|\n",

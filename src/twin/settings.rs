@@ -142,6 +142,9 @@ pub fn not_modelled(spec: &Spec) -> Vec<String> {
             }
         }
     }
+    // A flag the command repeats is named once.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|s| seen.insert(s.clone()));
     out
 }
 

@@ -80,7 +80,7 @@ pub fn simulate(
         twin: twin.0.display().to_string(),
         engine: twin.1.engine.clone(),
         fitted_on: twin.1.fitted_on.len(),
-        interval_pct: (twin.1.intervals.tok_s.cells > 0).then_some(twin.1.interval_pct),
+        interval_pct: twin.1.interval_pct,
     });
     dir.write_manifest(&manifest)?;
     Ok(dir.records()?)
