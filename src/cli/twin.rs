@@ -4,7 +4,7 @@ use super::output::Out;
 use crate::Error;
 use crate::twin::{self, predict};
 use clap::{Args, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `benchspec fit RUN_DIR… --out TWIN.toml [--holdout F]`.
 #[derive(Debug, Args)]
@@ -97,7 +97,7 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
     };
     let id = twin::describe::select(&mut runs, select)?;
     let started = std::time::Instant::now();
-    let t = twin::fit_runs(&runs, args.holdout, &id)?;
+    let mut t = twin::fit_runs(&runs, args.holdout, &id)?;
     let took = started.elapsed();
     twin::write_twin(&t, &args.out)?;
     if let Some(line) = twin::identify::summary(&t.not_identified) {
@@ -159,10 +159,51 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
             ));
         }
     }
+    if t.holdout.as_ref().is_some_and(|h| h.fraction > 0.0) {
+        score_by_simulation(&mut t, &runs, &args.out, out);
+        twin::write_twin(&t, &args.out)?;
+    }
     if let Some(n) = args.suggest {
         suggest_next(n, suggest_from, args, &runs, out);
     }
     Ok(0)
+}
+
+/// `fit --holdout`: score what `predict` prints (the simulation) on the held-out cells, from
+/// the first run's own spec; a spec that cannot be read or run is said, not fatal.
+fn score_by_simulation(t: &mut twin::Twin, runs: &[crate::rundir::Run], path: &Path, out: &Out) {
+    let Some(h) = t.holdout.as_ref() else { return };
+    let mut held: Vec<String> = h.cells.iter().map(|c| c.cell.clone()).collect();
+    held.dedup();
+    let measured: Vec<crate::results::Record> =
+        runs.iter().flat_map(|r| r.records.clone()).collect();
+    let spec = runs[0].path.join("spec.yaml");
+    let scored = crate::spec::load(&spec.to_string_lossy(), crate::spec::Stage::Validate)
+        .map_err(|e| e.to_string())
+        .and_then(|loaded| {
+            let plan = super::plan_of(&loaded.spec);
+            twin::scored::score(&loaded, &plan, (path, t), &held, &measured)
+                .map_err(|e| e.to_string())
+        });
+    match scored {
+        Ok(s) => {
+            let pct = |v: Option<f64>| v.map_or("—".into(), |x| format!("{:.0}%", x * 100.0));
+            out.print(&format!(
+                "predict (the simulation) on the {} held-out cells: tok/s median {}, TTFT median {}; inside their 90% interval: tok/s {}, TTFT {}\n",
+                s.cells,
+                s.median_pct.map_or("—".into(), |m| format!("{m:.1}%")),
+                s.ttft_median_pct.map_or("—".into(), |m| format!("{m:.1}%")),
+                pct(s.covered),
+                pct(s.ttft_covered)
+            ));
+            if let Some(h) = t.holdout.as_mut() {
+                h.predicted = Some(s);
+            }
+        }
+        Err(e) => out.info(&format!(
+            "the held-out cells were not run against the twin ({e}): the figures above are the closed form's"
+        )),
+    }
 }
 
 /// What the twin's intervals rest on, for people.

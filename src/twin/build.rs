@@ -199,7 +199,7 @@ fn basis_of(cells: &[Residual], metric: &str, obs: &[Obs]) -> super::interval::B
 }
 
 /// The median of `v` (the mean of the two middle values of an even count).
-fn median(mut v: Vec<f64>) -> f64 {
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => 0.0,
@@ -276,6 +276,7 @@ fn summary(
         ttft_median_pct: (!ttft.is_empty()).then(|| median(ttft)),
         covered: share("per_request_tok_s").unwrap_or(0.0),
         unknown: 0,
+        predicted: None,
         ttft_covered: share("ttft_ms_p50"),
         cells,
     }

@@ -11,6 +11,7 @@ pub mod interval;
 pub mod lsq;
 pub mod model;
 pub mod predict;
+pub mod scored;
 pub mod settings;
 pub mod simulate;
 pub mod suggest;
@@ -106,6 +107,10 @@ pub struct Holdout {
     /// Held-out cells whose TTFT falls inside its 90% interval, fraction (`None`: none has a
     /// TTFT).
     pub ttft_covered: Option<f64>,
+    /// What `predict` itself (the simulation) gives the held-out cells, against the measured
+    /// values and its intervals (absent when the run's spec could not be simulated).
+    #[serde(default)]
+    pub predicted: Option<scored::Scored>,
     /// Each held-out cell's errors.
     pub cells: Vec<Residual>,
 }
