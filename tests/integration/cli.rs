@@ -524,7 +524,7 @@ fn run_refuses_an_unset_api_key() {
 
 #[test]
 fn validate_takes_a_folder_for_its_specs_and_skips_one_without() {
-    // The README's own `validate specs/*`: the traces folder is passed over with a note.
+    // The guide's own `validate specs/*` (docs/guide.md): the traces folder is passed over with a note.
     let mut args = vec!["validate".to_string()];
     let mut entries: Vec<String> = std::fs::read_dir("specs")
         .unwrap()

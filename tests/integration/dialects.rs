@@ -1,4 +1,4 @@
-//! Engine dialects (README "Tokenizers and dialects"), each against the simulator speaking it:
+//! Engine dialects (docs/guide.md, "Tokenizers and dialects"), each against the simulator speaking it:
 //! SGLang (usage only at the end, `/tokenize` without messages, KV capacity in
 //! `/get_server_info`, `sglang:` metrics), TensorRT-LLM's `trtllm-serve` (no `/tokenize`: a
 //! local tokenizer sizes the prompts; JSON iteration statistics on `/metrics`) and a hosted

@@ -7,6 +7,7 @@
 mod checks;
 mod cli;
 mod dialects;
+mod docs;
 mod edges;
 mod export;
 mod faults;
