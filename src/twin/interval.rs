@@ -10,7 +10,6 @@
 use super::fit::{Obs, fit_designed};
 use super::identify::{Designs, unknown};
 use super::model::Params;
-use super::predict::widen;
 use super::{Range, Residual, residuals};
 use crate::plan::Phase;
 use serde::{Deserialize, Serialize};
@@ -137,6 +136,22 @@ pub fn phases(obs: &[Obs]) -> Vec<String> {
     v.sort();
     v.dedup();
     v
+}
+
+/// How much wider an interval is at (`context`, `n`) than inside `r`: once more per doubling
+/// out (an assumption, not earned: left-out cells rarely lie outside the others' range; on a
+/// server with a known timing model, ½ per doubling covered 2 of 4 extrapolated cells).
+pub fn widen(r: Range, context: f64, n: f64) -> f64 {
+    let out = |v: f64, [lo, hi]: [f64; 2]| {
+        if v > hi && hi > 0.0 {
+            (v / hi).log2()
+        } else if v < lo && v > 0.0 {
+            (lo / v).log2()
+        } else {
+            0.0
+        }
+    };
+    1.0 + out(context, r.contexts) + out(n, r.concurrency)
 }
 
 /// Whether a held-out residual of `metric` at `o` lies inside `pct` widened for `r`.

@@ -6,28 +6,13 @@
 
 use super::Twin;
 use super::identify::unknown;
+pub use super::interval::widen;
+use super::model::Params;
 use super::model::Predicted;
 use super::settings::SpecSettings;
-use super::{Range, model::Params};
 use crate::plan::{Decode, Measure, Phase, Plan};
 use crate::results::{Record, Status};
 use serde::Serialize;
-
-/// How much wider an interval is at (`context`, `n`) than inside `r`: once more per doubling
-/// out (an assumption, not earned: left-out cells rarely lie outside the others' range; on a
-/// server with a known timing model, ½ per doubling covered 2 of 4 extrapolated cells).
-pub fn widen(r: Range, context: f64, n: f64) -> f64 {
-    let out = |v: f64, [lo, hi]: [f64; 2]| {
-        if v > hi && hi > 0.0 {
-            (v / hi).log2()
-        } else if v < lo && v > 0.0 {
-            (lo / v).log2()
-        } else {
-            0.0
-        }
-    };
-    1.0 + out(context, r.contexts) + out(n, r.concurrency)
-}
 
 /// The half-width of the twin's 90% interval inside its range, as a fraction of the value
 /// (`ttft`: TTFT's — a prefill cell's apart, `phase` — else tok/s and TBT's); `None` when no
@@ -552,6 +537,7 @@ pub fn table(p: &Prediction) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::twin::Range;
 
     #[test]
     fn intervals_widen_once_per_doubling_outside_the_fitted_range() {
