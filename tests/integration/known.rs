@@ -270,7 +270,7 @@ fn a_twin_of_a_known_server() {
         "{engine_errors:?}"
     );
     // Both runs together (four contexts), one cell in four held out: the intervals earned on
-    // the fitted cells cover at least 80% of the held-out cells' tok/s. Their TTFT is printed,
+    // the fitted cells cover the held-out cells' tok/s as a calibrated 90% interval would. Their TTFT is printed,
     // not held: this server prefills one prompt at a time in its engine, where the twin's
     // decode TTFT is the API server's (seen ±11.6% from 4 left-out cells, 1 of 2 inside).
     let both = dir.path().join("both.toml");
@@ -281,6 +281,14 @@ fn a_twin_of_a_known_server() {
     assert_eq!(fit.code, 0, "{}", fit.stderr);
     eprintln!("known server, both runs: {}{}", fit.stderr, fit.stdout);
     let t: toml::Value = toml::from_str(&std::fs::read_to_string(&both).unwrap()).unwrap();
-    let c = t["holdout"]["covered"].as_float().unwrap();
-    assert!(c >= 0.8, "covered: {c}\n{:#?}", t["holdout"]);
+    // Held to what a true 90% interval achieves 95% of the time over this many cells.
+    let h = &t["holdout"];
+    let n = h["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"].as_str() == Some("per_request_tok_s"))
+        .count();
+    let c = h["covered"].as_float().unwrap();
+    assert!(super::twin::covers_enough(c, n), "{c} of {n}: {h:#?}");
 }

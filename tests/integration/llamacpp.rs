@@ -534,7 +534,7 @@ fn a_twin_fitted_on_four_cells_predicts_four_others() {
         "{inside:?} {doc:#}"
     );
     // Both runs' cells together, every other one held out: the intervals earned on the fitted
-    // half cover at least 80% of the held-out half, tok/s and TTFT (where the fitted half fixes
+    // half cover the held-out half as a calibrated 90% interval would (where the fitted half fixes
     // a TTFT; seen: tok/s ±24.9% from 4 left-out cells, 4 of 4 inside, TTFTs unknown).
     let both = dir.path().join("both.toml");
     let fit = Bench::new(&["fit", "--holdout", "0.5", "--out", both.to_str().unwrap()])
@@ -544,14 +544,17 @@ fn a_twin_fitted_on_four_cells_predicts_four_others() {
     assert_eq!(fit.code, 0, "{}", fit.stderr);
     eprintln!("llama.cpp twin, both runs: {}{}", fit.stderr, fit.stdout);
     let t: toml::Value = toml::from_str(&std::fs::read_to_string(&both).unwrap()).unwrap();
-    for key in ["covered", "ttft_covered"] {
-        let c = t["holdout"].get(key).and_then(toml::Value::as_float);
-        assert!(
-            c.is_none_or(|c| c >= 0.8),
-            "{key}: {c:?}\n{:#?}",
-            t["holdout"]
-        );
-    }
+    // Held to what a true 90% interval achieves 95% of the time over this many cells (2 of
+    // 4; seen 4 of 4).
+    let h = &t["holdout"];
+    let n = h["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"].as_str() == Some("per_request_tok_s"))
+        .count();
+    let c = h["covered"].as_float().unwrap();
+    assert!(super::twin::covers_enough(c, n), "{c} of {n}: {h:#?}");
 }
 
 /// Saturation against the real engine: llama.cpp (4 slots on 2 cores) keeps up with 1
