@@ -126,38 +126,7 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         ));
     }
     if let Some(h) = &t.holdout {
-        for c in h.cells.iter().filter(|c| c.metric != "tbt_ms_p50") {
-            out.info(&format!("  {} {}: {:+.1}%", c.cell, c.metric, c.error_pct));
-        }
-        let cells = h
-            .cells
-            .iter()
-            .filter(|c| c.metric == "per_request_tok_s")
-            .count();
-        out.print(&format!(
-            "held-out error: median {:.1}%, max {:.1}% over {cells} cells{}\n",
-            h.median_pct,
-            h.max_pct,
-            h.ttft_median_pct
-                .map_or(String::new(), |t| format!(" (TTFT median {t:.1}%)"))
-        ));
-        if h.unknown > 0 {
-            out.print(&format!(
-                "{} held-out value(s) left out: the fitted cells do not fix them (predict says unknown)\n",
-                h.unknown
-            ));
-        }
-        if h.fraction > 0.0 {
-            out.print(&format!(
-                "inside their 90% interval: tok/s {:.0}%{}\n",
-                h.covered * 100.0,
-                match (h.ttft_covered, h.ttft_median_pct) {
-                    (Some(c), _) => format!(", TTFT {:.0}%", c * 100.0),
-                    (None, Some(_)) => ", TTFT not judged (no interval earned)".into(),
-                    _ => String::new(),
-                }
-            ));
-        }
+        print_holdout(h, out);
     }
     if t.holdout.as_ref().is_some_and(|h| h.fraction > 0.0) {
         score_by_simulation(&mut t, &runs, &args.out, out);
@@ -167,6 +136,43 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         suggest_next(n, suggest_from, args, &runs, out);
     }
     Ok(0)
+}
+
+/// `fit --holdout`'s figures: each held-out value's error (stderr), then the medians, the
+/// values left out as unknown and the coverage (stdout).
+fn print_holdout(h: &twin::Holdout, out: &Out) {
+    for c in h.cells.iter().filter(|c| c.metric != "tbt_ms_p50") {
+        out.info(&format!("  {} {}: {:+.1}%", c.cell, c.metric, c.error_pct));
+    }
+    let cells = h
+        .cells
+        .iter()
+        .filter(|c| c.metric == "per_request_tok_s")
+        .count();
+    out.print(&format!(
+        "held-out error: median {:.1}%, max {:.1}% over {cells} cells{}\n",
+        h.median_pct,
+        h.max_pct,
+        h.ttft_median_pct
+            .map_or(String::new(), |t| format!(" (TTFT median {t:.1}%)"))
+    ));
+    if h.unknown > 0 {
+        out.print(&format!(
+            "{} held-out value(s) left out: the fitted cells do not fix them (predict says unknown)\n",
+            h.unknown
+        ));
+    }
+    if h.fraction > 0.0 {
+        out.print(&format!(
+            "inside their 90% interval: tok/s {:.0}%{}\n",
+            h.covered * 100.0,
+            match (h.ttft_covered, h.ttft_median_pct) {
+                (Some(c), _) => format!(", TTFT {:.0}%", c * 100.0),
+                (None, Some(_)) => ", TTFT not judged (no interval earned)".into(),
+                _ => String::new(),
+            }
+        ));
+    }
 }
 
 /// `fit --holdout`: score what `predict` prints (the simulation) on the held-out cells, from

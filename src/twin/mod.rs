@@ -15,6 +15,7 @@ pub mod scored;
 pub mod settings;
 pub mod simulate;
 pub mod suggest;
+pub mod table;
 
 use fit::Obs;
 use model::{Params, Predicted};

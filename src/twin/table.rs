@@ -1,0 +1,82 @@
+//! `predict`'s table for people: each cell's values with their 90% intervals and marks
+//! (simulated, extrapolated, phase not fitted), then capacity, what was not predicted, not
+//! identified and not modelled.
+
+use super::predict::{Cell, Prediction};
+
+/// A cell's marks in the table's last column.
+fn marks(c: &Cell) -> String {
+    let mut m = Vec::new();
+    if c.method == "simulated" {
+        m.push("simulated");
+    }
+    if c.extrapolated {
+        m.push("extrapolated");
+    }
+    if !c.phase_fitted && c.known() {
+        m.push("phase not fitted: interval doubled");
+    }
+    m.join(", ")
+}
+
+/// The prediction as a table.
+pub fn table(p: &Prediction) -> String {
+    let iv = &p.intervals;
+    let basis = |name: &str, b: &super::interval::Basis| match b.pct {
+        None => format!("{name}: no interval (no fitted cell could be left out to earn one)"),
+        Some(p) => format!("{name} ±{p:.1}% from {} left-out cell(s)", b.cells),
+    };
+    let mut out = format!(
+        "predicted by the twin (90% intervals inside the fitted range: {}; {}; {}; phases fitted: {})\n\n| Cell | Total tok/s | Per request tok/s | TTFT p50 ms | TBT p50 ms | |\n|---|---|---|---|---|---|\n",
+        basis("tok/s", &iv.tok_s),
+        basis("TTFT", &iv.ttft),
+        basis("prefill TTFT", &iv.prefill_ttft),
+        iv.phases.join(", ")
+    );
+    for c in &p.cells {
+        let f = |m: &str, v: Option<f64>, h: Option<f64>| match (v, h) {
+            _ if c.unknown.contains(&m) => "unknown".into(),
+            (Some(v), Some(h)) => format!("{v} ± {h}"),
+            (Some(v), None) => format!("{v}"),
+            _ => "—".into(),
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} |\n",
+            c.cell,
+            f("total_tok_s", c.total_tok_s, c.interval.total_tok_s),
+            f(
+                "per_request_tok_s",
+                c.per_request_tok_s,
+                c.interval.per_request_tok_s
+            ),
+            f("ttft_ms_p50", c.ttft_ms_p50, c.interval.ttft_ms_p50),
+            f("tbt_ms_p50", c.tbt_ms_p50, c.interval.tbt_ms_p50),
+            marks(c)
+        ));
+    }
+    if let Some(c) = &p.capacity {
+        for at in &c.cells {
+            out.push_str(&format!(
+                "\ncapacity at {} under the SLO: {} {}{}",
+                at.cell,
+                at.value.map_or("none meets it".into(), |v| format!("{v}")),
+                c.search,
+                at.interval.map_or(String::new(), |h| format!(" ± {h}"))
+            ));
+        }
+        out.push('\n');
+    }
+    for n in &p.not_predicted {
+        out.push_str(&format!("\n{n}"));
+    }
+    for n in &p.not_identified {
+        out.push_str(&format!("\nunknown: {n}"));
+    }
+    if !p.not_modelled.is_empty() {
+        out.push_str(&format!(
+            "\nnot modelled (the prediction ignores them): {}",
+            p.not_modelled.join(", ")
+        ));
+    }
+    out
+}
