@@ -214,13 +214,7 @@ fn score_by_simulation(t: &mut twin::Twin, runs: &[crate::rundir::Run], path: &P
 
 /// What the twin's intervals rest on, for people.
 fn intervals_line(iv: &twin::interval::Intervals) -> String {
-    let one = |name: &str, b: &twin::interval::Basis| match b.pct {
-        None => format!("{name}: no interval (no fitted cell could be left out to earn one)"),
-        Some(p) => format!(
-            "{name} ±{p:.1}% from {} left-out cell(s) ({} extrapolated)",
-            b.cells, b.extrapolated
-        ),
-    };
+    let one = |name: &str, b: &twin::interval::Basis| b.describe(name);
     format!(
         "90% intervals inside the fitted range: {}; {}; {}; phases fitted: {}",
         one("tok/s", &iv.tok_s),

@@ -8,7 +8,7 @@ use super::interval::{
     Intervals, covers, known_residuals, leave_one_out as leave_one_out_intervals, phases, range_of,
 };
 use super::model::Params;
-use super::{Holdout, Range, Residual, TWIN_VERSION, Twin, TwinError, quantile, residuals};
+use super::{Holdout, Range, Residual, TWIN_VERSION, Twin, TwinError, residuals};
 use crate::rundir::Run;
 use std::path::Path;
 
@@ -191,10 +191,12 @@ fn basis_of(cells: &[Residual], metric: &str, obs: &[Obs]) -> super::interval::B
         .filter(|c| under(c, obs) == metric)
         .map(|c| c.error_pct.abs())
         .collect();
+    let earned = super::interval::conformal(e.clone());
     super::interval::Basis {
-        pct: (!e.is_empty()).then(|| ((quantile(e.clone(), 0.9).max(0.5)) * 100.0).round() / 100.0),
+        pct: earned.map(|(p, _)| (p.max(0.5) * 100.0).round() / 100.0),
         cells: e.len(),
         extrapolated: 0,
+        level: earned.map_or(0.9, |(_, l)| l),
     }
 }
 

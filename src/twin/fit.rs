@@ -10,6 +10,7 @@ use super::identify::{Design, Designs, first_token_row, prefill_row, step_row};
 use super::lsq::nnls_relative;
 use super::model::{Params, burst};
 use crate::plan::Phase;
+use crate::results::bursts::MIN_TOKEN_S;
 use crate::results::{Record, Status};
 
 /// One measured cell, as the fit sees it.
@@ -80,7 +81,7 @@ impl Obs {
             n,
             output,
             ttft_s: ttft.filter(|x| *x > 0.0),
-            tbt_s: r.tbt_ms.map(|s| s.p50 / 1e3).filter(|x| *x > 0.0),
+            tbt_s: r.tbt_ms.and_then(|s| step_of_tbt(s.p50)),
             // An open loop's arrivals put other requests' prefills into many steps: its
             // median time per token (TBT p50) is the step, its mean is not.
             per_request_tok_s: r.per_request_tok_s.filter(|_| closed),
@@ -89,6 +90,14 @@ impl Obs {
             finished: r.completed as f64,
         })
     }
+}
+
+/// A TBT p50 (ms) as an engine step (s): none when tokens arrived together (under
+/// [`MIN_TOKEN_S`] apart: several SSE events in one read). A real vLLM on a busy CPU delivered
+/// most tokens of a cell at once (TBT p50 0.001 ms); taken as a step, that cell outweighed
+/// every other in the relative fit and set the step's costs to 0.
+pub fn step_of_tbt(p50_ms: f64) -> Option<f64> {
+    Some(p50_ms / 1e3).filter(|x| *x >= MIN_TOKEN_S)
 }
 
 /// The requests in flight on average: the server's count, else the client's, else (a
@@ -351,5 +360,17 @@ mod tests {
         );
         assert!(close(p.api_stream_s, truth.api_stream_s), "{p:?}");
         assert!(close(p.tokenizer_token_s, truth.tokenizer_token_s), "{p:?}");
+        // A cell whose tokens arrived together (TBT p50 at the clock's 1 µs floor, no
+        // per-request tok/s) says nothing of the step: the costs still come back.
+        let coalesced = Obs {
+            tbt_s: step_of_tbt(0.001),
+            per_request_tok_s: None,
+            ..obs[1].clone()
+        };
+        assert_eq!(coalesced.tbt_s, None);
+        obs.push(coalesced);
+        let p = fit(&obs, zero);
+        assert!(close(p.step_s, truth.step_s), "{p:?}");
+        assert_eq!(step_of_tbt(4.0), Some(0.004));
     }
 }

@@ -208,15 +208,5 @@ pub fn residuals(p: &Params, o: &Obs) -> Vec<Residual> {
         .collect()
 }
 
-/// The `q` quantile (0–1) of `v`.
-pub fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let i = ((v.len() - 1) as f64 * q).round() as usize;
-    v[i.min(v.len() - 1)]
-}
-
 pub mod build;
 pub use build::{fit_runs, read_twin, write_twin};

@@ -22,10 +22,7 @@ fn marks(c: &Cell) -> String {
 /// The prediction as a table.
 pub fn table(p: &Prediction) -> String {
     let iv = &p.intervals;
-    let basis = |name: &str, b: &super::interval::Basis| match b.pct {
-        None => format!("{name}: no interval (no fitted cell could be left out to earn one)"),
-        Some(p) => format!("{name} ±{p:.1}% from {} left-out cell(s)", b.cells),
-    };
+    let basis = |name: &str, b: &super::interval::Basis| b.describe(name);
     let mut out = format!(
         "predicted by the twin (90% intervals inside the fitted range: {}; {}; {}; phases fitted: {})\n\n| Cell | Total tok/s | Per request tok/s | TTFT p50 ms | TBT p50 ms | |\n|---|---|---|---|---|---|\n",
         basis("tok/s", &iv.tok_s),
