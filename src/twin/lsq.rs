@@ -205,13 +205,13 @@ mod tests {
             vec![0, 2],
             vec![1, 2],
         ] {
-            if let Some(sub) = solve_subset(&rows, &y, &idx, 3) {
-                if sub.iter().all(|v| *v >= 0.0) {
-                    assert!(
-                        sse <= relative_sse(&rows, &y, &sub) + 1e-12,
-                        "{x:?} vs {sub:?}"
-                    );
-                }
+            if let Some(sub) = solve_subset(&rows, &y, &idx, 3)
+                && sub.iter().all(|v| *v >= 0.0)
+            {
+                assert!(
+                    sse <= relative_sse(&rows, &y, &sub) + 1e-12,
+                    "{x:?} vs {sub:?}"
+                );
             }
         }
         // The fixed cost of a step is what most of these cells spend.
