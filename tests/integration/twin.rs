@@ -27,7 +27,12 @@ pub(super) fn fit_seed(dir: &Dir) -> (PathBuf, super::cli::Done) {
 /// 5% quantile of Binomial(n, 0.9)): a test of calibrated intervals holds this, not 80% of a
 /// handful (7 of 8 fails one run in five with intervals that do cover 90%).
 pub(super) fn min_inside(n: usize) -> usize {
-    let p: f64 = 0.9;
+    min_inside_at(n, 0.9)
+}
+
+/// [`min_inside`] for an interval of level `p` (a twin's `level`: below 9 left-out cells it
+/// earns n/(n + 1), not 90%).
+pub(super) fn min_inside_at(n: usize, p: f64) -> usize {
     let choose = |n: usize, k: usize| (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
     let at_least = |k: usize| -> f64 {
         (k..=n)
@@ -49,6 +54,8 @@ fn a_calibrated_interval_is_held_to_the_binomial_floor() {
     assert_eq!(min_inside(4), 2);
     assert_eq!(min_inside(2), 1);
     assert_eq!(min_inside(30), 24);
+    // P(X ≥ 2 | n = 4, p = 0.8) = 0.973, P(X ≥ 3) = 0.819.
+    assert_eq!(min_inside_at(4, 0.8), 2);
 }
 
 /// `predict SPEC --twin TWIN --format json`, parsed.
