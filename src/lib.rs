@@ -31,6 +31,7 @@ pub mod run;
 pub mod rundir;
 pub mod sim;
 pub mod spec;
+pub mod telemetry;
 pub mod twin;
 
 /// Any error that ends a command.

@@ -1,5 +1,5 @@
 //! Measuring one runnable cell: its kind's measurement (prefill, decode, load), its ticks
-//! forwarded as events, and the engine and GPUs watched around it (`observe`).
+//! forwarded as events, and the engine and GPUs watched around it (`crate::telemetry`).
 
 use super::{Event, cell};
 use crate::plan::{self, Measure};
@@ -19,7 +19,7 @@ pub(super) async fn measure(
     let rec = measure_only(cx, c, rec, on).await;
     let fraction = cx.workload.validity.min_active_fraction;
     cx.observer
-        .finish(watching, &cx.marks, rec, fraction, on)
+        .finish(watching, &cx.marks, rec, fraction, &|n| on(Event::Note(n)))
         .await
 }
 

@@ -12,7 +12,6 @@ pub use error::{EngineError, RunError};
 mod interrupt;
 pub use interrupt::Interrupt;
 mod measure;
-pub mod observe;
 mod open;
 mod probe;
 mod prompt;

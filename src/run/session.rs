@@ -6,12 +6,13 @@
 
 use super::engine::{EngineSide, manifest};
 use super::{
-    Event, Interrupt, RunError, RunOptions, RunSummary, Start, cell, cells, dataset, observe,
-    probe, select, trace,
+    Event, Interrupt, RunError, RunOptions, RunSummary, Start, cell, cells, dataset, probe, select,
+    trace,
 };
 use crate::client::local::LocalTokenizer;
 use crate::plan::{Plan, RunConfig};
 use crate::rundir::{Manifest, Resumed, RunDir};
+use crate::telemetry::Observer;
 use std::sync::Arc;
 
 /// What every part of a run shares.
@@ -58,7 +59,7 @@ impl Session<'_> {
             ..RunSummary::default()
         };
         let (observer, gpu_warnings) =
-            observe::Observer::start(&spec_engine.watch, &engine.client, on).await;
+            Observer::start(&spec_engine.watch, &engine.client, &|n| on(Event::Note(n))).await;
         let start = Start {
             gpu_warnings,
             client_threads: self.probe.threads() as u32,
@@ -91,7 +92,7 @@ impl Session<'_> {
         &self,
         engine: &mut EngineSide,
         (plan, manifest, numbering): (&Plan, &Manifest, (usize, Option<usize>)),
-        observer: observe::Observer,
+        observer: Observer,
         summary: &mut RunSummary,
     ) -> Result<(), RunError> {
         super::keep_twin(self.config, self.dir)?;

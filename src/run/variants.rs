@@ -8,7 +8,7 @@ use super::engine::EngineSide;
 use super::engine::manifest;
 use super::error::EngineError;
 use super::session::Session;
-use super::{Event, RunError, RunSummary, Start, observe};
+use super::{Event, RunError, RunSummary, Start};
 use crate::plan::{self, Cell, EngineConfig, Plan};
 use crate::results::{Record, Status, record::utc_now};
 use crate::rundir::{Manifest, Resumed, RunDir};
@@ -162,7 +162,11 @@ impl One<'_, '_> {
                 .collect(),
             ..expanded
         };
-        let (observer, warnings) = observe::Observer::start(&v.watch, &engine.client, up.on).await;
+        let (observer, warnings) =
+            crate::telemetry::Observer::start(&v.watch, &engine.client, &|n| {
+                (up.on)(Event::Note(n))
+            })
+            .await;
         for w in warnings {
             (up.on)(Event::Note(format!("variant `{}`: {w}", self.name)));
         }
