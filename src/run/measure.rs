@@ -1,7 +1,8 @@
 //! Measuring one runnable cell: its kind's measurement (prefill, decode, load), its ticks
 //! forwarded as events, and the engine and GPUs watched around it (`crate::telemetry`).
 
-use super::{Event, cell};
+use super::cell;
+use super::event::Event;
 use crate::plan::{self, Measure};
 use crate::results::Record;
 use std::sync::Arc;

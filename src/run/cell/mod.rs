@@ -52,7 +52,7 @@ pub struct Ctx {
     pub marks: std::sync::Arc<crate::telemetry::Marks>,
     /// `--start-at` when the run's first cell is a load cell: it sends its first request at
     /// that instant, its prompts made (taken by that cell).
-    pub first_arrival_at: std::sync::Mutex<Option<super::StartAt>>,
+    pub first_arrival_at: std::sync::Mutex<Option<super::start_at::StartAt>>,
 }
 
 impl Ctx {

@@ -8,7 +8,7 @@
 use crate::client::Client;
 use crate::plan::LaunchConfig;
 use crate::plan::vocab::Span;
-use crate::run::{EngineError, RunError};
+use crate::run::error::{EngineError, RunError};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 use crate::client::Client;
 use crate::plan::{EngineConfig, RunConfig};
 use crate::results::record::utc_now;
-use crate::run::EngineError;
+use crate::run::error::EngineError;
 use crate::rundir::{Manifest, RunDir, RunDirError, spec_sha256};
 use serde_json::Value;
 

@@ -4,7 +4,9 @@
 pub mod launch;
 pub mod manifest;
 
-use super::{EngineError, Event, Interrupt, RunError};
+use super::error::{EngineError, RunError};
+use super::event::Event;
+use super::interrupt::Interrupt;
 use crate::client::{self, local::LocalTokenizer};
 use crate::plan::{EngineConfig, LaunchConfig};
 use std::path::PathBuf;
