@@ -1,7 +1,7 @@
 //! The layering docs/architecture.md states, read from the source tree: telemetry imports
-//! nothing of `run` (its notes go back through a callback), and no module under `src/run/`
-//! imports an item defined in `run/mod.rs` itself (an arrow back up to the entry point: the
-//! shared types live in files of their own).
+//! nothing of `run` (its notes go back through a callback), `plan` knows nothing of the run
+//! directory, and no module under `src/run/` imports an item defined in `run/mod.rs` itself
+//! (an arrow back up to the entry point: the shared types live in files of their own).
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +50,11 @@ fn naming(module: &str, target: &str) -> Vec<String> {
 #[test]
 fn telemetry_imports_nothing_of_run() {
     assert_eq!(naming("telemetry", "run"), Vec::<String>::new());
+}
+
+#[test]
+fn plan_knows_nothing_of_the_run_directory() {
+    assert_eq!(naming("plan", "rundir"), Vec::<String>::new());
 }
 
 /// The names `run/mod.rs` defines itself (not those it re-exports).

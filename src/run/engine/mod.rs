@@ -126,7 +126,7 @@ impl EngineSide {
         let logs: Vec<String> = which
             .iter()
             .map(|&i| {
-                let log = self.launches[i].replica.log();
+                let log = launch::log_name(&self.launches[i]);
                 self.out.join(log).display().to_string()
             })
             .collect();
@@ -235,7 +235,7 @@ impl EngineSide {
         if !restart {
             return Err(EngineError::Exited {
                 which: name(first),
-                log: self.launches[first].replica.log(),
+                log: launch::log_name(&self.launches[first]),
                 status,
                 cell: cell.to_string(),
                 tail,
