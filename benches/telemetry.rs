@@ -14,7 +14,7 @@
 //! Run: `cargo bench --bench telemetry` (about a minute); `BENCH_TELEMETRY_QUICK=1` runs 1
 //! repeat of 4 s.
 
-use benchspec::run::observe::{self, prom::Scrape, server, server::Scrapes};
+use benchspec::telemetry::{self, prom::Scrape, server, server::Scrapes};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -216,10 +216,10 @@ fn http_scrapes(port: u16) -> f64 {
             .map_or(0.0, |t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
     };
     rt.block_on(async {
-        let warm = observe::scrape(&client).await.map_or(0, |s| s.samples.len());
+        let warm = telemetry::scrape(&client).await.map_or(0, |s| s.samples.len());
         let (n, t0) = (500, cpu());
         for _ in 0..n {
-            std::hint::black_box(observe::scrape(&client).await);
+            std::hint::black_box(telemetry::scrape(&client).await);
         }
         let us = (cpu() - t0) / f64::from(n) * 1e6;
         println!(

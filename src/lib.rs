@@ -1,9 +1,11 @@
 //! benchspec: benchmark LLM serving engines from a checked-in spec.
 //!
-//! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks
-//! a spec; [`plan`] expands it into cells; [`run`] measures them and [`results`] keeps the
-//! records; [`report`] renders them; [`history`] keeps runs for trends; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each stage has its own error type; [`Error`] joins
-//! them and maps each to the exit code docs/cli.md gives it.
+//! The pipeline reads top to bottom: [`cli`] parses the command line; [`spec`] reads and checks a
+//! spec; [`plan`] expands it into cells; [`run`] measures them (with [`telemetry`] watching the
+//! engine and GPUs) and [`results`] keeps the records; [`report`] renders them; [`history`] keeps
+//! runs for trends; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each
+//! stage has its own error type; [`Error`] joins them and maps each to the exit code docs/cli.md
+//! gives it.
 
 /// A recorded real-vLLM file of `tests/fixtures/vllm/`, for the tests that hold the client and
 /// the simulator to the engine's own bytes.
@@ -31,6 +33,7 @@ pub mod run;
 pub mod rundir;
 pub mod sim;
 pub mod spec;
+pub mod telemetry;
 pub mod twin;
 
 /// Any error that ends a command.

@@ -208,7 +208,7 @@ fn engine_kind(a: &Answers, entry: &Value) -> (EngineKind, String) {
             EngineKind::Sglang,
             "SGLang's `/get_server_info` and `/metrics`",
         )
-    } else if crate::run::observe::trtllm::is_iteration_stats(metrics) {
+    } else if crate::telemetry::trtllm::is_iteration_stats(metrics) {
         found(
             EngineKind::Trtllm,
             "TensorRT-LLM's iteration statistics on `/metrics`",

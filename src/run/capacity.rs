@@ -7,7 +7,9 @@
 
 use super::cells::Cells;
 use super::engine::EngineSide;
-use super::{Event, RunError, RunSummary};
+use super::error::RunError;
+use super::event::Event;
+use super::options::RunSummary;
 use crate::plan::vocab::SearchAxis;
 use crate::plan::{Cell, Search};
 use crate::results::{CapacityBound, Record, Status, record::utc_now};

@@ -2,9 +2,14 @@
 //! its requests and record appended as it ends, a stop request answered between and within
 //! cells, and a launched engine that died failing the cell it died in.
 
+use super::cell;
 use super::engine::EngineSide;
 use super::engine::manifest;
-use super::{Event, Interrupt, RunError, RunSummary, cell, measure};
+use super::error::RunError;
+use super::event::Event;
+use super::interrupt::Interrupt;
+use super::measure::measure;
+use super::options::RunSummary;
 use crate::plan::RunConfig;
 use crate::plan::vocab::KvOverflow;
 use crate::plan::{Cell, Plan};

@@ -1,7 +1,8 @@
 //! Measuring one runnable cell: its kind's measurement (prefill, decode, load), its ticks
-//! forwarded as events, and the engine and GPUs watched around it (`observe`).
+//! forwarded as events, and the engine and GPUs watched around it (`crate::telemetry`).
 
-use super::{Event, cell};
+use super::cell;
+use super::event::Event;
 use crate::plan::{self, Measure};
 use crate::results::Record;
 use std::sync::Arc;
@@ -19,7 +20,7 @@ pub(super) async fn measure(
     let rec = measure_only(cx, c, rec, on).await;
     let fraction = cx.workload.validity.min_active_fraction;
     cx.observer
-        .finish(watching, &cx.marks, rec, fraction, on)
+        .finish(watching, &cx.marks, rec, fraction, &|n| on(Event::Note(n)))
         .await
 }
 

@@ -2,7 +2,7 @@
 //! [`Plan::shard`]) and to the `--only` glob over cell ids. The glob is read as a shell
 //! reads one: `*`, `?`, `[…]` and `{a,b}`.
 
-use super::RunOptions;
+use super::options::RunOptions;
 use crate::plan::{Plan, PlanError};
 
 /// The plan cut to `--only` and `--shard`.

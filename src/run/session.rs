@@ -5,13 +5,18 @@
 //! engine down. Variants go through [`Session::variants`].
 
 use super::engine::{EngineSide, manifest};
-use super::{
-    Event, Interrupt, RunError, RunOptions, RunSummary, Start, cell, cells, dataset, observe,
-    probe, select, trace,
-};
+use super::error::RunError;
+use super::event::Event;
+use super::interrupt::Interrupt;
+use super::options::{RunOptions, RunSummary};
+use super::select::select;
+use super::start::{Start, dataset, keep_twin, shard_flags, trace};
+use super::start_at::StartAt;
+use super::{cell, cells, probe};
 use crate::client::local::LocalTokenizer;
 use crate::plan::{Plan, RunConfig};
 use crate::rundir::{Manifest, Resumed, RunDir};
+use crate::telemetry::Observer;
 use std::sync::Arc;
 
 /// What every part of a run shares.
@@ -58,7 +63,7 @@ impl Session<'_> {
             ..RunSummary::default()
         };
         let (observer, gpu_warnings) =
-            observe::Observer::start(&spec_engine.watch, &engine.client, on).await;
+            Observer::start(&spec_engine.watch, &engine.client, &|n| on(Event::Note(n))).await;
         let start = Start {
             gpu_warnings,
             client_threads: self.probe.threads() as u32,
@@ -91,10 +96,10 @@ impl Session<'_> {
         &self,
         engine: &mut EngineSide,
         (plan, manifest, numbering): (&Plan, &Manifest, (usize, Option<usize>)),
-        observer: observe::Observer,
+        observer: Observer,
         summary: &mut RunSummary,
     ) -> Result<(), RunError> {
-        super::keep_twin(self.config, self.dir)?;
+        keep_twin(self.config, self.dir)?;
         let first_arrival_at = self.start_at(plan, numbering.0 == 0).await?;
         let cells = cells::Cells {
             config: self.config,
@@ -116,14 +121,14 @@ impl Session<'_> {
             interrupt: self.interrupt,
             on: self.on,
             numbering,
-            shard_flags: super::shard_flags(plan),
+            shard_flags: shard_flags(plan),
         };
         cells.all(plan, engine, summary).await
     }
 
     /// `--start-at` before the run's `first` cells: waited for here, or, when the first cell
     /// is a load cell, returned for that cell to send its first request at.
-    async fn start_at(&self, plan: &Plan, first: bool) -> Result<Option<super::StartAt>, RunError> {
+    async fn start_at(&self, plan: &Plan, first: bool) -> Result<Option<StartAt>, RunError> {
         let Some(at) = self.opts.start_at.as_ref().filter(|_| first) else {
             return Ok(None);
         };

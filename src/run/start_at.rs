@@ -9,7 +9,9 @@
 //! once). A time more than [`LATE_OK_S`] in the past is refused; the wait ends early on a
 //! stop request (Ctrl-C, SIGTERM).
 
-use super::{Event, Interrupt, RunError};
+use super::error::RunError;
+use super::event::Event;
+use super::interrupt::Interrupt;
 use std::time::Duration;
 
 /// How far in the past a start instant may be and still be taken (a scheduler starts the

@@ -7,8 +7,11 @@
 use super::engine::EngineSide;
 use super::engine::manifest;
 use super::error::EngineError;
+use super::error::RunError;
+use super::event::Event;
+use super::options::RunSummary;
 use super::session::Session;
-use super::{Event, RunError, RunSummary, Start, observe};
+use super::start::Start;
 use crate::plan::{self, Cell, EngineConfig, Plan};
 use crate::results::{Record, Status, record::utc_now};
 use crate::rundir::{Manifest, Resumed, RunDir};
@@ -21,7 +24,7 @@ impl Session<'_> {
         variants: &[EngineConfig],
         earlier: Option<Resumed>,
     ) -> Result<RunSummary, RunError> {
-        let full = super::select(self.config.plan(), self.opts);
+        let full = super::select::select(self.config.plan(), self.opts);
         let mut summary = RunSummary {
             out: self.dir.path().to_path_buf(),
             ..RunSummary::default()
@@ -162,7 +165,11 @@ impl One<'_, '_> {
                 .collect(),
             ..expanded
         };
-        let (observer, warnings) = observe::Observer::start(&v.watch, &engine.client, up.on).await;
+        let (observer, warnings) =
+            crate::telemetry::Observer::start(&v.watch, &engine.client, &|n| {
+                (up.on)(Event::Note(n))
+            })
+            .await;
         for w in warnings {
             (up.on)(Event::Note(format!("variant `{}`: {w}", self.name)));
         }

@@ -369,3 +369,20 @@ fn default_dir(spec_path: &str) -> PathBuf {
     }
     candidate
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn engine_logs_are_named_by_replica_and_recognised() {
+        assert_eq!(super::engine_log(0, 1), "engine.log");
+        for index in 0..3 {
+            let name = super::engine_log(index, 3);
+            assert_eq!(name, format!("engine-{index}.log"));
+            assert!(super::is_engine_log(&name), "{name}");
+        }
+        assert!(super::is_engine_log(&super::engine_log(0, 1)));
+        for other in ["engine-.log", "engine-x.log", "engine.txt", "results.jsonl"] {
+            assert!(!super::is_engine_log(other), "{other}");
+        }
+    }
+}

@@ -19,6 +19,7 @@ mod init;
 mod interop;
 mod known;
 mod launch;
+mod layers;
 mod llamacpp;
 mod merge;
 mod merge_split;

@@ -42,11 +42,6 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// The file its output goes to in the run directory.
-    pub fn log(&self) -> String {
-        crate::rundir::engine_log(self.index, self.of)
-    }
-
     /// What benchspec sets itself, else what `env` holds.
     fn var(&self, name: &str, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
         match name {
@@ -240,9 +235,7 @@ mod tests {
                 Some(vec![("CUDA_VISIBLE_DEVICES".into(), index.to_string())])
             );
             assert_eq!(got.map(|l| l.secrets.len()), Some(0), "a port is no secret");
-            assert_eq!(r.log(), format!("engine-{index}.log"));
         }
-        assert_eq!(ONE.log(), "engine.log");
     }
 
     #[test]

@@ -47,12 +47,12 @@ pub struct Ctx {
     /// The run directory, where a stopped replay leaves how far it got.
     pub out: Option<std::path::PathBuf>,
     /// The engine and GPU watcher.
-    pub observer: super::observe::Observer,
+    pub observer: crate::telemetry::Observer,
     /// The measured window of the cell in progress, marked for the observer.
-    pub marks: std::sync::Arc<super::observe::Marks>,
+    pub marks: std::sync::Arc<crate::telemetry::Marks>,
     /// `--start-at` when the run's first cell is a load cell: it sends its first request at
     /// that instant, its prompts made (taken by that cell).
-    pub first_arrival_at: std::sync::Mutex<Option<super::StartAt>>,
+    pub first_arrival_at: std::sync::Mutex<Option<super::start_at::StartAt>>,
 }
 
 impl Ctx {
@@ -67,7 +67,7 @@ impl Ctx {
             dataset: None,
             trace: None,
             out: None,
-            observer: super::observe::Observer::none(),
+            observer: crate::telemetry::Observer::none(),
             marks: std::sync::Arc::default(),
             first_arrival_at: std::sync::Mutex::new(None),
         }

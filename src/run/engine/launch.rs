@@ -8,7 +8,7 @@
 use crate::client::Client;
 use crate::plan::LaunchConfig;
 use crate::plan::vocab::Span;
-use crate::run::{EngineError, RunError};
+use crate::run::error::{EngineError, RunError};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::path::{Path, PathBuf};
@@ -68,6 +68,12 @@ fn host_port(url: &str) -> Option<(String, u16)> {
     Some((host.to_string(), port))
 }
 
+/// The file the output of `launch`'s replica goes to in the run directory (`rundir` names
+/// it: `engine.log`, or `engine-<i>.log` for each of several replicas).
+pub fn log_name(launch: &LaunchConfig) -> String {
+    crate::rundir::engine_log(launch.replica.index, launch.replica.of)
+}
+
 /// The last `n` lines of the engine's log, for error messages.
 pub fn log_tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -80,7 +86,7 @@ impl Engine {
     /// `engine-<i>.log`).
     pub fn start(launch: &LaunchConfig, out: &Path) -> Result<Engine, RunError> {
         let program = &launch.program;
-        let log = out.join(launch.replica.log());
+        let log = out.join(log_name(launch));
         let io = |source| {
             RunError::RunDir(crate::rundir::RunDirError::Write {
                 path: log.clone(),

@@ -5,7 +5,7 @@
 use crate::client::Client;
 use crate::plan::{EngineConfig, RunConfig};
 use crate::results::record::utc_now;
-use crate::run::EngineError;
+use crate::run::error::EngineError;
 use crate::rundir::{Manifest, RunDir, RunDirError, spec_sha256};
 use serde_json::Value;
 
@@ -116,13 +116,13 @@ async fn kv_tokens(client: &Client) -> Option<u64> {
         .get_text("/metrics", std::time::Duration::from_secs(30))
         .await
     {
-        if crate::run::observe::trtllm::is_iteration_stats(&text) {
-            if let Some(kv) = crate::run::observe::trtllm::kv_tokens(&text) {
+        if crate::telemetry::trtllm::is_iteration_stats(&text) {
+            if let Some(kv) = crate::telemetry::trtllm::kv_tokens(&text) {
                 return Some(kv);
             }
         } else {
-            let scrape = crate::run::observe::prom::Scrape::new(tokio::time::Instant::now(), &text);
-            if let Some(kv) = crate::run::observe::server::vllm_kv_tokens(&scrape) {
+            let scrape = crate::telemetry::prom::Scrape::new(tokio::time::Instant::now(), &text);
+            if let Some(kv) = crate::telemetry::server::vllm_kv_tokens(&scrape) {
                 return Some(kv);
             }
         }

@@ -4,7 +4,9 @@
 pub mod launch;
 pub mod manifest;
 
-use super::{EngineError, Event, Interrupt, RunError};
+use super::error::{EngineError, RunError};
+use super::event::Event;
+use super::interrupt::Interrupt;
 use crate::client::{self, local::LocalTokenizer};
 use crate::plan::{EngineConfig, LaunchConfig};
 use std::path::PathBuf;
@@ -124,7 +126,7 @@ impl EngineSide {
         let logs: Vec<String> = which
             .iter()
             .map(|&i| {
-                let log = self.launches[i].replica.log();
+                let log = launch::log_name(&self.launches[i]);
                 self.out.join(log).display().to_string()
             })
             .collect();
@@ -233,7 +235,7 @@ impl EngineSide {
         if !restart {
             return Err(EngineError::Exited {
                 which: name(first),
-                log: self.launches[first].replica.log(),
+                log: launch::log_name(&self.launches[first]),
                 status,
                 cell: cell.to_string(),
                 tail,

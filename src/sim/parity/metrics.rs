@@ -2,7 +2,7 @@
 //! vLLM 0.32's.
 
 use super::{call, json, shape, sim};
-use crate::run::observe::server::wanted;
+use crate::telemetry::server::wanted;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,7 +26,7 @@ fn families(text: &str) -> BTreeMap<String, Family> {
             }
         }
     }
-    for sample in crate::run::observe::prom::parse(text) {
+    for sample in crate::telemetry::prom::parse(text) {
         let name = sample.name.as_str();
         if !name.starts_with("vllm:") {
             continue;
@@ -103,7 +103,7 @@ async fn metrics_are_vllms_names_types_labels_and_buckets() {
     }
     assert_eq!(served.len(), 16, "{served:#?}");
     // Units: a ratio of 0 to 1, seconds (one request of a few milliseconds on `tiny`).
-    let samples = crate::run::observe::prom::parse(&text);
+    let samples = crate::telemetry::prom::parse(&text);
     let value = |n: &str| samples.iter().find(|s| s.name == n).map(|s| s.value);
     assert!(value("vllm:kv_cache_usage_perc").is_some_and(|v| (0.0..=1.0).contains(&v)));
     let ttft = value("vllm:time_to_first_token_seconds_sum");

@@ -4,6 +4,8 @@
 //! statistics read by `trtllm.rs`), GPU samples for the whole run (`gpu.rs`), and the window
 //! marks a decode cell sets so that both are read over the measured window. What is seen
 //! becomes record fields and validity reasons; a missing endpoint is a note, never a failure.
+//! Notes go to the caller through a [`NoteSink`]; this module knows nothing of the run that
+//! calls it.
 
 mod fleet;
 pub mod gpu;
@@ -14,7 +16,6 @@ pub mod trtllm;
 #[cfg(test)]
 mod watch_tests;
 
-use super::Event;
 use crate::client::Client;
 use crate::plan::Phase;
 use crate::plan::Watch;
@@ -26,6 +27,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
+
+/// Where telemetry says what it could not see (a `/metrics` with no known names, a GPU source
+/// that gave no samples): one line for the caller to show. A note, never a failure.
+pub type NoteSink<'a> = dyn Fn(String) + Sync + 'a;
 
 /// The measured window of the cell in progress, as the cell marks it.
 #[derive(Debug, Default)]
@@ -202,11 +207,11 @@ fn hardware_warnings(watch: &Watch, samples: &[gpu::Reading]) -> Vec<String> {
 impl Observer {
     /// Start watching what `watch` asks for against `client`: the GPU source (waiting up to
     /// a second and a half for its first samples). Returns the observer and the warnings for
-    /// the manifest; what is not found is said through `on`.
+    /// the manifest; what is not found is said through `note`.
     pub async fn start(
         watch: &Watch,
         client: &Client,
-        on: &(dyn Fn(Event) + Sync),
+        note: &NoteSink<'_>,
     ) -> (Observer, Vec<String>) {
         let t = &watch.telemetry;
         let samples = gpu::Readings::default();
@@ -220,7 +225,7 @@ impl Observer {
             GpuSource::NvidiaSmi => {
                 let f = smi().map(|c| Feed::Smi { _child: c });
                 if f.is_none() {
-                    on(Event::Note("`telemetry.gpu` is `nvidia-smi` but it is not on PATH (or did not start): no GPU telemetry".into()));
+                    note("`telemetry.gpu` is `nvidia-smi` but it is not on PATH (or did not start): no GPU telemetry".into());
                 }
                 f
             }
@@ -237,9 +242,7 @@ impl Observer {
             }
             match samples.lock() {
                 Ok(v) if !v.is_empty() => warnings = hardware_warnings(watch, &v),
-                _ => on(Event::Note(
-                    "the GPU telemetry source gave no samples yet".into(),
-                )),
+                _ => note("the GPU telemetry source gave no samples yet".into()),
             }
         }
         let observer = Observer {
@@ -323,7 +326,7 @@ impl Observer {
         marks: &Marks,
         mut rec: Record,
         min_active_fraction: f64,
-        on: &(dyn Fn(Event) + Sync),
+        note: &NoteSink<'_>,
     ) -> Record {
         let _ = w.stop.send(true);
         let during = match w.task {
@@ -347,10 +350,10 @@ impl Observer {
                     rec.server = Some(seen.server);
                     fleet::rows(&mut rec, &each);
                 }
-                None => self.note_once(on, "the engine's `/metrics` has none of the names benchspec knows (vllm:, sglang:, llamacpp:, or trtllm-serve's iteration statistics with `enable_iter_perf_stats`): no server-side fields"),
+                None => self.note_once(note, "the engine's `/metrics` has none of the names benchspec knows (vllm:, sglang:, llamacpp:, or trtllm-serve's iteration statistics with `enable_iter_perf_stats`): no server-side fields"),
             }
         } else if !self.clients.is_empty() {
-            self.note_once(on, "the engine does not serve `/metrics`: no server-side fields (`telemetry.server: false` stops asking)");
+            self.note_once(note, "the engine does not serve `/metrics`: no server-side fields (`telemetry.server: false` stops asking)");
         }
         self.gpu_fields(&mut rec, open, close);
         rec
@@ -377,9 +380,9 @@ impl Observer {
         rec.gpu = Some(gpus);
     }
 
-    fn note_once(&self, on: &(dyn Fn(Event) + Sync), what: &str) {
+    fn note_once(&self, note: &NoteSink<'_>, what: &str) {
         if !self.noted.swap(true, Ordering::Relaxed) {
-            on(Event::Note(what.to_string()));
+            note(what.to_string());
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::client::Api;
 use crate::client::replay::{Answer, replaying};
 use crate::results::ServerUse;
 
-const METRICS: &str = include_str!("../../../tests/fixtures/vllm/metrics-after.txt");
+const METRICS: &str = include_str!("../../tests/fixtures/vllm/metrics-after.txt");
 
 const PREFILL: &str = r#"{"schema":"benchspec.result.v1","cell":"prefill/4K","phase":"prefill","context":4096,"concurrency":1,"status":"valid","reasons":[],"started_at":"2026-12-02T10:00:00Z","measured_s":0.005,"prompt_tokens":4096,"output_tokens":null,"token_source":null,"total_tok_s":null,"per_request_tok_s":null,"avg_active":null,"requests_started":1,"completed":1,"errors":0,"error_kinds":{},"ttft_ms":null,"tbt_ms":null,"prefill_tok_s":null,"labels":{},"server_prompt_tokens":null}"#;
 
