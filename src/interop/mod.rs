@@ -106,16 +106,6 @@ pub enum InteropError {
     },
 }
 
-impl InteropError {
-    /// 2 for unreadable or malformed input, else the run directory's code.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            InteropError::RunDir(e) => e.exit_code(),
-            _ => 2,
-        }
-    }
-}
-
 /// One benchmark of a peer's file: one load level, as the peer measured it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PeerBenchmark {

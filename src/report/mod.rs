@@ -77,17 +77,6 @@ pub enum ReportError {
     CompareUsage(String),
 }
 
-impl ReportError {
-    /// Exit code: 2, the input must change (docs/cli.md); 1 when an output cannot be written.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            ReportError::Write { .. } => 1,
-            ReportError::RunDir(e) => e.exit_code(),
-            _ => 2,
-        }
-    }
-}
-
 /// Read the run directory at `path` for a report.
 pub fn load(path: &Path) -> Result<Run, ReportError> {
     Ok(RunDir::open(path)?.load()?)

@@ -68,18 +68,6 @@ pub enum RunError {
 }
 
 impl RunError {
-    /// Exit code: 3 for the engine, 2 for what the user must change first.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RunError::Engine(_) | RunError::Config(_) | RunError::EngineLost { .. } => 3,
-            RunError::RunDir(_)
-            | RunError::Dataset(_)
-            | RunError::Trace(_)
-            | RunError::Tokenizer(_) => 2,
-            RunError::Interrupted { .. } | RunError::InterruptedEarly { .. } => 1,
-        }
-    }
-
     /// The run directory that holds what was measured before the run stopped, when known.
     pub fn run_dir(&self) -> Option<&std::path::Path> {
         match self {

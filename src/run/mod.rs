@@ -116,13 +116,6 @@ pub struct RunSummary {
     pub skipped: usize,
 }
 
-impl RunSummary {
-    /// 0 when every measured cell is valid, else 1 (docs/cli.md).
-    pub fn exit_code(&self) -> i32 {
-        if self.invalid + self.failed > 0 { 1 } else { 0 }
-    }
-}
-
 /// Run `config` to the end, or until `interrupt` is requested.
 pub fn run(
     config: &RunConfig,

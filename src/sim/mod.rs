@@ -56,16 +56,6 @@ pub enum SimError {
     },
 }
 
-impl SimError {
-    /// The exit code: 2 for a bad name, 3 when the engine cannot be started.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            SimError::UnknownProfile { .. } | SimError::Twin { .. } => 2,
-            SimError::Bind { .. } => 3,
-        }
-    }
-}
-
 /// The profile called `name`, or an error listing the known ones.
 pub fn find_profile(name: &str) -> Result<profile::Profile, SimError> {
     profile::profile(name).ok_or_else(|| SimError::UnknownProfile {
