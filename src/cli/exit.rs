@@ -92,7 +92,12 @@ impl Exits for RunError {
         match self {
             RunError::Engine(_) | RunError::Config(_) | RunError::EngineLost { .. } => Exit::Engine,
             RunError::RunDir(e) => e.exit(),
-            RunError::Dataset(_) | RunError::Trace(_) | RunError::Tokenizer(_) => Exit::BadInput,
+            RunError::Dataset(_)
+            | RunError::Trace(_)
+            | RunError::Tokenizer(_)
+            | RunError::StartAtSpan(_)
+            | RunError::StartAtInstant(_)
+            | RunError::StartAtPast { .. } => Exit::BadInput,
             RunError::Interrupted { .. } | RunError::InterruptedEarly { .. } => Exit::Findings,
         }
     }
@@ -101,7 +106,10 @@ impl Exits for RunError {
 impl Exits for SimError {
     fn exit(&self) -> Exit {
         match self {
-            SimError::UnknownProfile { .. } | SimError::Twin { .. } => Exit::BadInput,
+            SimError::UnknownProfile { .. }
+            | SimError::Twin { .. }
+            | SimError::TwinParams(_)
+            | SimError::TwinCost { .. } => Exit::BadInput,
             SimError::Bind { .. } => Exit::Engine,
         }
     }

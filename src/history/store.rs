@@ -23,19 +23,22 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// One connection to the PostgreSQL server at `url`, within [`CONNECT_TIMEOUT`], closed again:
 /// what the driver says when it fails (connection refused, authentication failed, no such
 /// database) — the pool would retry until its own timeout and only say that it timed out.
-async fn probe(url: &str) -> std::result::Result<(), String> {
+/// `target` is the database as shown in messages.
+async fn probe(url: &str, target: String) -> Result<()> {
     use sqlx::Connection;
-    match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(url)).await {
-        Ok(Ok(c)) => {
-            let _ = c.close().await;
-            Ok(())
-        }
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!(
-            "no answer within {} s: is the server up, and its host and port right?",
-            CONNECT_TIMEOUT.as_secs()
-        )),
-    }
+    let message =
+        match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(url)).await {
+            Ok(Ok(c)) => {
+                let _ = c.close().await;
+                return Ok(());
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!(
+                "no answer within {} s: is the server up, and its host and port right?",
+                CONNECT_TIMEOUT.as_secs()
+            ),
+        };
+    Err(HistoryError::Open { target, message })
 }
 
 /// What adding a run did.
@@ -85,7 +88,7 @@ impl Store {
                     std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
                 }
             }
-            Target::Postgres(url) => probe(url).await.map_err(open_err)?,
+            Target::Postgres(url) => probe(url, target.shown()).await?,
         }
         // One connection to an SQLite file (its busy timeout set once, writes in order).
         let (connections, wait) = match target {

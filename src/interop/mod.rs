@@ -96,6 +96,10 @@ pub enum InteropError {
         "`{0}` exists and is not empty: `import` writes a new run directory; choose an empty or new `--out` folder"
     )]
     NotEmpty(PathBuf),
+    /// A peer's file lacks what its tool writes: what is missing (`read_file` names the file
+    /// and the tool).
+    #[error("{0}")]
+    Shape(&'static str),
     /// An exported file could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -182,9 +186,9 @@ pub fn read(tool: Tool, path: &Path) -> Result<PeerRun, InteropError> {
                 what(tool)
             ),
         })?;
-    let bad = |message: String| InteropError::Format {
+    let bad = |e: InteropError| InteropError::Format {
         path: path.to_path_buf(),
-        message: format!("{message}: `import {}` reads {}", tool.as_str(), what(tool)),
+        message: format!("{e}: `import {}` reads {}", tool.as_str(), what(tool)),
     };
     match tool {
         Tool::Guidellm => guidellm::read(&value).map_err(bad),

@@ -46,6 +46,19 @@ pub enum SimError {
         /// Why.
         why: String,
     },
+    /// A twin file's `[params]` cannot be read (the file is named by the caller).
+    #[error("{0}")]
+    TwinParams(String),
+    /// A cost in a twin file's `[params]` is negative or not a number.
+    #[error(
+        "a cost in [params] is negative or not a number: {name} = {value}; fit the twin again (`benchspec fit`) or correct that line"
+    )]
+    TwinCost {
+        /// The parameter.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
