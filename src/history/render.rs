@@ -5,6 +5,7 @@
 
 use super::trend::{Flag, Series};
 use crate::report::format;
+use crate::report::svg::esc;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -213,11 +214,4 @@ pub fn html(series: &[Series], title: &str, run_link: &dyn Fn(&str) -> Option<St
         body.push_str("</div></section>\n");
     }
     super::site::page(title, &body)
-}
-
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

@@ -4,9 +4,10 @@
 //! one trend page per spec, and each run's own HTML report under `runs/<run>/`, rendered from
 //! its directory when that is still where it was added.
 
-use super::render::{esc, short};
+use super::render::short;
 use super::trend::{Series, TrendQuery};
 use super::{HistoryError, RunSummary, Store};
+use crate::report::svg::esc;
 use crate::spec::Format;
 use std::collections::BTreeMap;
 use std::fmt::Write;

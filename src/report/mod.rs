@@ -17,7 +17,7 @@ pub(crate) mod format;
 mod matrix;
 mod observe;
 mod open;
-mod svg;
+pub(crate) mod svg;
 mod svg_capacity;
 mod svg_turns;
 mod svg_xy;
