@@ -10,6 +10,7 @@ mod driver;
 mod endpoints;
 mod engine;
 mod entry;
+pub mod fitted;
 mod generate;
 mod histogram;
 mod http;

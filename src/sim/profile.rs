@@ -218,27 +218,7 @@ pub fn names() -> Vec<&'static str> {
 pub fn from_twin(text: &str) -> Result<Profile, super::SimError> {
     #[derive(serde::Deserialize)]
     struct File {
-        params: Params,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        step_s: f64,
-        per_seq_s: f64,
-        per_kv_token_s: f64,
-        prefill_token_s: f64,
-        prefill_quadratic_s: f64,
-        api_s: f64,
-        api_stream_s: f64,
-        cached_request_s: f64,
-        cached_token_s: f64,
-        #[serde(default)]
-        cached_quadratic_s: f64,
-        #[serde(default)]
-        tokenizer_token_s: f64,
-        max_batched_tokens: u64,
-        max_num_seqs: u64,
-        kv_tokens: u64,
-        max_model_len: u64,
+        params: super::fitted::Params,
     }
     let f: File =
         toml::from_str(text).map_err(|e| super::SimError::TwinParams(e.message().to_string()))?;
