@@ -6,8 +6,10 @@
 //! dashboard ([`site`]).
 
 mod chart;
+pub mod facts;
 pub mod list;
 pub mod nomatch;
+mod page;
 pub mod render;
 pub mod site;
 mod sql;

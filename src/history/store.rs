@@ -12,7 +12,6 @@ use crate::results::record::utc_now;
 use crate::rundir::Run;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
-use std::path::Path;
 use std::time::Duration;
 
 type Result<T> = std::result::Result<T, HistoryError>;
@@ -165,11 +164,11 @@ impl Store {
 
     /// Add `run` (read from its directory) once, by its identity.
     pub async fn add(&self, run: &Run) -> Result<Added> {
-        let facts = super::list::RunFacts::of(run);
+        let facts = super::facts::RunFacts::of(run);
         retry(|| self.add_once(run, &facts)).await
     }
 
-    async fn add_once(&self, run: &Run, f: &super::list::RunFacts) -> Result<Added> {
+    async fn add_once(&self, run: &Run, f: &super::facts::RunFacts) -> Result<Added> {
         let e = |e| self.err(e);
         let mut tx = self.pool.begin().await.map_err(e)?;
         let inserted = sqlx::query(sql::INSERT_RUN)
@@ -308,12 +307,4 @@ where
         }
     }
     f().await
-}
-
-/// The directory's absolute path, as text.
-pub(super) fn absolute(path: &Path) -> String {
-    std::fs::canonicalize(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
 }

@@ -17,6 +17,7 @@ pub(crate) mod format;
 mod matrix;
 mod observe;
 mod open;
+mod run_info;
 pub(crate) mod svg;
 mod svg_capacity;
 mod svg_turns;
