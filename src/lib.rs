@@ -81,21 +81,3 @@ pub enum Error {
         source: std::io::Error,
     },
 }
-
-impl Error {
-    /// The process exit code (docs/cli.md): `2` for bad input, nothing run.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Error::Spec(_) | Error::Plan(_) => 2,
-            Error::Sim(e) => e.exit_code(),
-            Error::Run(e) => e.exit_code(),
-            Error::Report(e) => e.exit_code(),
-            Error::RunDir(e) => e.exit_code(),
-            Error::Init(e) => e.exit_code(),
-            Error::History(e) => e.exit_code(),
-            Error::Interop(e) => e.exit_code(),
-            Error::Twin(e) => e.exit_code(),
-            Error::Write { .. } | Error::Json(_) => 1,
-        }
-    }
-}

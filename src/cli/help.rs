@@ -20,7 +20,7 @@ const EXIT_CODES: [(&str, &str); 14] = [
     ),
     (
         "run",
-        "0  every cell is valid\n1  finished, but some cell is invalid or failed; or stopped (Ctrl-C, SIGTERM)\n2  bad usage or an invalid spec: nothing was run\n3  the engine could not be launched, reached or kept alive\n4  storage failure: the --history database cannot be opened or is newer (nothing was run), or the run could not be added to it",
+        "0  every cell is valid\n1  finished, but some cell is invalid or failed; or stopped (Ctrl-C, SIGTERM); or a run directory file cannot be written\n2  bad usage or an invalid spec: nothing was run\n3  the engine could not be launched, reached or kept alive\n4  storage failure: the --history database cannot be opened or is newer (nothing was run), or the run could not be added to it",
     ),
     (
         "report",
@@ -40,15 +40,15 @@ const EXIT_CODES: [(&str, &str); 14] = [
     ),
     (
         "history",
-        "0  done\n1  trend: the newest point of a series is a regression\n2  bad usage, a run directory that cannot be read, a predicted run without --allow-predicted, no database at --db (list, trend, site), or filters that match no series\n4  storage failure: the database cannot be opened or queried or is newer, or an output cannot be written",
+        "0  done\n1  trend: the newest point of a series is a regression; or an output (trend --out, site) cannot be written\n2  bad usage, a run directory that cannot be read, a predicted run without --allow-predicted, no database at --db (list, trend, site), or filters that match no series\n4  storage failure: the database cannot be opened or queried or is newer",
     ),
     (
         "import",
-        "0  imported\n2  bad usage, a file that cannot be read or is not the tool's, or a non-empty --out",
+        "0  imported\n1  a file cannot be written\n2  bad usage, a file that cannot be read or is not the tool's, or a non-empty --out",
     ),
     (
         "export",
-        "0  written\n2  bad usage, not a run directory, or a file that cannot be written",
+        "0  written\n1  a file cannot be written\n2  bad usage or not a run directory",
     ),
     (
         "fit",

@@ -1,5 +1,6 @@
 //! `benchspec history add|list|trend|site`: the history database from the command line.
 
+use super::exit::Exit;
 use super::output::Out;
 use super::report::Judging;
 use crate::Error;
@@ -325,7 +326,7 @@ async fn trend(
     for r in &regressions {
         out.info(&format!("regression: {}", r.replace('`', "")));
     }
-    Ok(if regressions.is_empty() { 0 } else { 1 })
+    Ok(Exit::findings(!regressions.is_empty()).code())
 }
 
 /// `--last N`: a whole number of points, at least one (the newest, which is judged).

@@ -1,6 +1,7 @@
 //! The command line (docs/cli.md): argument parsing with clap, and the thin commands that
 //! call the pipeline's stages and print what they return. Only this module prints.
 
+pub mod exit;
 mod help;
 mod history;
 mod init;
@@ -16,6 +17,7 @@ use crate::Error;
 use crate::plan;
 use crate::spec::{self, Stage};
 use clap::{FromArgMatches, Parser, Subcommand, ValueEnum};
+use exit::{Exit, Exits};
 use output::Out;
 
 /// Benchmark LLM serving engines from a checked-in spec.
@@ -198,7 +200,7 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(e) => {
             out.error(&e, DiagFormat::Auto);
-            e.exit_code()
+            e.exit().code()
         }
     }
 }
@@ -241,7 +243,7 @@ fn validate(args: &[String], format: DiagFormat, out: &Out) -> i32 {
         out.eprint(
             "error: no spec to validate: name spec files (.yaml, .yml, .toml, .json) or folders holding them\n",
         );
-        return 2;
+        return Exit::BadInput.code();
     }
     let (mut invalid, mut errors, mut warnings) = (0, 0, 0);
     let mut json = Vec::new();
@@ -281,7 +283,11 @@ fn validate(args: &[String], format: DiagFormat, out: &Out) -> i32 {
         let valid = specs.len() - invalid;
         out.info(&format!("{} spec(s): {valid} valid, {invalid} invalid; {errors} error(s), {warnings} warning(s)", specs.len()));
     }
-    if invalid > 0 { 2 } else { 0 }
+    if invalid > 0 {
+        Exit::BadInput.code()
+    } else {
+        Exit::Ok.code()
+    }
 }
 
 fn schema(

@@ -1,6 +1,7 @@
 //! `benchspec report`, `compare` and `merge`: render a run directory's reports from disk
 //! alone, set two runs side by side, and join the shards of one plan.
 
+use super::exit::Exit;
 use super::output::Out;
 use crate::Error;
 use crate::report::{self, ReportError, compare, templates};
@@ -160,7 +161,7 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
         }
     };
     out.print(&text);
-    Ok(if c.passed { 0 } else { 1 })
+    Ok(Exit::findings(!c.passed).code())
 }
 
 /// The two runs `compare` judges: two run directories, or two variants of one.

@@ -1,6 +1,7 @@
 //! `benchspec run`: check the spec for running, execute the plan, and print progress as the
 //! core reports it: one line per cell (the same on a terminal and off it for now).
 
+use super::exit::{Exit, Exits};
 use super::output::Out;
 use crate::Error;
 use crate::plan::Shard;
@@ -161,10 +162,10 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         // `history add` can add the run later.
         if let Err(e) = super::history::add_now(std::slice::from_ref(&summary.out), db, out) {
             out.error(&e, super::DiagFormat::Auto);
-            return Ok(summary.exit_code().max(e.exit_code()));
+            return Ok(summary.exit().max(e.exit()).code());
         }
     }
-    Ok(summary.exit_code())
+    Ok(summary.exit().code())
 }
 
 /// The closing lines of a finished run: its counts, and each capacity found.
@@ -227,7 +228,7 @@ fn listen_for_signals(interrupt: &run::Interrupt) {
                 let pid = nix::unistd::Pid::from_raw(pgid);
                 let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
             }
-            std::process::exit(130);
+            std::process::exit(Exit::Killed.code());
         });
     });
 }

@@ -1,5 +1,6 @@
 //! `benchspec sim`: serve the simulated engine on 127.0.0.1 until Ctrl-C.
 
+use super::exit::Exit;
 use super::output::Out;
 use crate::Error;
 use crate::sim::{self, Faults, Options, profile};
@@ -138,7 +139,7 @@ async fn serve(port: u16, opts: Options, out: &Out) -> Result<i32, Error> {
         }
         () = server.wait() => {
             out.info("benchspec sim: stopped by the `die_after` fault option");
-            Ok(3)
+            Ok(Exit::Engine.code())
         }
     }
 }

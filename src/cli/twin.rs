@@ -315,7 +315,7 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
         .into());
     }
     out.print(&match args.format {
-        PredictFormat::Table => predict::table(&p) + "\n",
+        PredictFormat::Table => twin::table::table(&p) + "\n",
         PredictFormat::Json => serde_json::to_string_pretty(&p).map_err(Error::Json)? + "\n",
     });
     Ok(0)

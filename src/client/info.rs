@@ -1,8 +1,9 @@
 //! The engine's informational endpoints as the client asks them: readiness, `/v1/models`,
 //! `/version`, `/metrics`, over the network or from a server in this process, and their
-//! errors in words a user can act on (never carrying the key).
+//! errors in words a user can act on (never carrying the key). [`Client::introspect`] is the
+//! one way to ask a server what it is (`init`, and the run's manifest).
 
-use super::{Client, exchange, http_builder, local};
+use super::{Api, ApiKey, Client, Dialect, Settings, exchange, http_builder, local};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,7 +64,101 @@ pub enum ApiError {
     Local(#[from] local::TokenizerError),
 }
 
+/// How long each informational answer may take while a server is asked what it is.
+pub const INTROSPECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a server said about itself: `/v1/models` (it must answer), and `/version`, `/props`
+/// (llama.cpp), `/get_server_info` (SGLang) as JSON objects and `/metrics` as text, each
+/// `None` where it did not answer so.
+#[derive(Debug, Clone, Default)]
+pub struct Introspection {
+    /// `/v1/models`.
+    pub models: Value,
+    /// `/version`.
+    pub version: Option<Value>,
+    /// llama.cpp's `/props`.
+    pub props: Option<Value>,
+    /// SGLang's `/get_server_info`.
+    pub server_info: Option<Value>,
+    /// `/metrics`.
+    pub metrics: Option<String>,
+}
+
+impl Introspection {
+    /// The entries of `/v1/models`, in its order.
+    pub fn model_entries(&self) -> Vec<&Value> {
+        self.models
+            .get("data")
+            .and_then(Value::as_array)
+            .map(|d| d.iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// The model ids of `/v1/models`, in its order.
+    pub fn model_ids(&self) -> Vec<String> {
+        self.model_entries()
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The `/v1/models` entry of model `id`.
+    pub fn model(&self, id: &str) -> Option<&Value> {
+        self.model_entries()
+            .into_iter()
+            .find(|m| m.get("id").and_then(Value::as_str) == Some(id))
+    }
+}
+
 impl Client {
+    /// A client that only asks `base`'s informational endpoints (`init`: no model chosen yet).
+    pub fn asking(base: &str, key: Option<ApiKey>) -> Result<Client, ApiError> {
+        Client::new(Settings {
+            base: base.to_string(),
+            others: Vec::new(),
+            balance: Default::default(),
+            model: String::new(),
+            api: Api::default(),
+            dialect: Dialect::default(),
+            key,
+            stall: INTROSPECT_TIMEOUT,
+            ignore_eos: false,
+            pool: 1,
+        })
+    }
+
+    /// Ask the server what it is; an error only when `/v1/models` does not answer JSON.
+    pub async fn introspect(&self) -> Result<Introspection, ApiError> {
+        let models = self.json_within("/v1/models", INTROSPECT_TIMEOUT).await?;
+        let object = |r: Result<Value, ApiError>| r.ok().filter(Value::is_object);
+        Ok(Introspection {
+            models,
+            version: object(self.json_within("/version", INTROSPECT_TIMEOUT).await),
+            props: object(self.json_within("/props", INTROSPECT_TIMEOUT).await),
+            server_info: object(
+                self.json_within("/get_server_info", INTROSPECT_TIMEOUT)
+                    .await,
+            ),
+            metrics: self.get_text("/metrics", INTROSPECT_TIMEOUT).await.ok(),
+        })
+    }
+
+    /// GET `path` as JSON, the answer within `timeout`.
+    async fn json_within(&self, path: &str, timeout: Duration) -> Result<Value, ApiError> {
+        if let Some(server) = &self.inner {
+            let get = (axum::http::Method::GET, path, bytes::Bytes::new());
+            return Client::inner_json(server, get).await;
+        }
+        let r = self
+            .get(path)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(ApiError::Send)?;
+        json_of(path, r).await
+    }
+
     /// An exchange with the in-process server: the body of its 2xx answer, as text.
     async fn inner_text(
         server: &Arc<dyn exchange::Exchange>,
@@ -206,5 +301,56 @@ pub fn describe(e: &reqwest::Error) -> String {
         "no answer in time".into()
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::replay::{Answer, replaying};
+
+    fn get(path: &'static str, body: &'static str) -> Answer {
+        Answer {
+            path,
+            needle: "",
+            status: 200,
+            body,
+        }
+    }
+
+    /// llama.cpp's answers (its `/v1/models` and `/props` as b6000 serves them): what
+    /// answered JSON objects is kept, what did not (`/version`, `/get_server_info`, a 418 of
+    /// the replay) is `None`; a `/version` that is no object is `None` too.
+    #[tokio::test]
+    async fn introspect_keeps_what_answered() {
+        let client = replaying(
+            Api::Completions,
+            vec![
+                get(
+                    "/v1/models",
+                    r#"{"data":[{"id":"smollm2","owned_by":"llamacpp","meta":{"n_ctx":4096}},{"id":"b"}]}"#,
+                ),
+                get(
+                    "/props",
+                    r#"{"default_generation_settings":{"n_ctx":2048},"total_slots":2}"#,
+                ),
+                get("/version", "[1]"),
+                get("/metrics", "llamacpp:prompt_tokens_total 0\n"),
+            ],
+        );
+        let a = client.introspect().await.expect("the models answered");
+        assert_eq!(a.model_ids(), ["smollm2", "b"]);
+        let entry = a.model("smollm2").and_then(|m| m.pointer("/meta/n_ctx"));
+        assert_eq!(entry.and_then(Value::as_u64), Some(4096));
+        assert!(a.model("c").is_none());
+        let slots = a.props.as_ref().and_then(|p| p.get("total_slots"));
+        assert_eq!(slots.and_then(Value::as_u64), Some(2));
+        assert!(a.version.is_none() && a.server_info.is_none());
+        assert_eq!(
+            a.metrics.as_deref(),
+            Some("llamacpp:prompt_tokens_total 0\n")
+        );
+        let none = replaying(Api::Completions, Vec::new()).introspect().await;
+        assert!(matches!(none, Err(ApiError::Status { status: 418, .. })));
     }
 }

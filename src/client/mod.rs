@@ -30,7 +30,7 @@ mod wire;
 
 pub use generate::Generate;
 use h1::WireError;
-pub use info::{ApiError, describe};
+pub use info::{ApiError, INTROSPECT_TIMEOUT, Introspection, describe};
 pub use outcome::{Chunk, Failure, Outcome};
 pub use prepared::Prepared;
 use prepared::{escaped, last_part};

@@ -2,8 +2,9 @@
 //! regressions red, improvements green, each point's run in its tooltip (and linked, when a
 //! link is given); text in `currentColor`, so it follows a light or dark page.
 
-use super::render::{esc, short, value};
+use super::page::{short, value};
 use super::trend::{Flag, Series};
+use crate::report::svg::esc;
 use std::fmt::Write;
 
 const W: f64 = 360.0;

@@ -6,8 +6,10 @@
 //! dashboard ([`site`]).
 
 mod chart;
+pub mod facts;
 pub mod list;
 pub mod nomatch;
+mod page;
 pub mod render;
 pub mod site;
 mod sql;
@@ -26,10 +28,6 @@ pub const DEFAULT_DB: &str = "benchspec-history.sqlite";
 
 /// The environment variable naming the history database.
 pub const DB_ENV: &str = "BENCHSPEC_HISTORY";
-
-/// The exit code of a storage failure: the history database cannot be opened, queried or is
-/// newer than this benchspec, or a file of the history cannot be written.
-pub const STORAGE_FAILURE: i32 = 4;
 
 /// What can go wrong with the history.
 #[derive(Debug, thiserror::Error)]
@@ -106,80 +104,4 @@ pub enum HistoryError {
     /// A bad argument.
     #[error("{0}")]
     Usage(String),
-}
-
-impl HistoryError {
-    /// The process exit code: 2 for bad input (arguments, a missing database, a predicted
-    /// run, filters matching nothing, unreadable runs), 4 for a storage failure (the database
-    /// cannot be opened, queried or is newer; an output cannot be written).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            HistoryError::Usage(_)
-            | HistoryError::RunDir(_)
-            | HistoryError::Render(_)
-            | HistoryError::Missing { .. }
-            | HistoryError::Predicted { .. }
-            | HistoryError::NoMatch(_) => 2,
-            HistoryError::Open { .. }
-            | HistoryError::Query { .. }
-            | HistoryError::Newer { .. }
-            | HistoryError::Write { .. } => STORAGE_FAILURE,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn storage_failures_exit_4_bad_input_2() {
-        let io = || std::io::Error::other("disk full");
-        let target = || "h.sqlite".to_string();
-        let message = || "m".to_string();
-        let cases = [
-            (
-                HistoryError::Open {
-                    target: target(),
-                    message: message(),
-                },
-                4,
-            ),
-            (
-                HistoryError::Query {
-                    target: target(),
-                    message: message(),
-                },
-                4,
-            ),
-            (
-                HistoryError::Newer {
-                    target: target(),
-                    found: 9,
-                    known: 1,
-                },
-                4,
-            ),
-            (
-                HistoryError::Write {
-                    path: "x".into(),
-                    source: io(),
-                },
-                4,
-            ),
-            (HistoryError::Missing { target: target() }, 2),
-            (
-                HistoryError::Predicted {
-                    dir: "run".into(),
-                    twin: "t.toml".into(),
-                },
-                2,
-            ),
-            (HistoryError::NoMatch(message()), 2),
-            (HistoryError::Usage(message()), 2),
-        ];
-        for (e, code) in cases {
-            assert_eq!(e.exit_code(), code, "{e}");
-        }
-    }
 }

@@ -3,8 +3,10 @@
 //! cell and metric, the 95% band where repeats exist, flagged points coloured) — the HTML
 //! also being the trend page of `history site`.
 
+use super::page::{short, value};
 use super::trend::{Flag, Series};
 use crate::report::format;
+use crate::report::svg::esc;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -62,17 +64,6 @@ fn flag_word(f: Option<Flag>) -> &'static str {
         Some(Flag::Regression) => "regression",
         Some(Flag::Improvement) => "improvement",
         None => "",
-    }
-}
-
-/// A value as reports write it.
-pub fn value(metric: &str, v: f64) -> String {
-    if metric.ends_with("_tok_s") {
-        format::tok_s(v)
-    } else if metric.contains("_ms_") {
-        format::ms(v, if v < 20.0 { 1 } else { 0 })
-    } else {
-        format::grouped(v, 2)
     }
 }
 
@@ -178,11 +169,6 @@ fn runs<'a>(group: &[&'a Series]) -> Vec<(&'a str, &'a str)> {
     out
 }
 
-/// A run id shortened for tables.
-pub fn short(run: &str) -> &str {
-    run.get(..12).unwrap_or(run)
-}
-
 /// A self-contained HTML page: the summary, then per cell its charts.
 pub fn html(series: &[Series], title: &str, run_link: &dyn Fn(&str) -> Option<String>) -> String {
     let mut body = String::new();
@@ -208,16 +194,9 @@ pub fn html(series: &[Series], title: &str, run_link: &dyn Fn(&str) -> Option<St
             esc(cell)
         );
         for s in &group {
-            body.push_str(&super::site::chart(s, run_link));
+            body.push_str(&super::chart::chart(s, run_link));
         }
         body.push_str("</div></section>\n");
     }
-    super::site::page(title, &body)
-}
-
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    super::page::page(title, &body)
 }

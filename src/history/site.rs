@@ -4,30 +4,14 @@
 //! one trend page per spec, and each run's own HTML report under `runs/<run>/`, rendered from
 //! its directory when that is still where it was added.
 
-use super::render::{esc, short};
+use super::page::{page, short};
 use super::trend::{Series, TrendQuery};
 use super::{HistoryError, RunSummary, Store};
+use crate::report::svg::esc;
 use crate::spec::Format;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-
-const CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#1f2937;background:#fff}
-@media(prefers-color-scheme:dark){body{color:#e5e7eb;background:#111827}a{color:#93c5fd}}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border-bottom:1px solid #8884;padding:.25rem .6rem;text-align:left}
-code{font-size:92%}.bad{color:#dc2626}.ok{color:#059669}.charts{display:flex;flex-wrap:wrap;gap:1rem}
-.predicted td{font-style:italic;opacity:.75}figure{margin:0}figcaption{font-weight:600}svg{width:360px;height:170px}";
-
-/// An HTML page around `body`.
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
-         <title>{t}</title><style>{CSS}</style></head>\n<body><h1>{t}</h1>\n{body}</body></html>\n",
-        t = esc(title)
-    )
-}
-
-pub use super::chart::chart;
 
 /// A spec's page name: `spec-<name with only letters, digits and dashes>.html`.
 fn slug(spec: &str) -> String {
@@ -183,6 +167,7 @@ pub async fn build(store: &Store, out: &Path, q: &TrendQuery) -> Result<Written,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::chart::chart;
     use crate::history::trend::{Flag, Point};
 
     fn series(ci: &[Option<f64>], flags: &[Option<Flag>]) -> Series {

@@ -12,7 +12,6 @@ use crate::results::record::utc_now;
 use crate::rundir::Run;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
-use std::path::Path;
 use std::time::Duration;
 
 type Result<T> = std::result::Result<T, HistoryError>;
@@ -23,19 +22,22 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// One connection to the PostgreSQL server at `url`, within [`CONNECT_TIMEOUT`], closed again:
 /// what the driver says when it fails (connection refused, authentication failed, no such
 /// database) — the pool would retry until its own timeout and only say that it timed out.
-async fn probe(url: &str) -> std::result::Result<(), String> {
+/// `target` is the database as shown in messages.
+async fn probe(url: &str, target: String) -> Result<()> {
     use sqlx::Connection;
-    match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(url)).await {
-        Ok(Ok(c)) => {
-            let _ = c.close().await;
-            Ok(())
-        }
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!(
-            "no answer within {} s: is the server up, and its host and port right?",
-            CONNECT_TIMEOUT.as_secs()
-        )),
-    }
+    let message =
+        match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::AnyConnection::connect(url)).await {
+            Ok(Ok(c)) => {
+                let _ = c.close().await;
+                return Ok(());
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!(
+                "no answer within {} s: is the server up, and its host and port right?",
+                CONNECT_TIMEOUT.as_secs()
+            ),
+        };
+    Err(HistoryError::Open { target, message })
 }
 
 /// What adding a run did.
@@ -85,7 +87,7 @@ impl Store {
                     std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
                 }
             }
-            Target::Postgres(url) => probe(url).await.map_err(open_err)?,
+            Target::Postgres(url) => probe(url, target.shown()).await?,
         }
         // One connection to an SQLite file (its busy timeout set once, writes in order).
         let (connections, wait) = match target {
@@ -162,11 +164,11 @@ impl Store {
 
     /// Add `run` (read from its directory) once, by its identity.
     pub async fn add(&self, run: &Run) -> Result<Added> {
-        let facts = super::list::RunFacts::of(run);
+        let facts = super::facts::RunFacts::of(run);
         retry(|| self.add_once(run, &facts)).await
     }
 
-    async fn add_once(&self, run: &Run, f: &super::list::RunFacts) -> Result<Added> {
+    async fn add_once(&self, run: &Run, f: &super::facts::RunFacts) -> Result<Added> {
         let e = |e| self.err(e);
         let mut tx = self.pool.begin().await.map_err(e)?;
         let inserted = sqlx::query(sql::INSERT_RUN)
@@ -305,12 +307,4 @@ where
         }
     }
     f().await
-}
-
-/// The directory's absolute path, as text.
-pub(super) fn absolute(path: &Path) -> String {
-    std::fs::canonicalize(path)
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string()
 }

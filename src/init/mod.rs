@@ -83,20 +83,6 @@ pub enum InitError {
     },
 }
 
-impl InitError {
-    /// The exit code: 3 when the server cannot be asked, 1 when the file cannot be written,
-    /// 2 for the rest (bad usage).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            InitError::Unreachable { .. } | InitError::NotOpenAi { .. } | InitError::Runtime(_) => {
-                3
-            }
-            InitError::Write { .. } => 1,
-            _ => 2,
-        }
-    }
-}
-
 /// The quickstart spec, without its editor comment (its schema path is the repository's).
 pub fn quickstart() -> String {
     QUICKSTART

@@ -4,9 +4,9 @@
 //! llama.cpp's `n_ctx` per slot, SGLang's `context_length`).
 
 use super::InitError;
+use crate::client::{ApiError, ApiKey, Client, Introspection};
 use crate::spec::EngineKind;
 use serde_json::Value;
-use std::time::Duration;
 
 /// What a server said about itself, and where each answer came from (for the comments).
 #[derive(Debug, Clone, PartialEq)]
@@ -36,14 +36,7 @@ pub struct Served {
 }
 
 /// The answers of the endpoints asked, `None` where one did not answer with JSON (or text).
-#[derive(Debug, Default)]
-struct Answers {
-    models: Value,
-    version: Option<Value>,
-    props: Option<Value>,
-    server_info: Option<Value>,
-    metrics: Option<String>,
-}
+type Answers = Introspection;
 
 /// Ask the server at `base_url` (with `key` as a bearer token) what it serves; `model`
 /// picks one of several models.
@@ -73,53 +66,32 @@ fn checked_url(url: &str) -> Result<String, InitError> {
     Ok(url.trim_end_matches('/').to_string())
 }
 
+/// Ask the server through the client's one introspection ([`Client::introspect`]); its
+/// errors in `init`'s words.
 async fn ask(base: &str, key: Option<&str>) -> Result<Answers, InitError> {
-    let http = crate::client::http_builder()
-        .no_proxy()
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| InitError::Unreachable {
-            url: base.to_string(),
-            why: e.to_string(),
-        })?;
-    let get = |path: &str| {
-        let mut req = http.get(format!("{base}{path}"));
-        if let Some(key) = key {
-            req = req.bearer_auth(key);
+    let unreachable_why = |why: String| InitError::Unreachable {
+        url: base.to_string(),
+        why,
+    };
+    let key = key
+        .map(|k| ApiKey::new(k.to_string()))
+        .transpose()
+        .map_err(|e| unreachable_why(e.to_string()))?;
+    let client = Client::asking(base, key).map_err(|e| unreachable_why(e.to_string()))?;
+    let not_openai = |why: String| InitError::NotOpenAi {
+        url: base.to_string(),
+        why,
+    };
+    client.introspect().await.map_err(|e| match e {
+        ApiError::Send(e) => unreachable(base, &e),
+        ApiError::Status { status, .. } => {
+            not_openai(format!("`GET /v1/models` answered HTTP {status}"))
         }
-        req.send()
-    };
-    let models = match get("/v1/models").await {
-        Err(e) => return Err(unreachable(base, &e)),
-        Ok(r) if !r.status().is_success() => {
-            return Err(InitError::NotOpenAi {
-                url: base.to_string(),
-                why: format!("`GET /v1/models` answered HTTP {}", r.status().as_u16()),
-            });
+        ApiError::NotJson { .. } | ApiError::BadJson { .. } => {
+            not_openai("`GET /v1/models` did not answer JSON".into())
         }
-        Ok(r) => r.json::<Value>().await.map_err(|_| InitError::NotOpenAi {
-            url: base.to_string(),
-            why: "`GET /v1/models` did not answer JSON".into(),
-        })?,
-    };
-    let mut answers = Answers {
-        models,
-        ..Answers::default()
-    };
-    let json = |r: Result<reqwest::Response, reqwest::Error>| async move {
-        let r = r.ok().filter(|r| r.status().is_success())?;
-        r.json::<Value>().await.ok().filter(Value::is_object)
-    };
-    answers.version = json(get("/version").await).await;
-    answers.props = json(get("/props").await).await;
-    answers.server_info = json(get("/get_server_info").await).await;
-    if let Ok(r) = get("/metrics").await
-        && r.status().is_success()
-    {
-        answers.metrics = r.text().await.ok();
-    }
-    Ok(answers)
+        e => not_openai(e.to_string()),
+    })
 }
 
 /// Why nothing answered, in words (reqwest's own chain names its internals).
@@ -138,14 +110,7 @@ fn unreachable(base: &str, e: &reqwest::Error) -> InitError {
 }
 
 fn understand(base: &str, a: &Answers, model: Option<&str>) -> Result<Served, InitError> {
-    let list: Vec<&Value> = a
-        .models
-        .get("data")
-        .and_then(Value::as_array)
-        .map(|d| d.iter().collect())
-        .unwrap_or_default();
-    let id = |m: &&Value| m.get("id").and_then(Value::as_str).map(str::to_string);
-    let models: Vec<String> = list.iter().filter_map(id).collect();
+    let models = a.model_ids();
     let chosen = match model {
         Some(m) if models.iter().any(|x| x == m) => m.to_string(),
         Some(m) => {
@@ -162,11 +127,7 @@ fn understand(base: &str, a: &Answers, model: Option<&str>) -> Result<Served, In
                 why: "`GET /v1/models` lists no model".into(),
             })?,
     };
-    let entry = list
-        .iter()
-        .find(|m| id(m).as_deref() == Some(chosen.as_str()))
-        .copied()
-        .unwrap_or(&Value::Null);
+    let entry = a.model(&chosen).unwrap_or(&Value::Null);
     let (kind, kind_from) = engine_kind(a, entry);
     let (version, version_from) = version(a, kind);
     let (max_model_len, max_model_len_from) = context_limit(a, entry);

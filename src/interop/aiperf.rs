@@ -2,7 +2,7 @@
 //! object with `unit`, `avg`, `p1…p99`, `min`, `max` (ms for latencies), the load in
 //! `input_config.phases[]`, the start as a local ISO time without offset.
 
-use super::{PeerBenchmark, PeerRun, num, range, text};
+use super::{InteropError, PeerBenchmark, PeerRun, num, range, text};
 use crate::results::Summary;
 use serde_json::Value;
 
@@ -41,9 +41,11 @@ pub(crate) fn iso_seconds(t: &str) -> Option<f64> {
 }
 
 /// Read AIPerf's JSON.
-pub fn read(v: &Value) -> Result<PeerRun, String> {
+pub fn read(v: &Value) -> Result<PeerRun, InteropError> {
     if v.get("aiperf_version").is_none() && v.get("time_to_first_token").is_none() {
-        return Err("no `aiperf_version` or `time_to_first_token`".into());
+        return Err(InteropError::Shape(
+            "no `aiperf_version` or `time_to_first_token`",
+        ));
     }
     let phase = v
         .pointer("/input_config/phases")

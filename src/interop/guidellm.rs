@@ -2,7 +2,7 @@
 //! strategy or rate, each with `metrics.<name>.successful` distributions (`mean`, `median`,
 //! `min`, `max`, `percentiles.p50…p99`), latencies in ms but `request_latency` in seconds.
 
-use super::{PeerBenchmark, PeerRun, num, range, text};
+use super::{InteropError, PeerBenchmark, PeerRun, num, range, text};
 use crate::results::Summary;
 use serde_json::Value;
 
@@ -24,8 +24,10 @@ fn dist(m: &Value, name: &str, scale: f64) -> Option<Summary> {
     })
 }
 
-fn benchmark(b: &Value) -> Result<PeerBenchmark, String> {
-    let m = b.get("metrics").ok_or("a benchmark without `metrics`")?;
+fn benchmark(b: &Value) -> Result<PeerBenchmark, InteropError> {
+    let m = b
+        .get("metrics")
+        .ok_or(InteropError::Shape("a benchmark without `metrics`"))?;
     let strategy = b.pointer("/config/strategy").cloned().unwrap_or_default();
     let kind = text(&strategy, "/type_").unwrap_or_else(|| "unknown".into());
     let rate = num(&strategy, "/rate");
@@ -66,13 +68,13 @@ fn benchmark(b: &Value) -> Result<PeerBenchmark, String> {
 }
 
 /// Read guidellm's JSON.
-pub fn read(v: &Value) -> Result<PeerRun, String> {
+pub fn read(v: &Value) -> Result<PeerRun, InteropError> {
     let list = v
         .get("benchmarks")
         .and_then(Value::as_array)
-        .ok_or("no `benchmarks` array")?;
+        .ok_or(InteropError::Shape("no `benchmarks` array"))?;
     if list.is_empty() {
-        return Err("`benchmarks` is empty".into());
+        return Err(InteropError::Shape("`benchmarks` is empty"));
     }
     let benchmarks = list.iter().map(benchmark).collect::<Result<Vec<_>, _>>()?;
     let backend = list[0]

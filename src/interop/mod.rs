@@ -96,6 +96,10 @@ pub enum InteropError {
         "`{0}` exists and is not empty: `import` writes a new run directory; choose an empty or new `--out` folder"
     )]
     NotEmpty(PathBuf),
+    /// A peer's file lacks what its tool writes: what is missing (`read_file` names the file
+    /// and the tool).
+    #[error("{0}")]
+    Shape(&'static str),
     /// An exported file could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -104,16 +108,6 @@ pub enum InteropError {
         /// Why.
         source: std::io::Error,
     },
-}
-
-impl InteropError {
-    /// 2 for unreadable or malformed input, else the run directory's code.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            InteropError::RunDir(e) => e.exit_code(),
-            _ => 2,
-        }
-    }
 }
 
 /// One benchmark of a peer's file: one load level, as the peer measured it.
@@ -192,9 +186,9 @@ pub fn read(tool: Tool, path: &Path) -> Result<PeerRun, InteropError> {
                 what(tool)
             ),
         })?;
-    let bad = |message: String| InteropError::Format {
+    let bad = |e: InteropError| InteropError::Format {
         path: path.to_path_buf(),
-        message: format!("{message}: `import {}` reads {}", tool.as_str(), what(tool)),
+        message: format!("{e}: `import {}` reads {}", tool.as_str(), what(tool)),
     };
     match tool {
         Tool::Guidellm => guidellm::read(&value).map_err(bad),

@@ -8,7 +8,7 @@
 //! `--metric-percentiles 50,90,99`) is taken from those arrays when the file has them. The
 //! file does not say vLLM's version.
 
-use super::{PeerBenchmark, PeerRun, num, text};
+use super::{InteropError, PeerBenchmark, PeerRun, num, text};
 use crate::results::Summary;
 use serde_json::Value;
 
@@ -112,9 +112,9 @@ fn date_seconds(d: &str) -> Option<f64> {
 }
 
 /// Read vLLM's saved result.
-pub fn read(v: &Value) -> Result<PeerRun, String> {
+pub fn read(v: &Value) -> Result<PeerRun, InteropError> {
     if v.get("mean_ttft_ms").is_none() || v.get("completed").is_none() {
-        return Err("no `mean_ttft_ms` or `completed`".into());
+        return Err(InteropError::Shape("no `mean_ttft_ms` or `completed`"));
     }
     let rate = match v.get("request_rate") {
         Some(Value::String(s)) if s == "inf" => Some(f64::INFINITY),

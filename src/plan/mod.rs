@@ -33,6 +33,23 @@ use serde::{Deserialize, Serialize};
 /// The version tag of `plan.json`.
 pub const PLAN_SCHEMA: &str = "benchspec.plan.v1";
 
+/// Why a glob (`--only`) cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GlobError {
+    /// Its `{…}` expand to too many patterns.
+    #[error("its `{{…}}` make more than {0} patterns")]
+    TooMany(usize),
+    /// A `}` with no `{` before it.
+    #[error("a `}}` closes no `{{`")]
+    StrayBrace,
+    /// A `{` with no `}` after it.
+    #[error("a `{{` is not closed with `}}`")]
+    UnclosedBrace,
+    /// A `[` with no `]` after it.
+    #[error("a `[` is not closed with `]`")]
+    UnclosedClass,
+}
+
 /// Why a plan could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
@@ -46,7 +63,7 @@ pub enum PlanError {
     #[error(
         "`--only {0}`: {1}; a glob has `*`, `?`, `[…]` and `{{a,b}}` (for example `decode/8K/*`)"
     )]
-    BadGlob(String, String),
+    BadGlob(String, GlobError),
     /// `--only` matches no cell that would run.
     #[error("`--only {glob}` matches no cell of the plan; its cells are {cells}")]
     NoMatch {

@@ -48,7 +48,7 @@ fn twin_profile(path: &str) -> Result<profile::Profile, SimError> {
         why,
     };
     let text = std::fs::read_to_string(path).map_err(|e| twin(e.to_string()))?;
-    profile::from_twin(&text).map_err(twin)
+    profile::from_twin(&text).map_err(|e| twin(e.to_string()))
 }
 
 /// The simulator's dialect a spec names.

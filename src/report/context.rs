@@ -6,6 +6,7 @@
 
 pub use super::facts::Item;
 use super::facts::{engine, engine_line, hardware, settings};
+pub use super::run_info::{Counts, RunInfo};
 
 pub use super::capacity::CapacityView;
 use super::capacity::capacity;
@@ -87,65 +88,6 @@ pub struct Context {
     pub problems: Vec<CellView>,
     /// The spec copy of the run directory, as JSON.
     pub spec: Value,
-}
-
-/// The run: where, when, by what, and how far it got.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct RunInfo {
-    /// The run directory.
-    pub dir: String,
-    /// When the run started (UTC).
-    pub started_at: Option<String>,
-    /// When it ended; `null` for an unfinished run.
-    pub ended_at: Option<String>,
-    /// Every planned cell has a record.
-    pub finished: bool,
-    /// The host it ran on.
-    pub host: Option<String>,
-    /// The spec's sha256.
-    pub spec_sha256: Option<String>,
-    /// The benchspec version that measured.
-    pub tool_version: Option<String>,
-    /// The version the server reported.
-    pub engine_reported_version: Option<String>,
-    /// Cells by status: `valid`, `invalid`, `failed`, `skipped`, `missing`.
-    pub counts: Counts,
-    /// For a run `benchspec predict --out` made: what predicted it (nothing was measured).
-    pub predicted: Option<String>,
-    /// For a run `benchspec import` made: the peer that measured it (`AIPerf 0.13.0`).
-    pub imported: Option<String>,
-}
-
-/// Cells by status.
-#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
-pub struct Counts {
-    /// Valid cells.
-    pub valid: usize,
-    /// Invalid cells.
-    pub invalid: usize,
-    /// Failed cells.
-    pub failed: usize,
-    /// Skipped cells.
-    pub skipped: usize,
-    /// Planned cells without a record (an unfinished run).
-    pub missing: usize,
-}
-
-impl Counts {
-    /// The cells of `cells` by status.
-    fn of(cells: &[CellView]) -> Counts {
-        let mut counts = Counts::default();
-        for c in cells {
-            match c.status {
-                CellStatus::Valid => counts.valid += 1,
-                CellStatus::Invalid => counts.invalid += 1,
-                CellStatus::Failed => counts.failed += 1,
-                CellStatus::Skipped => counts.skipped += 1,
-                CellStatus::Missing => counts.missing += 1,
-            }
-        }
-        counts
-    }
 }
 
 impl Context {

@@ -140,7 +140,7 @@ fn servers(e: &crate::spec::Engine) -> Option<String> {
 }
 
 /// How the run measured (`run`: who measured, benchspec or the peer of an imported run).
-pub fn settings(spec: &Spec, run: &super::context::RunInfo) -> Vec<Item> {
+pub fn settings(spec: &Spec, run: &super::run_info::RunInfo) -> Vec<Item> {
     let benchspec = format!(
         "benchspec v{}",
         run.tool_version

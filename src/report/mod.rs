@@ -17,7 +17,8 @@ pub(crate) mod format;
 mod matrix;
 mod observe;
 mod open;
-mod svg;
+mod run_info;
+pub(crate) mod svg;
 mod svg_capacity;
 mod svg_turns;
 mod svg_xy;
@@ -75,17 +76,6 @@ pub enum ReportError {
     /// `compare` needs two runs, or one run and `--variants A B`.
     #[error("{0}")]
     CompareUsage(String),
-}
-
-impl ReportError {
-    /// Exit code: 2, the input must change (docs/cli.md); 1 when an output cannot be written.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            ReportError::Write { .. } => 1,
-            ReportError::RunDir(e) => e.exit_code(),
-            _ => 2,
-        }
-    }
 }
 
 /// Read the run directory at `path` for a report.

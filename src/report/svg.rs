@@ -18,10 +18,13 @@ pub(super) const PALETTE: [&str; 8] = [
     "#3b82f6", "#ef4444", "#10b981", "#f59e0b", "#a855f7", "#06b6d4", "#ec4899", "#84cc16",
 ];
 
-pub(super) fn esc(s: &str) -> String {
+/// `s` as HTML or SVG text or attribute value: `&`, `<`, `>` and `"` escaped. The one
+/// escaper of the crate (the report's charts and templates, the history's pages and charts).
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// A rounded-up axis maximum and its tick step.
@@ -305,7 +308,7 @@ pub(super) fn legend_at(s: &mut String, ly: f64, color: &str, dash: &str, name: 
 
 #[cfg(test)]
 mod tests {
-    use super::scale;
+    use super::{esc, scale};
 
     #[test]
     fn axis_maxima_round_up() {
@@ -316,6 +319,22 @@ mod tests {
             (0.0, (1.0, 0.25)),
         ] {
             assert_eq!(scale(max), want, "{max}");
+        }
+    }
+
+    /// One escaper for text and attributes alike: a quote in a cell id or a run's label
+    /// cannot close an attribute (`href="…"`, `<title>`), in the report or the history.
+    #[test]
+    fn esc_makes_text_and_attributes_safe() {
+        let cases = [
+            ("plain", "plain"),
+            ("a & b", "a &amp; b"),
+            ("<script>", "&lt;script&gt;"),
+            ("say \"hi\"", "say &quot;hi&quot;"),
+            ("&amp;", "&amp;amp;"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(esc(text), want, "{text}");
         }
     }
 }

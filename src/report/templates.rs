@@ -63,11 +63,7 @@ pub fn environment() -> Environment<'static> {
 
 /// A line of the context's Markdown as HTML: escaped, with `code` spans and **bold**.
 pub fn inline_markdown(text: &str) -> String {
-    let escaped = text
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;");
+    let escaped = super::svg::esc(text);
     let parts: Vec<&str> = escaped.split('`').collect();
     let mut out = String::with_capacity(escaped.len() + 16);
     for (i, part) in parts.iter().enumerate() {

@@ -62,24 +62,30 @@ pub enum RunError {
     /// The replay phase's trace could not be read.
     #[error(transparent)]
     Trace(#[from] crate::plan::vocab::TraceError),
+    /// `--start-at +…` without a duration after the `+`.
+    #[error("`{0}`: give a duration after `+`, like +30s or +2m")]
+    StartAtSpan(String),
+    /// `--start-at` is neither an RFC 3339 instant nor `+DURATION`.
+    #[error(
+        "`{0}` is not an RFC 3339 instant like 2026-12-07T10:00:00Z (with `Z` or an offset such as +02:00), nor `+DURATION` like +30s"
+    )]
+    StartAtInstant(String),
+    /// `--start-at` is more than `LATE_OK_S` in the past.
+    #[error("`{text}` is {ago_s:.0} s in the past (now is {now}); give a later time")]
+    StartAtPast {
+        /// The value given.
+        text: String,
+        /// How far in the past, in seconds.
+        ago_s: f64,
+        /// Now, as RFC 3339.
+        now: String,
+    },
     /// The local tokenizer (`workload.tokenizer`) could not be loaded.
     #[error(transparent)]
     Tokenizer(#[from] crate::client::local::TokenizerError),
 }
 
 impl RunError {
-    /// Exit code: 3 for the engine, 2 for what the user must change first.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RunError::Engine(_) | RunError::Config(_) | RunError::EngineLost { .. } => 3,
-            RunError::RunDir(_)
-            | RunError::Dataset(_)
-            | RunError::Trace(_)
-            | RunError::Tokenizer(_) => 2,
-            RunError::Interrupted { .. } | RunError::InterruptedEarly { .. } => 1,
-        }
-    }
-
     /// The run directory that holds what was measured before the run stopped, when known.
     pub fn run_dir(&self) -> Option<&std::path::Path> {
         match self {

@@ -45,13 +45,6 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
-    /// 0 when every measured cell is valid, else 1 (docs/cli.md).
-    pub fn exit_code(&self) -> i32 {
-        if self.invalid + self.failed > 0 { 1 } else { 0 }
-    }
-}
-
-impl RunSummary {
     pub(super) fn recorded(&self) -> usize {
         self.valid + self.invalid + self.failed + self.skipped
     }

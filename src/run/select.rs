@@ -3,7 +3,7 @@
 //! reads one: `*`, `?`, `[…]` and `{a,b}`.
 
 use super::options::RunOptions;
-use crate::plan::{Plan, PlanError};
+use crate::plan::{GlobError, Plan, PlanError};
 
 /// The plan cut to `--only` and `--shard`.
 pub(super) fn select(plan: Plan, opts: &RunOptions) -> Plan {
@@ -49,7 +49,7 @@ pub fn check_only(plan: &Plan, glob: &str) -> Result<(), PlanError> {
 }
 
 /// `--only`'s value, checked as clap reads it: a glob that cannot be read is a usage error.
-pub fn parse_only(text: &str) -> Result<String, String> {
+pub fn parse_only(text: &str) -> Result<String, GlobError> {
     Glob::parse(text).map(|_| text.to_string())
 }
 
@@ -80,12 +80,10 @@ enum Tok {
 const MAX_ALTERNATIVES: usize = 1024;
 
 impl Glob {
-    fn parse(glob: &str) -> Result<Glob, String> {
+    fn parse(glob: &str) -> Result<Glob, GlobError> {
         let alts = braces(glob)?;
         if alts.len() > MAX_ALTERNATIVES {
-            return Err(format!(
-                "its `{{…}}` make more than {MAX_ALTERNATIVES} patterns"
-            ));
+            return Err(GlobError::TooMany(MAX_ALTERNATIVES));
         }
         alts.iter()
             .map(|a| tokens(a))
@@ -100,7 +98,7 @@ impl Glob {
 }
 
 /// The patterns `{a,b}` expands into (nested braces too); `[…]` is passed over whole.
-fn braces(glob: &str) -> Result<Vec<String>, String> {
+fn braces(glob: &str) -> Result<Vec<String>, GlobError> {
     let chars: Vec<char> = glob.chars().collect();
     let Some(open) = first_brace(&chars)? else {
         return Ok(vec![glob.to_string()]);
@@ -119,13 +117,13 @@ fn braces(glob: &str) -> Result<Vec<String>, String> {
 }
 
 /// Where the first `{` outside `[…]` is; a `}` before any `{` is refused.
-fn first_brace(chars: &[char]) -> Result<Option<usize>, String> {
+fn first_brace(chars: &[char]) -> Result<Option<usize>, GlobError> {
     let mut i = 0;
     while i < chars.len() {
         match chars[i] {
             '[' => i = class_end(chars, i)?,
             '{' => return Ok(Some(i)),
-            '}' => return Err("a `}` closes no `{`".into()),
+            '}' => return Err(GlobError::StrayBrace),
             _ => {}
         }
         i += 1;
@@ -134,7 +132,7 @@ fn first_brace(chars: &[char]) -> Result<Option<usize>, String> {
 }
 
 /// The `}` matching the `{` at `open`, and the comma-separated parts between them.
-fn brace_parts(chars: &[char], open: usize) -> Result<(usize, Vec<String>), String> {
+fn brace_parts(chars: &[char], open: usize) -> Result<(usize, Vec<String>), GlobError> {
     let (mut depth, mut parts, mut part) = (0usize, Vec::new(), String::new());
     let mut i = open + 1;
     while i < chars.len() {
@@ -162,11 +160,11 @@ fn brace_parts(chars: &[char], open: usize) -> Result<(usize, Vec<String>), Stri
         }
         i += 1;
     }
-    Err("a `{` is not closed with `}`".into())
+    Err(GlobError::UnclosedBrace)
 }
 
 /// The index of the `]` closing the class opened at `open` (a `]` first in it is literal).
-fn class_end(chars: &[char], open: usize) -> Result<usize, String> {
+fn class_end(chars: &[char], open: usize) -> Result<usize, GlobError> {
     let mut i = open + 1;
     if matches!(chars.get(i), Some('!' | '^')) {
         i += 1;
@@ -180,11 +178,11 @@ fn class_end(chars: &[char], open: usize) -> Result<usize, String> {
         }
         i += 1;
     }
-    Err("a `[` is not closed with `]`".into())
+    Err(GlobError::UnclosedClass)
 }
 
 /// The tokens of one brace-free pattern.
-fn tokens(glob: &str) -> Result<Vec<Tok>, String> {
+fn tokens(glob: &str) -> Result<Vec<Tok>, GlobError> {
     let chars: Vec<char> = glob.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -297,7 +295,7 @@ mod tests {
             ),
         ] {
             let e = Glob::parse(g).map(|_| ()).unwrap_err();
-            assert!(e.contains(says), "{g}: {e}");
+            assert!(e.to_string().contains(says), "{g}: {e}");
             assert!(!glob_match(g, "decode"));
         }
     }

@@ -36,27 +36,23 @@ fn unix_now() -> f64 {
 
 impl StartAt {
     /// Read `--start-at`'s value at `now` (Unix seconds).
-    pub fn parse_at(text: &str, now: f64) -> Result<StartAt, String> {
+    pub fn parse_at(text: &str, now: f64) -> Result<StartAt, RunError> {
         let t = text.trim();
         let unix_s = match t.strip_prefix('+') {
             Some(span) => {
-                let span = crate::spec::Span::parse(span).map_err(|_| {
-                    format!("`{t}`: give a duration after `+`, like +30s or +2m")
-                })?;
+                let span = crate::spec::Span::parse(span)
+                    .map_err(|_| RunError::StartAtSpan(t.to_string()))?;
                 now + span.secs()
             }
-            None => crate::results::unix_of_rfc3339(t).ok_or_else(|| {
-                format!(
-                    "`{t}` is not an RFC 3339 instant like 2026-12-07T10:00:00Z (with `Z` or an offset such as +02:00), nor `+DURATION` like +30s"
-                )
-            })?,
+            None => crate::results::unix_of_rfc3339(t)
+                .ok_or_else(|| RunError::StartAtInstant(t.to_string()))?,
         };
         if unix_s < now - LATE_OK_S {
-            return Err(format!(
-                "`{t}` is {:.0} s in the past (now is {}); give a later time",
-                now - unix_s,
-                crate::results::rfc3339_ms(now)
-            ));
+            return Err(RunError::StartAtPast {
+                text: t.to_string(),
+                ago_s: now - unix_s,
+                now: crate::results::rfc3339_ms(now),
+            });
         }
         Ok(StartAt {
             unix_s,
@@ -66,7 +62,7 @@ impl StartAt {
 }
 
 /// `--start-at`'s value, read as clap reads it (a time in the past is a usage error).
-pub fn parse_start_at(text: &str) -> Result<StartAt, String> {
+pub fn parse_start_at(text: &str) -> Result<StartAt, RunError> {
     StartAt::parse_at(text, unix_now())
 }
 
@@ -126,7 +122,11 @@ mod tests {
 
     #[test]
     fn instants_and_offsets_from_now() {
-        let at = |t: &str| StartAt::parse_at(t, NOW).map(|s| s.unix_s);
+        let at = |t: &str| {
+            StartAt::parse_at(t, NOW)
+                .map(|s| s.unix_s)
+                .map_err(|e| e.to_string())
+        };
         assert_eq!(at("2026-12-07T10:00:30Z"), Ok(NOW + 30.0));
         assert_eq!(at("2026-12-07T11:00:30+01:00"), Ok(NOW + 30.0));
         assert_eq!(at("+30s"), Ok(NOW + 30.0));

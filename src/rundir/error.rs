@@ -174,14 +174,3 @@ fn incomplete(cells: &[String], partial: &[String]) -> String {
         parts.join("; ")
     )
 }
-
-impl RunDirError {
-    /// Exit code (docs/cli.md): 1 when an output could not be written, else 2 (the input
-    /// must change, nothing was run).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            RunDirError::Write { .. } => 1,
-            _ => 2,
-        }
-    }
-}

@@ -10,6 +10,7 @@ mod driver;
 mod endpoints;
 mod engine;
 mod entry;
+pub mod fitted;
 mod generate;
 mod histogram;
 mod http;
@@ -46,6 +47,19 @@ pub enum SimError {
         /// Why.
         why: String,
     },
+    /// A twin file's `[params]` cannot be read (the file is named by the caller).
+    #[error("{0}")]
+    TwinParams(String),
+    /// A cost in a twin file's `[params]` is negative or not a number.
+    #[error(
+        "a cost in [params] is negative or not a number: {name} = {value}; fit the twin again (`benchspec fit`) or correct that line"
+    )]
+    TwinCost {
+        /// The parameter.
+        name: &'static str,
+        /// Its value.
+        value: f64,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -54,16 +68,6 @@ pub enum SimError {
         /// The I/O error.
         source: std::io::Error,
     },
-}
-
-impl SimError {
-    /// The exit code: 2 for a bad name, 3 when the engine cannot be started.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            SimError::UnknownProfile { .. } | SimError::Twin { .. } => 2,
-            SimError::Bind { .. } => 3,
-        }
-    }
 }
 
 /// The profile called `name`, or an error listing the known ones.

@@ -215,32 +215,13 @@ pub fn names() -> Vec<&'static str> {
 
 /// The costs and limits of a twin file's `[params]` (`benchspec fit`), as a profile: the
 /// simulator reads only this table, named as its own fields.
-pub fn from_twin(text: &str) -> Result<Profile, String> {
+pub fn from_twin(text: &str) -> Result<Profile, super::SimError> {
     #[derive(serde::Deserialize)]
     struct File {
-        params: Params,
+        params: super::fitted::Params,
     }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        step_s: f64,
-        per_seq_s: f64,
-        per_kv_token_s: f64,
-        prefill_token_s: f64,
-        prefill_quadratic_s: f64,
-        api_s: f64,
-        api_stream_s: f64,
-        cached_request_s: f64,
-        cached_token_s: f64,
-        #[serde(default)]
-        cached_quadratic_s: f64,
-        #[serde(default)]
-        tokenizer_token_s: f64,
-        max_batched_tokens: u64,
-        max_num_seqs: u64,
-        kv_tokens: u64,
-        max_model_len: u64,
-    }
-    let f: File = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let f: File =
+        toml::from_str(text).map_err(|e| super::SimError::TwinParams(e.message().to_string()))?;
     let p = f.params;
     let costs = [
         ("step_s", p.step_s),
@@ -256,9 +237,7 @@ pub fn from_twin(text: &str) -> Result<Profile, String> {
         ("tokenizer_token_s", p.tokenizer_token_s),
     ];
     if let Some((name, c)) = costs.iter().find(|(_, c)| !c.is_finite() || *c < 0.0) {
-        return Err(format!(
-            "a cost in [params] is negative or not a number: {name} = {c}; fit the twin again (`benchspec fit`) or correct that line"
-        ));
+        return Err(super::SimError::TwinCost { name, value: *c });
     }
     Ok(Profile {
         name: "twin",

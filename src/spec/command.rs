@@ -19,6 +19,9 @@ pub enum CommandError {
     /// Not an http(s) URL.
     #[error("`{0}` is not an http(s) URL such as `http://127.0.0.1:8000`")]
     NotUrl(String),
+    /// `$NAME` or `${NAME}` names an environment variable that is not set.
+    #[error("`${{{0}}}` names an environment variable that is not set")]
+    Unset(String),
 }
 
 impl Command {
@@ -165,12 +168,14 @@ pub fn env_refs(text: &str) -> Vec<String> {
 
 /// `text` with every `$NAME` and `${NAME}` replaced from `env` and `$$` made one `$` (see
 /// [`pieces`]); an unset variable is an error carrying its name.
-pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, CommandError> {
     let mut out = String::with_capacity(text.len());
     for p in pieces(text) {
         match p {
             Piece::Text(t) => out.push_str(t),
-            Piece::Var(name) => out.push_str(&env(name).ok_or_else(|| name.to_string())?),
+            Piece::Var(name) => {
+                out.push_str(&env(name).ok_or_else(|| CommandError::Unset(name.to_string()))?)
+            }
         }
     }
     Ok(out)
@@ -356,8 +361,14 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(expand(text, &env).as_deref(), Ok(want), "{text}");
         }
-        assert_eq!(expand("${NOPE}", &env), Err("NOPE".to_string()));
-        assert_eq!(expand("$NOPE/x", &env), Err("NOPE".to_string()));
+        assert_eq!(
+            expand("${NOPE}", &env),
+            Err(CommandError::Unset("NOPE".into()))
+        );
+        assert_eq!(
+            expand("$NOPE/x", &env),
+            Err(CommandError::Unset("NOPE".into()))
+        );
     }
 
     #[test]

@@ -294,7 +294,11 @@ fn twin_check(json: &serde_json::Value, resolve: &files::Resolve) -> Vec<diag::P
     let path = resolve(files::FileRef::Twin, name);
     let why = std::fs::read_to_string(&path)
         .map_err(|e| e.to_string())
-        .and_then(|text| crate::sim::profile::from_twin(&text).map(|_| ()));
+        .and_then(|text| {
+            crate::sim::profile::from_twin(&text)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
     match why {
         Ok(()) => Vec::new(),
         Err(why) => vec![diag::Problem::error(

@@ -391,6 +391,6 @@ pub fn read_twin(path: &Path) -> Result<Twin, TwinError> {
         )));
     }
     // The check `validate` makes of a spec's `engine.sim.twin`, and the simulator of its file.
-    crate::sim::profile::from_twin(&text).map_err(read)?;
+    crate::sim::profile::from_twin(&text).map_err(|e| read(e.to_string()))?;
     toml::from_str(&text).map_err(|e| read(e.to_string()))
 }

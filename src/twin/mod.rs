@@ -60,17 +60,6 @@ pub enum TwinError {
     Simulate(String),
 }
 
-impl TwinError {
-    /// 1 when the file cannot be written or the spec not run against the twin, else 2.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            TwinError::Write { .. } | TwinError::Simulate(_) => 1,
-            TwinError::RunDir(e) => e.exit_code(),
-            _ => 2,
-        }
-    }
-}
-
 /// One cell's prediction against its measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Residual {

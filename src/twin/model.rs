@@ -13,43 +13,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The fitted parameters (seconds unless said), named as the simulator's profile names them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Params {
-    /// Fixed cost of every engine step.
-    pub step_s: f64,
-    /// Decode cost per running request per step.
-    pub per_seq_s: f64,
-    /// Decode cost per KV token read per step.
-    pub per_kv_token_s: f64,
-    /// Prefill cost per prompt token.
-    pub prefill_token_s: f64,
-    /// Prefill attention: a token at position p costs p × this more.
-    pub prefill_quadratic_s: f64,
-    /// API-server time before a request reaches the engine.
-    pub api_s: f64,
-    /// API-server wait per ((running + 1)^¼ − 1).
-    pub api_stream_s: f64,
-    /// A decode cell's first token beyond `api_s`: fixed part (a prefix-cached prompt's
-    /// admission, when decode prompts are warm).
-    pub cached_request_s: f64,
-    /// A decode cell's first token beyond `api_s`: per prompt token.
-    pub cached_token_s: f64,
-    /// A decode cell's first token beyond `api_s`: per squared prompt token (long prompts
-    /// cost the API server more per token).
-    #[serde(default)]
-    pub cached_quadratic_s: f64,
-    /// The API server's one tokenizer, per prompt token: requests sent together queue for it.
-    pub tokenizer_token_s: f64,
-    /// Tokens per engine step (prefills are chunked to it).
-    pub max_batched_tokens: u64,
-    /// Requests scheduled at once.
-    pub max_num_seqs: u64,
-    /// KV-cache capacity, tokens.
-    pub kv_tokens: u64,
-    /// Longest prompt + output.
-    pub max_model_len: u64,
-}
+/// The fitted parameters: one type, the simulator's ([`crate::sim::fitted`]), which reads
+/// a twin file's `[params]` with it.
+pub use crate::sim::fitted::Params;
 
 /// What the model says of one cell.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -153,5 +119,35 @@ pub fn burst(n: f64, finished: f64) -> f64 {
         (n.max(1.0) - 1.0) / 2.0
     } else {
         ((n - finished) / 2.0).max(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Params;
+
+    /// A twin file's `[params]` from before `tokenizer_token_s` and `cached_quadratic_s`
+    /// were parameters: the twin and the simulator read it as one type, both as 0 — the
+    /// twin once refused what the simulator's private copy took.
+    #[test]
+    fn the_twin_and_the_simulator_read_one_params_table() {
+        let table = "step_s = 0.01\nper_seq_s = 0.001\nper_kv_token_s = 0.0\n\
+                     prefill_token_s = 0.0002\nprefill_quadratic_s = 0.0\napi_s = 0.003\n\
+                     api_stream_s = 0.0\ncached_request_s = 0.0\ncached_token_s = 0.0\n\
+                     max_batched_tokens = 2048\nmax_num_seqs = 8\nkv_tokens = 65536\n\
+                     max_model_len = 4096\n";
+        let p: Result<Params, _> = toml::from_str(table);
+        let p = p.map_err(|e| e.to_string());
+        assert_eq!(p.as_ref().map(|p| p.tokenizer_token_s), Ok(0.0), "{p:?}");
+        assert_eq!(p.as_ref().map(|p| p.cached_quadratic_s), Ok(0.0));
+        let profile = crate::sim::profile::from_twin(&format!("[params]\n{table}"));
+        let profile = profile.map_err(|e| e.to_string());
+        let (p, profile) = (
+            p.unwrap_or_else(|e| panic!("{e}")),
+            profile.unwrap_or_else(|e| panic!("{e}")),
+        );
+        assert_eq!((profile.api_s, profile.step_s), (p.api_s, p.step_s));
+        assert_eq!(profile.max_num_seqs, p.max_num_seqs as usize);
+        assert_eq!(profile.api_serial_token_s, 0.0);
     }
 }

@@ -10,7 +10,6 @@ pub use super::interval::widen;
 use super::model::Params;
 use super::model::Predicted;
 use super::settings::SpecSettings;
-pub use super::table::table;
 use crate::plan::{Decode, Measure, Phase, Plan};
 use crate::results::{Record, Status};
 use serde::Serialize;

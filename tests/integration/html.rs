@@ -6,6 +6,7 @@
 
 use super::Edit;
 use super::cli::{Bench, tempdir::Dir};
+use benchspec::cli::exit::Exits;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -199,7 +200,7 @@ fn measure(dir: &Path, name: &str, text: &str) -> PathBuf {
     };
     let config = benchspec::plan::RunConfig::new(&loaded);
     let summary = super::open::run_config(&config, &opts, &|_| {}, true);
-    assert_eq!(summary.exit_code(), 0, "{name}: {summary:?}");
+    assert_eq!(summary.exit().code(), 0, "{name}: {summary:?}");
     let run = benchspec::report::load(&out).unwrap();
     benchspec::report::render(&run, &[Format::Markdown, Format::Html], &[], &out).unwrap();
     out

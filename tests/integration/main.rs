@@ -9,6 +9,7 @@ mod cli;
 mod dialects;
 mod docs;
 mod edges;
+mod exit;
 mod export;
 mod faults;
 mod fleet;

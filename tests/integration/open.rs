@@ -4,6 +4,7 @@
 //! are written beside each check.
 
 use super::Edit;
+use benchspec::cli::exit::Exits;
 use benchspec::plan::RunConfig;
 use benchspec::results::{Record, Status};
 use benchspec::run::{self, RunOptions};
@@ -546,7 +547,7 @@ fn only_the_simulator_answers_in_process() {
         &|_| {},
     ))
     .unwrap_err();
-    assert_eq!(err.exit_code(), 3);
+    assert_eq!(err.exit().code(), 3);
     assert!(
         err.to_string()
             .contains("only `kind: sim` engines answer in this process"),

@@ -1,6 +1,7 @@
 //! Trace replay (`phases.replay`): a Mooncake trace's requests at their own times, each
 //! prompt exactly its `input_length`, equal `hash_ids` found in the server's prefix cache.
 
+use benchspec::cli::exit::Exits;
 use benchspec::results::Status;
 use serde_json::Value;
 
@@ -136,7 +137,7 @@ fn a_stopped_replay_resumes_with_the_rest_of_the_trace() {
     let again = Interrupt::new();
     let summary =
         super::open::on_paused_clock(run::run_in_process(&config, &opts, &again, &|_| {}));
-    assert_eq!(summary.unwrap().exit_code(), 0);
+    assert_eq!(summary.unwrap().exit().code(), 0);
     let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     let r = records.iter().find(|r| r.cell == "replay/sample").unwrap();
     assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);

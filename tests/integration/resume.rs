@@ -5,6 +5,7 @@
 use super::Edit;
 use super::bin;
 use super::cli::{Bench, tempdir::Dir};
+use benchspec::cli::exit::Exits;
 use benchspec::results::{Record, Status};
 use std::path::Path;
 
@@ -325,7 +326,7 @@ fn two_runs_in_one_process_each_answer_their_own_interrupt() {
         &|_| {},
     )
     .unwrap();
-    assert_eq!(first.exit_code(), 0);
+    assert_eq!(first.exit().code(), 0);
     assert_eq!(records(&dir.path().join("one")).len(), 8);
     // The second is interrupted by its caller when its third measured cell starts.
     let stop = Interrupt::new();
@@ -337,7 +338,7 @@ fn two_runs_in_one_process_each_answer_their_own_interrupt() {
     let err = run::run(&RunConfig::new(&loaded), &opts("two"), &stop, &on)
         .err()
         .unwrap();
-    assert_eq!(err.exit_code(), 1, "{err}");
+    assert_eq!(err.exit().code(), 1, "{err}");
     assert!(
         matches!(&err, RunError::Interrupted { cell, .. } if cell == "decode/256/c2"),
         "{err}"

@@ -3,6 +3,7 @@
 //! (`sim::calibrate`) and its step costs. Tolerances are written beside each check.
 
 use super::Edit;
+use benchspec::cli::exit::Exits;
 use benchspec::plan::RunConfig;
 use benchspec::results::{Record, Status, TokenSource};
 use benchspec::run::{self, RunOptions};
@@ -80,7 +81,7 @@ fn decode_and_prefill_match_the_simulators_ground_truth() {
     let _cpu = super::cpu();
     let p = profile::profile("h200-gemma-4-e2b").unwrap();
     let (records, summary, _dir) = run_spec(H200);
-    assert_eq!(summary.exit_code(), 0, "{records:#?}");
+    assert_eq!(summary.exit().code(), 0, "{records:#?}");
     let ids: Vec<&str> = records.iter().map(|r| r.cell.as_str()).collect();
     assert_eq!(ids, ["prefill/8K", "decode/8K/c1", "decode/8K/c4"]);
     let prefill = &records[0];
@@ -250,7 +251,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
     )
     .err()
     .unwrap();
-    assert_eq!(err.exit_code(), 3);
+    assert_eq!(err.exit().code(), 3);
     assert_eq!(
         err.to_string(),
         format!(
@@ -274,7 +275,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
     )
     .err()
     .unwrap();
-    assert_eq!(err.exit_code(), 3);
+    assert_eq!(err.exit().code(), 3);
     assert!(err.to_string().contains("cannot be reached"), "{err}");
     rt.block_on(sim.stop());
     let err = run::run(
@@ -288,7 +289,7 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
     )
     .err()
     .unwrap();
-    assert_eq!(err.exit_code(), 3);
+    assert_eq!(err.exit().code(), 3);
     assert!(err.to_string().contains("cannot be reached"), "{err}");
 }
 
@@ -445,5 +446,5 @@ fn stalled_streams_fail_by_kind_and_the_cell_says_so() {
         r.error_kinds.get("stall_timeout").copied().unwrap_or(0) >= 1,
         "{r:#?}"
     );
-    assert_eq!(summary.exit_code(), 1);
+    assert_eq!(summary.exit().code(), 1);
 }

@@ -91,7 +91,10 @@ impl LaunchConfig {
 /// Replace every `$VAR` and `${VAR}` in `text` from `env` (`$$` is one `$`); an unset
 /// variable is an error naming it.
 pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
-    command::expand(text, env).map_err(ConfigError::UnsetVar)
+    command::expand(text, env).map_err(|e| match e {
+        command::CommandError::Unset(name) => ConfigError::UnsetVar(name),
+        e => ConfigError::Command(e),
+    })
 }
 
 /// The values of the environment variables the launch command and its env refer to, which

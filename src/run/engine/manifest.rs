@@ -2,7 +2,7 @@
 //! (version, models, max_model_len), the launch command with secrets replaced by
 //! `<redacted>`, the start, resume and end times. The files themselves belong to `rundir`.
 
-use crate::client::Client;
+use crate::client::{Client, Introspection};
 use crate::plan::{EngineConfig, RunConfig};
 use crate::results::record::utc_now;
 use crate::run::error::EngineError;
@@ -35,30 +35,17 @@ impl ServerInfo {
         Ok(info)
     }
 
-    /// Ask one server.
+    /// Ask one server, through the client's one introspection ([`Client::introspect`]).
     async fn read_one(client: &Client, served: &str) -> Result<ServerInfo, EngineError> {
-        let models =
-            client
-                .get_json("/v1/models")
-                .await
-                .map_err(|source| EngineError::Unreachable {
-                    base: client.base.clone(),
-                    source,
-                })?;
-        let list: Vec<&Value> = models
-            .get("data")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().collect())
-            .unwrap_or_default();
-        let ids: Vec<String> = list
-            .iter()
-            .filter_map(|m| m.get("id").and_then(Value::as_str))
-            .map(str::to_string)
-            .collect();
-        let Some(model) = list
-            .iter()
-            .find(|m| m.get("id").and_then(Value::as_str) == Some(served))
-        else {
+        let answers = client
+            .introspect()
+            .await
+            .map_err(|source| EngineError::Unreachable {
+                base: client.base.clone(),
+                source,
+            })?;
+        let ids = answers.model_ids();
+        let Some(model) = answers.model(served) else {
             let there = if ids.is_empty() {
                 "no models".to_string()
             } else {
@@ -74,13 +61,12 @@ impl ServerInfo {
             });
         };
         let max_model_len = model.get("max_model_len").and_then(Value::as_u64);
-        let version = client
-            .get_json("/version")
-            .await
-            .ok()
+        let version = answers
+            .version
+            .as_ref()
             .and_then(|v| v.get("version").and_then(Value::as_str).map(str::to_string));
         Ok(ServerInfo {
-            kv_tokens: kv_tokens(client).await,
+            kv_tokens: kv_tokens(&answers),
             version,
             models: ids,
             max_model_len,
@@ -111,28 +97,28 @@ impl ServerInfo {
 /// The KV cache's capacity in tokens, as the engine states it: vLLM's `cache_config_info`
 /// (blocks × block size), TensorRT-LLM's iteration statistics (blocks × tokens per block),
 /// SGLang's `max_total_num_tokens`, or llama.cpp's slots × context per slot.
-async fn kv_tokens(client: &Client) -> Option<u64> {
-    if let Ok(text) = client
-        .get_text("/metrics", std::time::Duration::from_secs(30))
-        .await
-    {
-        if crate::telemetry::trtllm::is_iteration_stats(&text) {
-            if let Some(kv) = crate::telemetry::trtllm::kv_tokens(&text) {
+fn kv_tokens(answers: &Introspection) -> Option<u64> {
+    if let Some(text) = &answers.metrics {
+        if crate::telemetry::trtllm::is_iteration_stats(text) {
+            if let Some(kv) = crate::telemetry::trtllm::kv_tokens(text) {
                 return Some(kv);
             }
         } else {
-            let scrape = crate::telemetry::prom::Scrape::new(tokio::time::Instant::now(), &text);
+            let scrape = crate::telemetry::prom::Scrape::new(tokio::time::Instant::now(), text);
             if let Some(kv) = crate::telemetry::server::vllm_kv_tokens(&scrape) {
                 return Some(kv);
             }
         }
     }
-    if let Ok(v) = client.get_json("/get_server_info").await
-        && let Some(kv) = v.get("max_total_num_tokens").and_then(Value::as_u64)
+    if let Some(kv) = answers
+        .server_info
+        .as_ref()
+        .and_then(|v| v.get("max_total_num_tokens"))
+        .and_then(Value::as_u64)
     {
         return Some(kv);
     }
-    let props = client.get_json("/props").await.ok()?;
+    let props = answers.props.as_ref()?;
     let n_ctx = props
         .pointer("/default_generation_settings/n_ctx")?
         .as_u64()?;
@@ -268,6 +254,25 @@ mod tests {
         assert_eq!(info.kv_tokens, Some(524_288));
         let other = ServerInfo::read(&client, "nope").await;
         assert!(other.is_err(), "a model vLLM does not serve is refused");
+    }
+
+    /// llama.cpp states no KV capacity of its own: slots × `n_ctx` per slot, 2 × 2048, from
+    /// the same introspection `init` reads.
+    #[tokio::test]
+    async fn llama_cpp_kv_is_slots_times_context() {
+        let client = replaying(
+            Api::Completions,
+            vec![
+                get("/v1/models", r#"{"data":[{"id":"smollm2"}]}"#),
+                get(
+                    "/props",
+                    r#"{"default_generation_settings":{"n_ctx":2048},"total_slots":2,"build_info":"b6000"}"#,
+                ),
+            ],
+        );
+        let info = ServerInfo::read(&client, "smollm2").await;
+        let info = info.expect("llama.cpp's answers are read");
+        assert_eq!((info.kv_tokens, info.version), (Some(4096), None));
     }
 
     #[test]
