@@ -3,15 +3,16 @@
 //! warmed first when the prompt cache is warm, then the dispatcher, and the record with its
 //! verdict.
 
-use super::{CellFailure, Ctx, failed, rand_tag, shared_reasons, verdict};
+use super::{CellFailure, Ctx, failed, rand_tag};
 use super::{Step, Tick};
 use crate::client::Prepared;
 use crate::plan::vocab::Entry;
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
+use crate::results::fill::verdict::{open_reasons, verdict};
+use crate::results::fill::{Finished, fill, shares};
 use crate::run::open::arrivals::{Rng, lengths, schedule};
-use crate::run::open::dispatch::{Finished, Progress, dispatch};
-use crate::run::open::fill::{fill, shares};
+use crate::run::open::dispatch::{Progress, dispatch};
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::rundir::{OpenRequest, Request, RequestLine};
 use std::sync::Arc;
@@ -74,7 +75,7 @@ pub async fn load(
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
     keep_requests(&cx, cell, &finished);
     rec.prefix_hit_expected = expected;
-    let reasons = reasons(&rec, &cx.workload.validity);
+    let reasons = open_reasons(&rec, &cx.workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
 }
@@ -218,21 +219,6 @@ async fn warm_up(cx: &Ctx, warm: &[Prepared], rec: &mut Record) -> Result<(), Ce
         .await
         .map(|_| ())
         .map_err(|kinds| CellFailure::WarmUp { kinds })
-}
-
-/// Why an open-loop, session or replay cell is not valid, if it is not.
-pub(super) fn reasons(rec: &Record, validity: &crate::plan::vocab::Validity) -> Vec<String> {
-    let mut reasons = Vec::new();
-    if rec.output_tokens.unwrap_or(0) == 0 {
-        reasons.push("no tokens were generated".into());
-    }
-    reasons.extend(shared_reasons(
-        rec,
-        rec.errors,
-        rec.requests_started,
-        validity,
-    ));
-    reasons
 }
 
 /// Each request's times for `requests.jsonl` (`--save-requests`), relative to the first

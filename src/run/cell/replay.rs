@@ -3,15 +3,16 @@
 //! the first send, so that equal `hash_ids` are equal token blocks (the same text wherever
 //! they appear) and the engine sees the trace's real prefix reuse.
 
-use super::{CellFailure, Ctx, Tick, failed, verdict};
+use super::{CellFailure, Ctx, Tick, failed};
 use crate::client::Prepared;
 use crate::plan::replay::ReplayLoad;
 use crate::plan::vocab::{Arrivals, Rate, TraceEntry};
 use crate::plan::{Bound, Cell, OpenLoad};
+use crate::results::fill::verdict::{open_reasons, verdict};
+use crate::results::fill::{Finished, fill, shares};
 use crate::results::stats::round;
 use crate::results::{Record, TraceInfo};
-use crate::run::open::dispatch::{Finished, Progress, dispatch};
-use crate::run::open::fill::{fill, shares};
+use crate::run::open::dispatch::{Progress, dispatch};
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::run::prompt::{PromptError, user_words};
 use std::sync::Arc;
@@ -103,7 +104,7 @@ pub async fn replay(
         ..trace_info(&finished, &schedule, r, entries)
     });
     super::open::keep_requests(&cx, cell, &finished);
-    let reasons = super::open::reasons(&rec, &cx.workload.validity);
+    let reasons = open_reasons(&rec, &cx.workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
 }

@@ -7,12 +7,10 @@
 //! of older runs, without it, are taken to have started together). `merge` marks a cell
 //! whose parts' windows overlap too little invalid.
 
-use super::open::reasons;
-use super::verdict;
 use crate::plan::{Cell, Measure, Workload};
 use crate::results::Record;
-use crate::run::open::dispatch::{Done, Finished};
-use crate::run::open::fill::{fill, shares};
+use crate::results::fill::verdict::{open_reasons, verdict};
+use crate::results::fill::{Done, Finished, fill, shares};
 use crate::rundir::OpenRequest;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -90,7 +88,7 @@ pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenReque
             .total_tok_s
             .and_then(|t| crate::results::stats::usd_per_mtok(cost, t));
     }
-    let reasons = reasons(&rec, &workload.validity);
+    let reasons = open_reasons(&rec, &workload.validity);
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
 }
