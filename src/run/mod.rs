@@ -21,7 +21,6 @@ mod session;
 mod start_at;
 pub use start_at::{LATE_OK_S, StartAt, parse_start_at};
 mod variants;
-pub use cell::split::combine as combine_split;
 pub use cell::{Step, Tick};
 
 use crate::plan::vocab::{DatasetError, Entry};

@@ -6,7 +6,6 @@ mod decode;
 mod open;
 mod replay;
 mod sessions;
-pub(crate) mod split;
 
 pub use decode::{Step, Tick, decode};
 pub use open::load;
