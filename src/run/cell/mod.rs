@@ -3,12 +3,13 @@
 //! in `decode/` (the verdict rules are `results::fill::verdict`).
 
 mod decode;
-mod open;
+mod load;
+mod open_loop;
 mod replay;
 mod sessions;
 
 pub use decode::{Step, Tick, decode};
-pub use open::load;
+pub use load::load;
 pub use replay::replay;
 pub use sessions::sessions;
 
