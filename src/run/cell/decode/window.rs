@@ -125,16 +125,20 @@ pub async fn decode(
     rec.by_endpoint = totals
         .shares
         .fields(&cx.client.endpoints(), totals.length_s);
-    // Warm: every measured request resends a prompt sent before; cold: new prompts.
-    let n = rec.requests_started;
+    rec.prefix_hit_expected = hit_expected_of(&cx, cell, rec.requests_started);
+    rec
+}
+
+/// `prefix_hit_expected` of a window of `n` requests: warm, every one resends a prompt sent
+/// before; cold, new prompts.
+fn hit_expected_of(cx: &Ctx, cell: &Cell, n: u64) -> Option<f64> {
     let tokens = n * cell.prompt_tokens;
     let reusable = if cx.workload.warm() {
         tokens
     } else {
         fresh_reusable(&cx.workload, n)
     };
-    rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, tokens);
-    rec
+    hit_expected(&cx.workload, reusable, tokens)
 }
 
 /// End the cell now (the window closes, if it has not), and gather the slots' tallies,
