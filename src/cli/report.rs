@@ -196,8 +196,7 @@ fn compared_runs(
 
 /// Run `benchspec merge`: join the shards, then render the spec's reports of the whole.
 pub fn merge(dirs: &[PathBuf], dir: &Path, allow_missing: bool, out: &Out) -> Result<i32, Error> {
-    let combine = crate::run::combine_split;
-    let merged = crate::rundir::merge(dirs, dir, allow_missing, &combine)?;
+    let merged = crate::rundir::merge(dirs, dir, allow_missing)?;
     out.info(&format!(
         "merged {} run directories: {} records into {}",
         merged.parts,

@@ -3,6 +3,7 @@
 
 pub(crate) mod bursts;
 pub mod endpoints;
+pub mod fill;
 pub(crate) mod observe;
 pub(crate) mod open;
 pub(crate) mod record;

@@ -110,6 +110,18 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// Mean and coefficient of variation of the gaps between consecutive times.
+pub fn gap_stats(times: &[f64]) -> Option<(f64, f64)> {
+    if times.len() < 3 {
+        return None;
+    }
+    let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    let n = gaps.len() as f64;
+    let mean = gaps.iter().sum::<f64>() / n;
+    let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean > 0.0).then(|| (mean, var.sqrt() / mean))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,7 +29,6 @@ mod start;
 mod start_at;
 pub use start_at::{LATE_OK_S, StartAt, parse_start_at};
 mod variants;
-pub use cell::split::combine as combine_split;
 pub use cell::{Step, Tick};
 
 use crate::plan::RunConfig;

@@ -2,8 +2,8 @@
 //! directory — the spec copy, one `plan.json` in run order, every record once, the requests
 //! and engine logs one after another, and a manifest naming each shard — refusing shards of
 //! different specs and cells measured twice. A load cell every shard measured a part of
-//! (`--split-load`) becomes one record made from all the shards' requests by the caller's
-//! [`Combine`] (the run stage's, which computes a record as one client would have).
+//! (`--split-load`) becomes one record made from all the shards' requests, computed as one
+//! client would have (`merge/combine.rs`).
 
 use super::{ENGINE_LOG, Manifest, MergedPart, REQUESTS, Result, RunDir, RunDirError, SpecCopy};
 use crate::plan::{Cell, Plan};
@@ -11,10 +11,11 @@ use crate::results::{Record, Status};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+mod combine;
 mod order;
 mod split;
+pub use split::MIN_OVERLAP;
 use split::is_split;
-pub use split::{Combine, MIN_OVERLAP};
 
 /// One shard's run directory, as read.
 struct Part {
@@ -166,12 +167,7 @@ fn check(parts: &[Part]) -> Result<()> {
 /// that stopped early — and split load cells without every shard's part are refused unless
 /// `allow_missing`; then the first stay in the plan as not run, the second are merged from
 /// the parts there are and marked invalid.
-pub fn merge(
-    dirs: &[PathBuf],
-    out: &Path,
-    allow_missing: bool,
-    combine: &Combine<'_>,
-) -> Result<Merged> {
+pub fn merge(dirs: &[PathBuf], out: &Path, allow_missing: bool) -> Result<Merged> {
     let mut parts = dirs
         .iter()
         .flat_map(|d| run_dirs(d))
@@ -195,7 +191,7 @@ pub fn merge(
             partial: partial.iter().map(split::Partial::describe).collect(),
         });
     }
-    let records = written_into(out, |dir| write_parts(dir, &parts, &plan, combine))?;
+    let records = written_into(out, |dir| write_parts(dir, &parts, &plan))?;
     Ok(Merged {
         parts: parts.len(),
         records: records.len(),
@@ -238,12 +234,7 @@ fn written_into<T>(out: &Path, write: impl FnOnce(&RunDir) -> Result<T>) -> Resu
 
 /// Write the merged run directory of `parts` into `dir`; the records written, in the
 /// plan's order.
-fn write_parts(
-    dir: &RunDir,
-    parts: &[Part],
-    plan: &Plan,
-    combine: &Combine<'_>,
-) -> Result<Vec<Record>> {
+fn write_parts(dir: &RunDir, parts: &[Part], plan: &Plan) -> Result<Vec<Record>> {
     let first = &parts[0];
     let spec_ext = first.spec.path.extension().and_then(|e| e.to_str());
     dir.write_spec_copy(
@@ -256,7 +247,7 @@ fn write_parts(
         .into_iter()
         .filter(|r| kept.insert(r.cell.clone()))
         .map(|r| match is_split(parts, &r.cell) {
-            true => split::combined(parts, plan, r, combine),
+            true => split::combined(parts, plan, r),
             false => Ok(r.clone()),
         })
         .collect::<Result<_>>()?;

@@ -1,24 +1,23 @@
 //! Running one cell (docs/results.md): the shared context of a run's cells, prefill cells (single
-//! cold requests, the median of `repeats`), the verdict rules, and the decode cell
-//! with its window's accounting in `decode/`.
+//! cold requests, the median of `repeats`), and the decode cell with its window's accounting
+//! in `decode/` (the verdict rules are `results::fill::verdict`).
 
 mod decode;
-mod filled;
-mod open;
+mod load;
+mod open_loop;
 mod replay;
 mod sessions;
-pub(crate) mod split;
 
 pub use decode::{Step, Tick, decode};
-pub use open::load;
+pub use load::load;
 pub use replay::replay;
 pub use sessions::sessions;
 
 use super::probe::Probe;
 use super::prompt::{PromptError, Synth};
 use crate::client::{Client, Outcome};
-use crate::plan::vocab::Validity;
 use crate::plan::{Cell, Prefill, Workload};
+use crate::results::fill::verdict::verdict;
 use crate::results::stats::{Latencies, median};
 use crate::results::{Record, Status};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -329,45 +328,6 @@ pub(super) fn failed(mut rec: Record, why: &dyn std::fmt::Display) -> Record {
     rec.reasons.push(why.to_string());
     rec
 }
-
-pub(super) fn verdict(mut rec: Record, errors: u64, attempts: u64, reasons: &[String]) -> Record {
-    rec.reasons.extend(reasons.iter().cloned());
-    rec.status = if errors >= attempts
-        && attempts > 0
-        && rec.completed == 0
-        && rec.output_tokens.unwrap_or(0) == 0
-    {
-        rec.reasons.push("every request failed".into());
-        Status::Failed
-    } else if rec.reasons.is_empty() {
-        Status::Valid
-    } else {
-        Status::Invalid
-    };
-    rec
-}
-
-/// The validity rules every measured cell shares: a client that was itself the bottleneck,
-/// and an error rate above the spec's.
-pub(super) fn shared_reasons(rec: &Record, errors: u64, started: u64, v: &Validity) -> Vec<String> {
-    let mut reasons = Vec::new();
-    if let Some(c) = rec.client
-        && c.cpu_busy > v.max_client_busy
-    {
-        reasons.push(format!(
-            "client saturated: {:.0}% busy (more than validity.max_client_busy {:.0}%; give it more --client-threads or cores)",
-            c.cpu_busy * 100.0,
-            v.max_client_busy * 100.0
-        ));
-    }
-    let rate = errors as f64 / started.max(1) as f64;
-    if rate > v.max_error_rate {
-        reasons.push(format!("error rate {rate:.3} > {}", v.max_error_rate));
-    }
-    reasons
-}
-
-pub(super) use crate::results::stats::round;
 
 #[cfg(test)]
 mod tests;

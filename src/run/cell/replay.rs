@@ -1,18 +1,19 @@
 //! A replay cell (docs/results.md): a Mooncake trace's requests sent at their timestamps ÷
 //! `speedup` by the open-loop driver, every prompt made to exactly its `input_length` before
 //! the first send, so that equal `hash_ids` are equal token blocks (the same text wherever
-//! they appear) and the engine sees the trace's real prefix reuse.
+//! they appear) and the engine sees the trace's real prefix reuse. The sending and the record
+//! are the open-loop skeleton's ([`super::open_loop`]), as a load cell's.
 
-use super::{CellFailure, Ctx, Tick, failed, verdict};
+use super::open_loop::{Sends, judged, measure};
+use super::{CellFailure, Ctx, Tick, failed};
 use crate::client::Prepared;
 use crate::plan::replay::ReplayLoad;
 use crate::plan::vocab::{Arrivals, Rate, TraceEntry};
 use crate::plan::{Bound, Cell, OpenLoad};
+use crate::results::fill::Finished;
 use crate::results::stats::round;
 use crate::results::{Record, TraceInfo};
-use crate::run::open::dispatch::{Finished, Progress, dispatch};
-use crate::run::open::fill::{fill, shares};
-use crate::run::probe::{Cpu, reset_peak_rss};
+use crate::run::open::dispatch::Progress;
 use crate::run::prompt::{PromptError, user_words};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,23 +39,8 @@ pub async fn replay(
     let n = r
         .max_requests
         .map_or(trace.len(), |m| (m as usize).min(trace.len()));
-    // What validate could not judge without the server's max_model_len: refused before
-    // anything is sent, never sent to fail and be averaged in.
-    let unfit = crate::spec::trace::fit(
-        &trace[..n],
-        &file,
-        r.block_tokens,
-        cx.workload.max_model_len,
-    );
-    if !unfit.is_empty() {
-        let why: Vec<String> = unfit.iter().map(ToString::to_string).collect();
-        return failed(
-            rec,
-            &format!(
-                "the trace cannot be replayed as written: {}",
-                why.join("; ")
-            ),
-        );
+    if let Some(why) = unfit(&cx, &trace[..n], &file, &r) {
+        return failed(rec, &why);
     }
     let progress = Arc::new(Progress::default());
     let mut resume = Resume::at(&cx, cell, progress.clone());
@@ -73,39 +59,36 @@ pub async fn replay(
         Err(e) => return failed(rec, &e),
     };
     let (schedule, load) = timing(entries, r.speedup);
-    reset_peak_rss();
-    let mut cpu = Cpu {
-        open: cx.probe.sample(),
-        ..Cpu::default()
-    };
-    cx.marks.open_cold(tokio::time::Instant::now());
-    let run = dispatch(
-        &cx.client,
+    let sends = Sends {
         bodies,
         prompts,
-        schedule.clone(),
-        None,
-        progress.clone(),
-    );
-    let finished = super::open::watch(run, &progress, &ticks).await;
-    cpu.close = cx.probe.sample();
-    cx.marks.close(tokio::time::Instant::now());
-    fill(&mut rec, &finished, &load, &cx.workload.slo);
+        schedule: schedule.clone(),
+    };
+    let finished = measure(&cx, cell, &mut rec, sends, &load, progress, &ticks).await;
     // The trace's own times, not drawn.
     rec.open.arrivals = Some(TRACE_ARRIVALS.to_string());
-    let span = rec.measured_s.unwrap_or(0.0);
-    rec.by_endpoint = shares(&finished.done).fields(&cx.client.endpoints(), span);
-    rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
     resume.finished();
     rec.trace = Some(TraceInfo {
         file,
         resumed_after: (resume.base > 0).then_some(resume.base as u64),
         ..trace_info(&finished, &schedule, r, entries)
     });
-    super::open::keep_requests(&cx, cell, &finished);
-    let reasons = super::open::reasons(&rec, &cx.workload.validity);
-    let (errors, started) = (rec.errors, rec.requests_started);
-    verdict(rec, errors, started, &reasons)
+    judged(rec, &cx)
+}
+
+/// Why the trace's first requests `entries` cannot be replayed as written: what validate
+/// could not judge without the server's `max_model_len`, refused before anything is sent,
+/// never sent to fail and be averaged in.
+fn unfit(cx: &Ctx, entries: &[TraceEntry], file: &str, r: &ReplayLoad) -> Option<String> {
+    let unfit = crate::spec::trace::fit(entries, file, r.block_tokens, cx.workload.max_model_len);
+    if unfit.is_empty() {
+        return None;
+    }
+    let why: Vec<String> = unfit.iter().map(ToString::to_string).collect();
+    Some(format!(
+        "the trace cannot be replayed as written: {}",
+        why.join("; ")
+    ))
 }
 
 /// When each of `entries` is due (from the first, ÷ `speedup`), and the open-loop load they

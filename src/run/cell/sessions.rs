@@ -4,12 +4,14 @@
 //! open loop: sessions start at the arrivals of `phases.load`'s process. At the window's
 //! end the turns in flight are cancelled; the turns that ended inside it are the cell's.
 
-use super::{Ctx, Step, Tick, failed, rand_tag, verdict};
-use crate::client::{Chunk, Failure, Prepared};
+use super::{Ctx, Step, Tick, failed, rand_tag};
+use crate::client::{Chunk, Prepared};
 use crate::plan::Cell;
 use crate::plan::sessions::SessionLoad;
 use crate::plan::{Bound, OpenLoad};
 use crate::results::Record;
+use crate::results::fill::sessions::{Seen, Turn, fill, first_turn_reason};
+use crate::results::fill::verdict::{open_reasons, verdict};
 use crate::rng::Rng;
 use crate::run::open::dispatch::Progress;
 use crate::run::probe::{Cpu, reset_peak_rss};
@@ -22,34 +24,6 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-
-mod fill;
-
-/// What one turn saw.
-#[derive(Debug, Clone)]
-struct Turn {
-    turn: u32,
-    sent: Instant,
-    first: Option<Instant>,
-    last: Option<Instant>,
-    tokens: u64,
-    /// The prompt's length: the server's count, else the client's estimate.
-    input: u64,
-    /// Prompt tokens a perfect prefix cache holds: the previous turn's prompt and answer
-    /// (the shared prefix on the first turn).
-    reusable: u64,
-    usage_input: Option<u64>,
-    cached: Option<u64>,
-    /// The gaps between its token-bearing chunks, µs per token.
-    gaps: Vec<u32>,
-    /// The session it belongs to.
-    session: u64,
-    /// When it ended: finished, failed or cut at the close.
-    end: Instant,
-    /// The server it went to.
-    endpoint: usize,
-    failure: Option<Failure>,
-}
 
 /// What the sessions of a cell share.
 struct Shared {
@@ -103,11 +77,20 @@ pub async fn sessions(
     cpu.close = cx.probe.sample();
     cx.marks.close(end);
     let turns = shared.turns.lock().map(|t| t.clone()).unwrap_or_default();
-    fill::fill(&mut rec, &turns, &shared, (end - start).as_secs_f64());
+    let seen = Seen {
+        started: shared.started.load(Relaxed),
+        completed: shared.completed.load(Relaxed),
+        completed_turns: shared.completed_turns.load(Relaxed),
+        at_max_len: shared.at_max_len.load(Relaxed),
+        endpoints: &cx.client.endpoints(),
+        slo: &cx.workload.slo,
+        window_s: (end - start).as_secs_f64(),
+    };
+    fill(&mut rec, &turns, &seen);
     keep_turns(&cx, cell, &turns, start);
     rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
-    let mut reasons = super::open::reasons(&rec, &cx.workload.validity);
-    reasons.extend(fill::first_turn_reason(&turns, cell.prompt_tokens));
+    let mut reasons = open_reasons(&rec, &cx.workload.validity);
+    reasons.extend(first_turn_reason(&turns, cell.prompt_tokens));
     let (errors, started) = (rec.errors, rec.requests_started);
     verdict(rec, errors, started, &reasons)
 }

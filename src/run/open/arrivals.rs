@@ -80,22 +80,11 @@ pub fn lengths(centre: u64, spread: Option<Spread>, n: usize, seed: u64, max: u6
         .collect()
 }
 
-/// Mean and coefficient of variation of the gaps between consecutive times.
-pub fn gap_stats(times: &[f64]) -> Option<(f64, f64)> {
-    if times.len() < 3 {
-        return None;
-    }
-    let gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
-    let n = gaps.len() as f64;
-    let mean = gaps.iter().sum::<f64>() / n;
-    let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    (mean > 0.0).then(|| (mean, var.sqrt() / mean))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::plan::vocab::Rate;
+    use crate::results::stats::gap_stats;
 
     fn load(arrivals: Arrivals, rate: f64, k: f64, bound: Bound) -> OpenLoad {
         OpenLoad {

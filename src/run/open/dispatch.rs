@@ -6,45 +6,13 @@
 
 use super::timer::Timer;
 use crate::client::{Chunk, Client, Failure, Prepared};
+use crate::results::fill::{Done, Finished};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, Semaphore, SemaphorePermit};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
-
-/// What one request of an open-loop cell saw.
-#[derive(Debug, Clone)]
-pub struct Done {
-    /// Its scheduled arrival.
-    pub due: Instant,
-    /// When a `max_concurrency` slot was free (`due` when uncapped, or later).
-    pub admitted: Instant,
-    /// Just before the request was written.
-    pub sent: Instant,
-    /// Its first token-bearing chunk.
-    pub first: Option<Instant>,
-    /// Its last token-bearing chunk.
-    pub last: Option<Instant>,
-    /// When it ended (finished, failed or cut).
-    pub end: Instant,
-    /// Output tokens: the server's count, else one per chunk.
-    pub tokens: u64,
-    /// Whether every chunk carried the server's usage.
-    pub all_usage: bool,
-    /// Gaps between chunks, µs, each divided by the tokens of the later chunk.
-    pub gaps: Vec<u32>,
-    /// Why it failed, when it did.
-    pub failure: Option<Failure>,
-    /// `usage.prompt_tokens` as the server counted it.
-    pub usage_prompt: Option<u64>,
-    /// `usage.prompt_tokens_details.cached_tokens`, where the server gives it.
-    pub usage_cached: Option<u64>,
-    /// The exact prompt length sent.
-    pub prompt_target: u64,
-    /// The server it went to (its place in the client's list).
-    pub endpoint: usize,
-}
 
 /// Live counters of an open-loop cell, for progress displays: updated once per request,
 /// when it ends.
@@ -77,17 +45,6 @@ struct Shared {
     /// µs after `start` before which no request is sent: a rate limit's `retry-after`
     /// (0: none). The wait is queue time, reported apart from TTFT.
     hold: AtomicU64,
-}
-
-/// The requests of a cell once every one has ended.
-#[derive(Debug)]
-pub struct Finished {
-    /// Every request, in the order they ended.
-    pub done: Vec<Done>,
-    /// Most requests in flight at once.
-    pub peak: u32,
-    /// When the first arrival was due.
-    pub start: Instant,
 }
 
 /// Aborts the requests and stops the dispatcher when the cell is dropped (a stop request).

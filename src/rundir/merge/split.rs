@@ -1,18 +1,15 @@
 //! Load cells split over the shards (`run --split-load`): each shard measured a part of every
-//! one, and the merge makes one record of each from all the parts' requests, through the
-//! caller's [`Combine`]. A cell is the whole load only when every shard measured its part
+//! one, and the merge makes one record of each from all the parts' requests
+//! ([`super::combine`]). A cell is the whole load only when every shard measured its part
 //! and their sending windows overlap (at least [`MIN_OVERLAP`] of their union); otherwise
 //! its record is marked invalid, saying why.
 
 use super::Part;
-use crate::plan::{Cell, Measure, Plan, Workload};
+use super::combine::combine;
+use crate::plan::{Cell, Measure, Plan};
 use crate::results::{Record, Status};
 use crate::rundir::requests::{OpenRequest, Request, RequestLine};
 use crate::rundir::{REQUESTS, Result};
-
-/// Makes one record of a load cell every shard measured a part of: the whole cell, the
-/// plan's workload, and each part's record with its requests.
-pub type Combine<'a> = dyn Fn(&Cell, &Workload, &[(Record, Vec<OpenRequest>)]) -> Record + 'a;
 
 /// The least overlap (intersection / union) of the shards' measured windows of a split
 /// load cell for its record to stand for the whole load.
@@ -103,12 +100,7 @@ pub(super) fn whole_cell(parts: &[Part], id: &str, whole: Option<&Plan>) -> Opti
 /// part skipped it (past a rate that saturated that shard): that part's record, saying
 /// so. Parts missing: the parts there are, combined and marked invalid. Parts that did not
 /// run together: combined and marked invalid.
-pub(super) fn combined(
-    parts: &[Part],
-    plan: &Plan,
-    record: &Record,
-    combine: &Combine<'_>,
-) -> Result<Record> {
+pub(super) fn combined(parts: &[Part], plan: &Plan, record: &Record) -> Result<Record> {
     let cell = record.cell.as_str();
     let mut each = Vec::new();
     let mut cells = Vec::new();

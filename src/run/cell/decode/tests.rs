@@ -2,8 +2,9 @@
 //! chunks and ends at known milliseconds, played into per-slot tallies over one clock, and
 //! what the merged totals must conclude from it.
 
-use super::{Clock, Gauge, Sink, Tally, Totals, clock::Where};
+use super::{Clock, Gauge, Sink, Tally, clock::Where, merge};
 use crate::client::{Chunk, Failure, Outcome};
+use crate::results::fill::window::Totals;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,7 +93,7 @@ fn play_with(
         .collect();
     Played {
         open: clock.open(),
-        t: Totals::merge(&clock, &sink, tallies, &[], 100),
+        t: merge(&clock, &sink, tallies, &[], 100).0,
     }
 }
 

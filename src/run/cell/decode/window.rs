@@ -3,14 +3,14 @@
 //! with in-flight requests cancelled, and the tallies merged into the record
 //! (`filled`; docs/results.md).
 
-use super::{Clock, Gauge, Sink, Tally, Totals};
+use super::{Clock, Gauge, Sink, Tally, merge};
 use crate::client::Prepared;
 use crate::plan::{Cell, Decode};
 use crate::results::Record;
-use crate::run::cell::filled::fill;
+use crate::results::fill::window::fill;
 use crate::run::cell::{CellFailure, Ctx, failed, fresh_reusable, hit_expected, rand_tag};
 use crate::run::probe::{Cpu, reset_peak_rss};
-use crate::rundir::{Request, RequestLine};
+use crate::rundir::{Request, RequestLine, WindowRequest};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
@@ -113,28 +113,32 @@ pub async fn decode(
     let _ = stop_tx.send(true);
     let tallies = collect(&cx, &shared, set, tallies).await;
     let (prompts, expected) = (&warm_prompt_counts, cell.prompt_tokens);
-    let mut totals = Totals::merge(&shared.clock, &shared.sink, tallies, prompts, expected);
+    let (mut totals, saved) = merge(&shared.clock, &shared.sink, tallies, prompts, expected);
     if let Err(why) = watched {
         rec.errors = totals.errors;
         rec.error_kinds = totals.error_kinds.clone();
         return failed(rec, &why);
     }
-    keep_requests(&cx, cell, &mut totals);
+    keep_requests(&cx, cell, saved);
     rec.client = cpu.usage(&cx.probe, totals.length_s);
     let mut rec = fill(rec, &mut totals, cell, window, &cx.workload);
     rec.by_endpoint = totals
         .shares
         .fields(&cx.client.endpoints(), totals.length_s);
-    // Warm: every measured request resends a prompt sent before; cold: new prompts.
-    let n = rec.requests_started;
+    rec.prefix_hit_expected = hit_expected_of(&cx, cell, rec.requests_started);
+    rec
+}
+
+/// `prefix_hit_expected` of a window of `n` requests: warm, every one resends a prompt sent
+/// before; cold, new prompts.
+fn hit_expected_of(cx: &Ctx, cell: &Cell, n: u64) -> Option<f64> {
     let tokens = n * cell.prompt_tokens;
     let reusable = if cx.workload.warm() {
         tokens
     } else {
         fresh_reusable(&cx.workload, n)
     };
-    rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, tokens);
-    rec
+    hit_expected(&cx.workload, reusable, tokens)
 }
 
 /// End the cell now (the window closes, if it has not), and gather the slots' tallies,
@@ -190,12 +194,12 @@ fn spawn_slots(
 }
 
 /// The window's per-request detail, kept for `requests.jsonl` (`--save-requests`).
-fn keep_requests(cx: &Ctx, cell: &Cell, t: &mut Totals) {
+fn keep_requests(cx: &Ctx, cell: &Cell, saved: Vec<WindowRequest>) {
     if let Some(lines) = &cx.requests
         && let Ok(mut lines) = lines.lock()
     {
         lines.extend(
-            std::mem::take(&mut t.saved)
+            saved
                 .into_iter()
                 .map(|w| RequestLine::unnumbered(&cell.id, Request::Window(w))),
         );

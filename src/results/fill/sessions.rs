@@ -1,25 +1,84 @@
-//! A session cell's record from its turns: `by_turn`, `sessions`, and the cell's own
-//! latencies, tokens and prefix-cache expectation.
+//! A session cell's record from its turns ([`Turn`]): `by_turn`, `sessions`, and the cell's
+//! own latencies, tokens and prefix-cache expectation.
 
-use super::{Shared, Turn};
+use crate::client::Failure;
 use crate::plan::vocab::Slo;
 use crate::results::slo::{self, Summaries};
 use crate::results::stats::{Latencies, round};
 use crate::results::{Record, SessionCounts, TurnStats};
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering::Relaxed;
+use tokio::time::Instant;
 
-/// Fill `rec` from the `turns` that ended in a window of `window_s` seconds.
-pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) {
-    let (mut ttft, mut tpot, mut e2e, mut itl) = (
-        Latencies::default(),
-        Latencies::default(),
-        Latencies::default(),
-        Latencies::default(),
-    );
-    let slo = &s.cx.workload.slo;
+/// What one turn saw.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// Its place in the session, from 1.
+    pub turn: u32,
+    /// When it was sent.
+    pub sent: Instant,
+    /// Its first token-bearing chunk.
+    pub first: Option<Instant>,
+    /// Its last token-bearing chunk.
+    pub last: Option<Instant>,
+    /// Output tokens: the server's count, else one per chunk.
+    pub tokens: u64,
+    /// The prompt's length: the server's count, else the client's estimate.
+    pub input: u64,
+    /// Prompt tokens a perfect prefix cache holds: the previous turn's prompt and answer
+    /// (the shared prefix on the first turn).
+    pub reusable: u64,
+    /// `usage.prompt_tokens` as the server counted it.
+    pub usage_input: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`, where the server gives it.
+    pub cached: Option<u64>,
+    /// The gaps between its token-bearing chunks, µs per token.
+    pub gaps: Vec<u32>,
+    /// The session it belongs to.
+    pub session: u64,
+    /// When it ended: finished, failed or cut at the close.
+    pub end: Instant,
+    /// The server it went to.
+    pub endpoint: usize,
+    /// Why it failed, when it did.
+    pub failure: Option<Failure>,
+}
+
+/// What a session cell's turns are judged with besides themselves: its sessions' counts,
+/// the servers' URLs, the SLO and the window's length.
+pub struct Seen<'a> {
+    /// Sessions begun inside the window.
+    pub started: u64,
+    /// Sessions that ran all their turns inside the window.
+    pub completed: u64,
+    /// The turns of the completed sessions.
+    pub completed_turns: u64,
+    /// Sessions ended early because their next turn would not fit `max_model_len`.
+    pub at_max_len: u64,
+    /// The servers' URLs (`by_endpoint` with more than one).
+    pub endpoints: &'a [String],
+    /// The workload's SLO.
+    pub slo: &'a Slo,
+    /// The window's length, seconds.
+    pub window_s: f64,
+}
+
+/// The finished turns' distributions and token sums.
+#[derive(Default)]
+struct Sums {
+    ttft: Latencies,
+    tpot: Latencies,
+    e2e: Latencies,
+    itl: Latencies,
+    tokens: u64,
+    input: u64,
+    reusable: u64,
+}
+
+/// Count every turn in `rec` (started, completed, errors), and sum the finished ones, turn
+/// by turn.
+fn sum<'a>(rec: &mut Record, turns: &'a [Turn]) -> (Sums, BTreeMap<u32, Vec<&'a Turn>>) {
+    let mut s = Sums::default();
     let mut by: BTreeMap<u32, Vec<&Turn>> = BTreeMap::new();
-    let (mut tokens, mut input, mut reusable) = (0u64, 0u64, 0u64);
     for t in turns {
         rec.requests_started += 1;
         if let Some(f) = &t.failure {
@@ -28,49 +87,66 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
             continue;
         }
         rec.completed += 1;
-        tokens += t.tokens;
-        input += t.input;
-        reusable += t.reusable;
+        s.tokens += t.tokens;
+        s.input += t.input;
+        s.reusable += t.reusable;
         if let Some(v) = first_token_s(t) {
-            ttft.record_s(v);
+            s.ttft.record_s(v);
         }
         if let Some(v) = per_token_s(t) {
-            tpot.record_s(v);
+            s.tpot.record_s(v);
         }
         if let Some(v) = end_to_end_s(t) {
-            e2e.record_s(v);
+            s.e2e.record_s(v);
         }
         for &g in &t.gaps {
-            itl.record_us(u64::from(g));
+            s.itl.record_us(u64::from(g));
         }
         by.entry(t.turn).or_default().push(t);
     }
+    (s, by)
+}
+
+/// Fill `rec` from the `turns` that ended in the window `seen` describes.
+pub fn fill(rec: &mut Record, turns: &[Turn], seen: &Seen) {
+    let window_s = seen.window_s;
+    let slo = seen.slo;
+    let (s, by) = sum(rec, turns);
     rec.by_turn = Some(
         by.iter()
             .map(|(&turn, ts)| turn_stats(turn, ts, slo))
             .collect(),
     );
-    let completed = s.completed.load(Relaxed);
+    let completed = seen.completed;
     rec.sessions = Some(SessionCounts {
-        started: s.started.load(Relaxed),
+        started: seen.started,
         completed,
         turns_mean: (completed > 0)
-            .then(|| round(s.completed_turns.load(Relaxed) as f64 / completed as f64, 2)),
-        ended_at_max_len: s.at_max_len.load(Relaxed),
+            .then(|| round(seen.completed_turns as f64 / completed as f64, 2)),
+        ended_at_max_len: seen.at_max_len,
     });
     rec.measured_s = Some(round(window_s, 3));
-    rec.by_endpoint = shares(turns).fields(&s.cx.client.endpoints(), window_s);
-    rec.output_tokens = Some(tokens);
-    rec.total_tok_s = (window_s > 0.0).then(|| round(tokens as f64 / window_s, 1));
-    rec.ttft_ms = ttft.summary();
-    let tpot_all = tpot.summary();
-    rec.open.tpot_ms = tpot_all;
-    rec.open.e2e_ms = e2e.summary();
+    rec.by_endpoint = shares(turns).fields(seen.endpoints, window_s);
+    rec.output_tokens = Some(s.tokens);
+    rec.total_tok_s = (window_s > 0.0).then(|| round(s.tokens as f64 / window_s, 1));
+    rec.ttft_ms = s.ttft.summary();
+    rec.open.tpot_ms = s.tpot.summary();
+    rec.open.e2e_ms = s.e2e.summary();
     // Every gap between tokens, as a load cell keeps them (TBT is the same distribution).
-    rec.open.itl_ms = itl.summary();
+    rec.open.itl_ms = s.itl.summary();
     rec.tbt_ms = rec.open.itl_ms;
     judge(rec, turns, slo, window_s);
-    // 1000 ÷ TPOT p50, unless most turns' tokens were delivered at once (no rate then).
+    per_request(rec, turns);
+    rec.prefix_hit_expected = (s.input > 0).then(|| round(s.reusable as f64 / s.input as f64, 4));
+    rec.server_prompt_tokens = turns
+        .iter()
+        .find(|t| t.turn == 1)
+        .and_then(|t| t.usage_input);
+}
+
+/// 1000 ÷ TPOT p50 (of `rec`), unless most turns' tokens were delivered at once (no rate
+/// then, and a warning).
+fn per_request(rec: &mut Record, turns: &[Turn]) {
     let tpots: Vec<f64> = turns
         .iter()
         .filter_map(per_token_s)
@@ -78,15 +154,10 @@ pub(super) fn fill(rec: &mut Record, turns: &[Turn], s: &Shared, window_s: f64) 
         .collect();
     let (speed, bursts) = crate::results::bursts::per_request(&tpots);
     rec.per_request_tok_s = speed
-        .and(tpot_all)
+        .and(rec.open.tpot_ms)
         .filter(|t| t.p50 > 0.0)
         .map(|t| round(1000.0 / t.p50, 1));
     rec.warnings.extend(bursts);
-    rec.prefix_hit_expected = (input > 0).then(|| round(reusable as f64 / input as f64, 4));
-    rec.server_prompt_tokens = turns
-        .iter()
-        .find(|t| t.turn == 1)
-        .and_then(|t| t.usage_input);
 }
 
 /// Each server's turns: started, output tokens of those that finished, TTFT.
@@ -179,7 +250,7 @@ fn turn_stats(turn: u32, ts: &[&Turn], slo: &Slo) -> TurnStats {
 }
 
 /// The first turn's prompt must be exactly the context, as the server counts it.
-pub(super) fn first_turn_reason(turns: &[Turn], context: u64) -> Option<String> {
+pub fn first_turn_reason(turns: &[Turn], context: u64) -> Option<String> {
     let t = turns
         .iter()
         .find(|t| t.turn == 1 && t.usage_input.is_some_and(|u| u != context))?;

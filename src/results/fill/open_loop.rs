@@ -2,13 +2,12 @@
 //! (one definition for both, [`rates`]), the spread of the sends, TTFT / TPOT / ITL / E2E / queue wait / send lateness distributions,
 //! requests in flight, errors by kind, and the SLO verdict.
 
-use super::arrivals::gap_stats;
-use super::dispatch::{Done, Finished};
 use super::saturation::Times;
+use super::times::{Done, Finished};
 use crate::plan::OpenLoad;
 use crate::plan::vocab::Slo;
 use crate::results::slo::{self, Summaries};
-use crate::results::stats::Latencies;
+use crate::results::stats::{Latencies, gap_stats};
 use crate::results::{Record, Shares, TokenSource};
 use tokio::time::Instant;
 

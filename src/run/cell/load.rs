@@ -1,19 +1,16 @@
 //! A load cell (docs/results.md): the arrival schedule drawn from the seed, every request's body
 //! prepared before the first arrival (so making prompts never delays a send), a warm pool
-//! warmed first when the prompt cache is warm, then the dispatcher, and the record with its
-//! verdict.
+//! warmed first when the prompt cache is warm, then the open-loop skeleton
+//! ([`super::open_loop`]) and the record with its verdict.
 
-use super::{CellFailure, Ctx, failed, rand_tag, shared_reasons, verdict};
-use super::{Step, Tick};
+use super::open_loop::{Sends, judged, measure};
+use super::{CellFailure, Ctx, Tick, failed, rand_tag};
 use crate::client::Prepared;
 use crate::plan::vocab::Entry;
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::run::open::arrivals::{Rng, lengths, schedule};
-use crate::run::open::dispatch::{Finished, Progress, dispatch};
-use crate::run::open::fill::{fill, shares};
-use crate::run::probe::{Cpu, reset_peak_rss};
-use crate::rundir::{OpenRequest, Request, RequestLine};
+use crate::run::open::dispatch::Progress;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -46,37 +43,16 @@ pub async fn load(
     if let Some(at) = at {
         crate::run::start_at::sleep_until(&at).await;
     }
-    reset_peak_rss();
-    let mut cpu = Cpu {
-        open: cx.probe.sample(),
-        ..Cpu::default()
+    let sends = Sends {
+        bodies,
+        prompts,
+        schedule: times,
     };
     let progress = Arc::new(Progress::default());
-    // The engine's view covers the arrivals only, not the warm pool's prefills before them.
-    cx.marks.open_cold(tokio::time::Instant::now());
-    let finished = {
-        let run = dispatch(
-            &cx.client,
-            bodies,
-            prompts,
-            times,
-            load.max_concurrency,
-            progress.clone(),
-        );
-        watch(run, &progress, &ticks).await
-    };
-    cpu.close = cx.probe.sample();
-    cx.marks.close(tokio::time::Instant::now());
-    fill(&mut rec, &finished, &load, &cx.workload.slo);
+    let finished = measure(&cx, cell, &mut rec, sends, &load, progress, &ticks).await;
     rec.open.window_started_at = Some(wall_clock(finished.start));
-    let span = rec.measured_s.unwrap_or(0.0);
-    rec.by_endpoint = shares(&finished.done).fields(&cx.client.endpoints(), span);
-    rec.client = cpu.usage(&cx.probe, rec.measured_s.unwrap_or(0.0));
-    keep_requests(&cx, cell, &finished);
     rec.prefix_hit_expected = expected;
-    let reasons = reasons(&rec, &cx.workload.validity);
-    let (errors, started) = (rec.errors, rec.requests_started);
-    verdict(rec, errors, started, &reasons)
+    judged(rec, &cx)
 }
 
 /// The wall-clock time (RFC 3339, ms) of `at`, an instant of the past.
@@ -86,31 +62,6 @@ fn wall_clock(at: tokio::time::Instant) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     crate::results::rfc3339_ms(now.saturating_sub(ago).as_secs_f64())
-}
-
-/// Run the cell, reporting output tok/s of the requests that ended, four times a second.
-pub(super) async fn watch(
-    run: impl std::future::Future<Output = Finished>,
-    progress: &Progress,
-    ticks: &mpsc::UnboundedSender<Tick>,
-) -> Finished {
-    tokio::pin!(run);
-    let start = tokio::time::Instant::now();
-    let mut every = tokio::time::interval(std::time::Duration::from_millis(250));
-    loop {
-        tokio::select! {
-            finished = &mut run => return finished,
-            _ = every.tick() => {
-                let window_s = start.elapsed().as_secs_f64();
-                let tokens = progress.tokens.load(std::sync::atomic::Ordering::Relaxed);
-                let _ = ticks.send(Tick {
-                    step: Step::Window,
-                    tok_s: (window_s > 0.0).then(|| tokens as f64 / window_s),
-                    window_s,
-                });
-            }
-        }
-    }
 }
 
 /// Every arrival's request and its exact prompt length. Lengths are drawn from the seed
@@ -218,47 +169,6 @@ async fn warm_up(cx: &Ctx, warm: &[Prepared], rec: &mut Record) -> Result<(), Ce
         .await
         .map(|_| ())
         .map_err(|kinds| CellFailure::WarmUp { kinds })
-}
-
-/// Why an open-loop, session or replay cell is not valid, if it is not.
-pub(super) fn reasons(rec: &Record, validity: &crate::plan::vocab::Validity) -> Vec<String> {
-    let mut reasons = Vec::new();
-    if rec.output_tokens.unwrap_or(0) == 0 {
-        reasons.push("no tokens were generated".into());
-    }
-    reasons.extend(shared_reasons(
-        rec,
-        rec.errors,
-        rec.requests_started,
-        validity,
-    ));
-    reasons
-}
-
-/// Each request's times for `requests.jsonl` (`--save-requests`), relative to the first
-/// arrival.
-pub(super) fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
-    let Some(lines) = &cx.requests else { return };
-    let Ok(mut lines) = lines.lock() else { return };
-    let rel = |i: tokio::time::Instant| i.saturating_duration_since(f.start).as_secs_f64();
-    for d in &f.done {
-        let request = Request::Open(OpenRequest {
-            due_s: rel(d.due),
-            admitted_s: rel(d.admitted),
-            sent_s: rel(d.sent),
-            first_token_s: d.first.map(rel),
-            last_token_s: d.last.map(rel),
-            end_s: rel(d.end),
-            prompt_tokens: d.prompt_target,
-            output_tokens: d.tokens,
-            usage_prompt_tokens: d.usage_prompt,
-            usage_cached_tokens: d.usage_cached,
-            error: d.failure.clone(),
-            itl_us: d.gaps.clone(),
-            endpoint: (cx.client.endpoints().len() > 1).then_some(d.endpoint),
-        });
-        lines.push(RequestLine::unnumbered(&cell.id, request));
-    }
 }
 
 /// FNV-1a of `text`: a cell's own arrival seed from the run's seed.

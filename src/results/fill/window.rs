@@ -1,18 +1,81 @@
-//! The record of a measured decode window: the merged tallies as the record's fields, and
-//! the verdict with its reasons (docs/results.md).
+//! The record of a measured decode window: the slots' tallies merged ([`Totals`], merged by
+//! the decode cell) as the record's fields, and the verdict with its reasons
+//! (docs/results.md).
 
-use super::decode::Totals;
-use super::{round, shared_reasons, verdict};
+use super::verdict::{shared_reasons, verdict};
 use crate::plan::Cell;
 use crate::plan::Workload;
 use crate::plan::vocab::{Slo, Validity};
 use crate::results::slo::{self, Summaries};
-use crate::results::stats::Latencies;
-use crate::results::{Record, TokenSource};
+use crate::results::stats::{Latencies, median, round};
+use crate::results::{Record, Shares, TokenSource};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// A cell's measurements, from all its slots.
+#[derive(Debug, Default)]
+pub struct Totals {
+    /// Window length in seconds.
+    pub length_s: f64,
+    /// Output tokens inside the window (reconciled with final usage).
+    pub tokens: f64,
+    /// Time to first token of the cell's requests.
+    pub ttft: Latencies,
+    /// Time between tokens inside the window.
+    pub tbt: Latencies,
+    /// Per-request tok/s of the requests whose rate was measured.
+    pub rates: Vec<f64>,
+    /// Requests whose tokens were delivered at once, their rate not counted.
+    pub bursts: u64,
+    /// Requests in flight at some time during the window.
+    pub started: u64,
+    /// Requests whose last token arrived inside the window.
+    pub completed: u64,
+    /// Failed requests by kind.
+    pub error_kinds: BTreeMap<String, u64>,
+    /// Failed requests.
+    pub errors: u64,
+    /// Every token-bearing chunk carried usage.
+    pub all_usage: bool,
+    /// `usage.prompt_tokens` values that differ from the prompt sent.
+    pub prompt_mismatches: u64,
+    /// A `usage.prompt_tokens` the server reported.
+    pub server_prompt_tokens: Option<u64>,
+    /// Request-seconds in flight inside the window (the slots' sum).
+    pub active_s: f64,
+    /// Latencies of the requests that ended inside the window, for the SLO.
+    pub judged: Vec<slo::Request>,
+    /// Requests, tokens and TTFT server by server.
+    pub shares: Shares,
+}
+
+impl Totals {
+    /// Time-weighted mean of requests in flight.
+    pub fn avg_active(&self) -> f64 {
+        if self.length_s > 0.0 {
+            self.active_s / self.length_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Requests whose rate was measured (not delivered at once).
+    pub fn measured_rates(&self) -> usize {
+        self.rates.len()
+    }
+
+    /// Median per-request tok/s, none when most requests were delivered at once.
+    pub fn per_request(&mut self) -> Option<f64> {
+        // Most requests delivered at once: the client did not see the generation speed.
+        if self.bursts as usize > self.rates.len() {
+            return None;
+        }
+        median(&mut self.rates)
+    }
+}
+
 /// The record of a measured window, with its verdict.
-pub(super) fn fill(
+pub fn fill(
     mut rec: Record,
     w: &mut Totals,
     cell: &Cell,

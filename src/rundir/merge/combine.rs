@@ -7,24 +7,56 @@
 //! of older runs, without it, are taken to have started together). `merge` marks a cell
 //! whose parts' windows overlap too little invalid.
 
-use super::open::reasons;
-use super::verdict;
 use crate::plan::{Cell, Measure, Workload};
 use crate::results::Record;
-use crate::run::open::dispatch::{Done, Finished};
-use crate::run::open::fill::{fill, shares};
+use crate::results::fill::verdict::{open_reasons, verdict};
+use crate::results::fill::{Done, Finished, fill, shares};
 use crate::rundir::OpenRequest;
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// The record of `cell` (its whole load) from each part's record and requests.
-pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenRequest>)]) -> Record {
+pub(super) fn combine(
+    cell: &Cell,
+    workload: &Workload,
+    parts: &[(Record, Vec<OpenRequest>)],
+) -> Record {
     let Some((first, _)) = parts.first() else {
         return Record::new(cell, String::new(), &Default::default());
     };
     let Measure::Load(load) = cell.measure else {
         return first.clone();
     };
+    let finished = finished(parts);
+    let mut rec = measured_fields_cleared(first.clone());
+    fill(&mut rec, &finished, &load, &workload.slo);
+    rec.open.window_started_at = parts
+        .iter()
+        .filter_map(|(r, _)| r.open.window_started_at.clone())
+        .min_by(|a, b| starts(a).total_cmp(&starts(b)));
+    rec.token_source = first.token_source;
+    rec.server = first.server.clone();
+    rec.prefix_hit_expected = first.prefix_hit_expected;
+    let urls: Vec<String> = first
+        .by_endpoint
+        .iter()
+        .flatten()
+        .map(|e| e.url.clone())
+        .collect();
+    rec.by_endpoint = shares(&finished.done).fields(&urls, rec.measured_s.unwrap_or(0.0));
+    from_parts(&mut rec, parts);
+    if let Some(cost) = workload.cost_per_hour {
+        rec.usd_per_mtok = rec
+            .total_tok_s
+            .and_then(|t| crate::results::stats::usd_per_mtok(cost, t));
+    }
+    let reasons = open_reasons(&rec, &workload.validity);
+    let (errors, started) = (rec.errors, rec.requests_started);
+    verdict(rec, errors, started, &reasons)
+}
+
+/// Every part's requests as the driver's, their times shifted to their windows' starts.
+fn finished(parts: &[(Record, Vec<OpenRequest>)]) -> Finished {
     let start = Instant::now();
     let at = |s: f64| start + Duration::from_secs_f64(s.max(0.0));
     let shifts = shifts(parts);
@@ -49,27 +81,16 @@ pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenReque
             endpoint: r.endpoint.unwrap_or(0),
         })
         .collect();
-    let finished = Finished {
+    Finished {
         peak: peak(&done),
         done,
         start,
-    };
-    let mut rec = measured_fields_cleared(first.clone());
-    fill(&mut rec, &finished, &load, &workload.slo);
-    rec.open.window_started_at = parts
-        .iter()
-        .filter_map(|(r, _)| r.open.window_started_at.clone())
-        .min_by(|a, b| starts(a).total_cmp(&starts(b)));
-    rec.token_source = first.token_source;
-    rec.server = first.server.clone();
-    rec.prefix_hit_expected = first.prefix_hit_expected;
-    let urls: Vec<String> = first
-        .by_endpoint
-        .iter()
-        .flatten()
-        .map(|e| e.url.clone())
-        .collect();
-    rec.by_endpoint = shares(&finished.done).fields(&urls, rec.measured_s.unwrap_or(0.0));
+    }
+}
+
+/// What the whole takes from its parts' records: the rate sent, the busiest client, the
+/// warnings.
+fn from_parts(rec: &mut Record, parts: &[(Record, Vec<OpenRequest>)]) {
     // Each part's sends span the whole window: over the union, (N − 1) ÷ span counts every
     // part's first and last send once for all of them and reads high (4.4 for two parts on
     // time at 2.0 each). The whole's rate sent is the parts' added.
@@ -85,14 +106,6 @@ pub fn combine(cell: &Cell, workload: &Workload, parts: &[(Record, Vec<OpenReque
         .max_by(|a, b| a.cpu_busy.total_cmp(&b.cpu_busy));
     rec.warnings = parts.iter().flat_map(|(r, _)| r.warnings.clone()).collect();
     rec.warnings.dedup();
-    if let Some(cost) = workload.cost_per_hour {
-        rec.usd_per_mtok = rec
-            .total_tok_s
-            .and_then(|t| crate::results::stats::usd_per_mtok(cost, t));
-    }
-    let reasons = reasons(&rec, &workload.validity);
-    let (errors, started) = (rec.errors, rec.requests_started);
-    verdict(rec, errors, started, &reasons)
 }
 
 /// The Unix seconds of a `window_started_at` (0 when unreadable).

@@ -1,0 +1,14 @@
+//! Record fields from measured times, with no I/O: a load or replay cell's requests
+//! ([`open_loop`], their times in [`times`]) and whether they saturated the server
+//! ([`saturation`]), a decode window's merged totals ([`window`]), a session cell's turns
+//! ([`sessions`]), and the verdict rules every cell shares ([`verdict`]).
+
+pub mod open_loop;
+pub mod saturation;
+pub mod sessions;
+pub mod times;
+pub mod verdict;
+pub mod window;
+
+pub use open_loop::{fill, shares};
+pub use times::{Done, Finished};
