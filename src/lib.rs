@@ -4,7 +4,7 @@
 //! spec; [`plan`] expands it into cells; [`run`] measures them (with [`telemetry`] watching the
 //! engine and GPUs) and [`results`] keeps the records; [`report`] renders them; [`history`] keeps
 //! runs for trends; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each
-//! stage has its own error type; [`Error`] joins them and maps each to the exit code docs/cli.md
+//! stage has its own error type; [`Error`] joins them, and `cli::exit` maps each to the exit code docs/cli.md
 //! gives it.
 
 /// A recorded real-vLLM file of `tests/fixtures/vllm/`, for the tests that hold the client and

@@ -109,7 +109,8 @@ impl Exits for SimError {
             SimError::UnknownProfile { .. }
             | SimError::Twin { .. }
             | SimError::TwinParams(_)
-            | SimError::TwinCost { .. } => Exit::BadInput,
+            | SimError::TwinCost { .. }
+            | SimError::TwinLimit { .. } => Exit::BadInput,
             SimError::Bind { .. } => Exit::Engine,
         }
     }

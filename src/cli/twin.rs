@@ -125,9 +125,8 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
             missed.join(", ")
         ));
     }
-    if let Some(h) = &t.holdout {
-        print_holdout(h, out);
-    }
+    // A holdout that judged nothing is not a pass: exit 1 (the twin is written all the same).
+    let judged = t.holdout.as_ref().is_none_or(|h| print_holdout(h, out));
     if t.holdout.as_ref().is_some_and(|h| h.fraction > 0.0) {
         score_by_simulation(&mut t, &runs, &args.out, out);
         twin::write_twin(&t, &args.out)?;
@@ -135,12 +134,16 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
     if let Some(n) = args.suggest {
         suggest_next(n, suggest_from, args, &runs, out);
     }
-    Ok(0)
+    Ok(if judged {
+        0
+    } else {
+        super::exit::Exit::Findings.code()
+    })
 }
 
 /// `fit --holdout`'s figures: each held-out value's error (stderr), then the medians, the
 /// values left out as unknown and the coverage (stdout).
-fn print_holdout(h: &twin::Holdout, out: &Out) {
+fn print_holdout(h: &twin::Holdout, out: &Out) -> bool {
     for c in h.cells.iter().filter(|c| c.metric != "tbt_ms_p50") {
         out.info(&format!("  {} {}: {:+.1}%", c.cell, c.metric, c.error_pct));
     }
@@ -149,6 +152,13 @@ fn print_holdout(h: &twin::Holdout, out: &Out) {
         .iter()
         .filter(|c| c.metric == "per_request_tok_s")
         .count();
+    if cells == 0 && h.ttft_median_pct.is_none() {
+        out.print(&format!(
+            "held-out cells judged: none — {} held-out value(s), every one unknown or unmeasured (the fitted cells do not fix them): this holdout tested nothing; fit with a smaller --holdout, or measure more cells (docs/twin.md)\n",
+            h.unknown
+        ));
+        return false;
+    }
     out.print(&format!(
         "held-out error: median {:.1}%, max {:.1}% over {cells} cells{}\n",
         h.median_pct,
@@ -164,8 +174,12 @@ fn print_holdout(h: &twin::Holdout, out: &Out) {
     }
     if h.fraction > 0.0 {
         out.print(&format!(
-            "inside their 90% interval: tok/s {:.0}%{}\n",
-            h.covered * 100.0,
+            "inside their interval: tok/s {}{}\n",
+            h.covered
+                .map_or("not judged (no interval earned)".into(), |c| format!(
+                    "{:.0}%",
+                    c * 100.0
+                )),
             match (h.ttft_covered, h.ttft_median_pct) {
                 (Some(c), _) => format!(", TTFT {:.0}%", c * 100.0),
                 (None, Some(_)) => ", TTFT not judged (no interval earned)".into(),
@@ -173,6 +187,7 @@ fn print_holdout(h: &twin::Holdout, out: &Out) {
             }
         ));
     }
+    true
 }
 
 /// `fit --holdout`: score what `predict` prints (the simulation) on the held-out cells, from
@@ -195,7 +210,7 @@ fn score_by_simulation(t: &mut twin::Twin, runs: &[crate::rundir::Run], path: &P
         Ok(s) => {
             let pct = |v: Option<f64>| v.map_or("—".into(), |x| format!("{:.0}%", x * 100.0));
             out.print(&format!(
-                "predict (the simulation) on the {} held-out cells: tok/s median {}, TTFT median {}; inside their 90% interval: tok/s {}, TTFT {}\n",
+                "predict (the simulation) on the {} held-out cells: tok/s median {}, TTFT median {}; inside their interval: tok/s {}, TTFT {}\n",
                 s.cells,
                 s.median_pct.map_or("—".into(), |m| format!("{m:.1}%")),
                 s.ttft_median_pct.map_or("—".into(), |m| format!("{m:.1}%")),

@@ -50,6 +50,14 @@ pub enum SimError {
     /// A twin file's `[params]` cannot be read (the file is named by the caller).
     #[error("{0}")]
     TwinParams(String),
+    /// A limit in a twin file's `[params]` is 0.
+    #[error(
+        "a limit in [params] is 0: {name}; fit the twin again (`benchspec fit`) or correct that line (at least 1)"
+    )]
+    TwinLimit {
+        /// The parameter.
+        name: &'static str,
+    },
     /// A cost in a twin file's `[params]` is negative or not a number.
     #[error(
         "a cost in [params] is negative or not a number: {name} = {value}; fit the twin again (`benchspec fit`) or correct that line"

@@ -239,6 +239,16 @@ pub fn from_twin(text: &str) -> Result<Profile, super::SimError> {
     if let Some((name, c)) = costs.iter().find(|(_, c)| !c.is_finite() || *c < 0.0) {
         return Err(super::SimError::TwinCost { name, value: *c });
     }
+    // A limit of 0 would be read as 1 (or 2) without a word.
+    let limits = [
+        ("max_num_seqs", p.max_num_seqs),
+        ("max_batched_tokens", p.max_batched_tokens),
+        ("kv_tokens", p.kv_tokens),
+        ("max_model_len", p.max_model_len),
+    ];
+    if let Some((name, _)) = limits.iter().find(|(_, v)| *v == 0) {
+        return Err(super::SimError::TwinLimit { name });
+    }
     Ok(Profile {
         name: "twin",
         about: "a twin fitted by `benchspec fit`",

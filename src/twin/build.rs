@@ -276,7 +276,7 @@ fn summary(
         median_pct: median(tok.clone()),
         max_pct: tok.iter().copied().fold(0.0, f64::max),
         ttft_median_pct: (!ttft.is_empty()).then(|| median(ttft)),
-        covered: share("per_request_tok_s").unwrap_or(0.0),
+        covered: share("per_request_tok_s"),
         unknown: 0,
         predicted: None,
         ttft_covered: share("ttft_ms_p50"),
@@ -392,5 +392,22 @@ pub fn read_twin(path: &Path) -> Result<Twin, TwinError> {
     }
     // The check `validate` makes of a spec's `engine.sim.twin`, and the simulator of its file.
     crate::sim::profile::from_twin(&text).map_err(|e| read(e.to_string()))?;
-    toml::from_str(&text).map_err(|e| read(e.to_string()))
+    let twin: Twin = toml::from_str(&text).map_err(|e| read(e.to_string()))?;
+    let iv = &twin.intervals;
+    let pcts = [
+        ("interval_pct", twin.interval_pct),
+        ("ttft_interval_pct", twin.ttft_interval_pct),
+        ("intervals.tok_s.pct", iv.tok_s.pct),
+        ("intervals.ttft.pct", iv.ttft.pct),
+        ("intervals.prefill_ttft.pct", iv.prefill_ttft.pct),
+    ];
+    if let Some((name, Some(v))) = pcts
+        .iter()
+        .find(|(_, v)| v.is_some_and(|v| !v.is_finite() || v < 0.0))
+    {
+        return Err(read(format!(
+            "{name} = {v}: an interval's half-width is a percentage ≥ 0; fit the twin again (`benchspec fit`) or correct that line"
+        )));
+    }
+    Ok(twin)
 }

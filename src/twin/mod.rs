@@ -88,8 +88,9 @@ pub struct Holdout {
     pub max_pct: f64,
     /// Median |error| of their TTFT, percent, where measured.
     pub ttft_median_pct: Option<f64>,
-    /// Held-out cells whose tok/s falls inside the 90% interval, fraction.
-    pub covered: f64,
+    /// Held-out cells whose tok/s falls inside its interval, fraction (`None`: no held-out
+    /// tok/s was judged — all unknown, or no interval earned).
+    pub covered: Option<f64>,
     /// Held-out measured values left out of these figures: the fitted cells do not fix them
     /// (`predict` says `unknown`).
     #[serde(default)]

@@ -232,6 +232,28 @@ fn predict_refuses_the_twin_validate_refuses() {
         p.stderr,
         v.stderr
     );
+    // A limit of 0 (it was read as 1 without a word) and a negative interval (printed as
+    // "± -12.8") are refused the same way.
+    for (key, edit, why) in [
+        (
+            "max_num_seqs = ",
+            "max_num_seqs = 0",
+            "a limit in [params] is 0: max_num_seqs",
+        ),
+        (
+            "pct = ",
+            "pct = -5.0",
+            "an interval's half-width is a percentage ≥ 0",
+        ),
+    ] {
+        let line = text.lines().find(|l| l.starts_with(key)).unwrap();
+        std::fs::write(&bad, text.replacen(line, edit, 1)).unwrap();
+        let p = Bench::new(&["predict", "specs/h200-nvl-gemma-4-e2b.yaml", "--twin"])
+            .arg(&bad)
+            .run();
+        assert_eq!(p.code, 2, "{key}: {}", p.stdout);
+        assert!(p.stderr.contains(why), "{key}: {}", p.stderr);
+    }
 }
 
 /// The spec's max_num_seqs changes the prediction: variants of 128 and 256 at c256 predicted
@@ -285,4 +307,28 @@ fn max_num_seqs_changes_the_prediction() {
     let l = benchspec::twin::simulate::against_twin(&loaded, &twin);
     let patch = |i: usize| l.spec.engine.variants[i].sim.clone().unwrap()["max_num_seqs"].clone();
     assert_eq!((patch(0), patch(1)), (128.into(), 256.into()));
+}
+
+/// A holdout that judges nothing is not a pass. Every second cell of a 3 × 3 matrix whose
+/// prefill runs as each context's warm-up is held out, so every fitted decode cell is at c2
+/// and no held-out value is known: `fit --holdout 0.5` printed "median 0.0%, max 0.0% over 0
+/// cells … inside: tok/s 0%" and exited 0. Now it says it tested nothing and exits 1 (the
+/// twin is written all the same), and the file claims no coverage.
+#[test]
+fn a_holdout_that_judges_nothing_exits_1() {
+    let spec = "version: 1\nname: nothing held\nengine: {kind: sim, sim: {profile: h200-gemma-4-e2b}}\nmodel: {served_name: gemma}\nworkload: {max_output_tokens: 256, prompt_cache: warm}\nmatrix: {contexts: [1K, 2K, 4K], concurrency: [1, 2, 4]}\nphases:\n  prefill: {mode: decode-warmup}\n  decode: {mode: fixed-duration, duration: 2s}\n";
+    let (_records, dir) = super::open::run_spec_paused(spec);
+    let twin = dir.path().join("h.toml");
+    let f = fit(
+        &[&dir.path().join("run")],
+        &["--holdout", "0.5", "--out", twin.to_str().unwrap()],
+    );
+    assert_eq!(f.code, 1, "{}{}", f.stdout, f.stderr);
+    assert!(
+        f.stdout.contains("held-out cells judged: none") && !f.stdout.contains("over 0 cells"),
+        "{}",
+        f.stdout
+    );
+    let t: toml::Value = toml::from_str(&std::fs::read_to_string(&twin).unwrap()).unwrap();
+    assert!(t["holdout"].get("covered").is_none(), "{:#?}", t["holdout"]);
 }
