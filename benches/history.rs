@@ -5,7 +5,9 @@
 //! start)"`), each measurement in a database of its own. Medians over repeats.
 //! Run: `cargo bench --bench history`.
 
-use benchspec::history::{Store, Target, TrendQuery, render, trend};
+use benchspec::history::render::{self, TrendFormat};
+use benchspec::history::{Store, Target, Trend, TrendQuery, trend};
+use benchspec::report::exporter;
 use benchspec::results::rfc3339;
 use benchspec::rng::Rng;
 use benchspec::rundir::{Run, RunDir};
@@ -94,13 +96,14 @@ async fn measure(label: &str, base: Option<&str>, seed: &Run) -> Res<()> {
     let mut series = Vec::new();
     for _ in 0..3 {
         let t = Instant::now();
-        series = trend::trend(&store, &TrendQuery::default()).await?.series;
+        let got = trend::trend(&store, &TrendQuery::default()).await?;
         reads.push(t.elapsed());
         let t = Instant::now();
-        let md = render::markdown(&series);
-        let html = render::html(&series, "bench", &|_| None);
-        let json = render::json(&series);
+        let md = render::markdown(&got.series);
+        let html = render::html(&got.series, "bench", &|_| None);
+        let json = exporter::<Trend>(TrendFormat::Json).render(&got)?;
         renders.push(t.elapsed());
+        series = got.series;
         assert!(md.len() + html.len() + json.len() > 0);
     }
     let points: usize = series.iter().map(|s| s.points.len()).sum();

@@ -6,6 +6,11 @@
 //! runs for trends; [`sim`] is the embedded simulated engine; [`init`] writes a first spec. Each
 //! stage has its own error type; [`Error`] joins them, and `cli::exit` maps each to the exit code docs/cli.md
 //! gives it.
+//!
+//! Beside [`run`], what it drives but is a subsystem of its own: [`prompt`] makes a cell's
+//! prompts to exact token counts with the engine's tokenizer, [`footprint`] reads the client's
+//! own CPU and memory, and the arrival schedules of open-loop cells are drawn ahead in
+//! [`plan::arrivals`].
 
 /// A recorded real-vLLM file of `tests/fixtures/vllm/`, for the tests that hold the client and
 /// the simulator to the engine's own bytes.
@@ -22,10 +27,12 @@ macro_rules! vllm_fixture {
 
 pub mod cli;
 pub mod client;
+pub mod footprint;
 pub mod history;
 pub mod init;
 pub mod interop;
 pub mod plan;
+pub mod prompt;
 pub mod report;
 pub mod results;
 pub mod rng;

@@ -4,6 +4,7 @@ use super::exit::Exit;
 use super::output::Out;
 use super::report::Judging;
 use crate::Error;
+use crate::history::render::TrendFormat;
 use crate::history::{self, HistoryError, Store, Target, TrendQuery};
 use clap::{Args, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -101,19 +102,6 @@ pub enum ListFormat {
     /// A Markdown table.
     Table,
     /// JSON.
-    Json,
-}
-
-/// How a trend is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TrendFormat {
-    /// One table per cell.
-    Markdown,
-    /// One chart per cell and metric.
-    Html,
-    /// One line per point.
-    Csv,
-    /// `{"series": [...]}`.
     Json,
 }
 
@@ -289,7 +277,8 @@ async fn trend(
 ) -> Result<i32, Error> {
     q.check()?;
     let store = Store::open_existing(Target::resolve(db)).await?;
-    let history::Trend { series, predicted } = history::trend::trend(&store, q).await?;
+    let t = history::trend::trend(&store, q).await?;
+    let (series, predicted) = (&t.series, &t.predicted);
     if series.is_empty() {
         return Err(history::nomatch::nothing_matches(&store, q).await.into());
     }
@@ -300,18 +289,11 @@ async fn trend(
             predicted.join(", ")
         ));
     }
-    let (text, ext) = match format {
-        TrendFormat::Markdown => (history::render::markdown(&series), "md"),
-        TrendFormat::Html => (
-            history::render::html(&series, "benchspec history trend", &|_| None),
-            "html",
-        ),
-        TrendFormat::Csv => (history::render::csv(&series), "csv"),
-        TrendFormat::Json => (history::render::json(&series), "json"),
-    };
+    let e = crate::report::exporter::<history::Trend>(format);
+    let text = e.render(&t)?;
     match dir {
         Some(d) => {
-            let path = d.join(format!("trend.{ext}"));
+            let path = d.join(e.file_name());
             std::fs::create_dir_all(d)
                 .and_then(|()| std::fs::write(&path, &text))
                 .map_err(|source| HistoryError::Write {
@@ -322,7 +304,7 @@ async fn trend(
         }
         None => out.print(&text),
     }
-    let regressions = history::render::regressions(&series);
+    let regressions = history::render::regressions(series);
     for r in &regressions {
         out.info(&format!("regression: {}", r.replace('`', "")));
     }

@@ -4,7 +4,7 @@
 use super::exit::Exit;
 use super::output::Out;
 use crate::Error;
-use crate::report::{self, ReportError, compare, templates};
+use crate::report::{self, CompareFormat, ReportError, compare};
 use crate::spec::Format;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
@@ -106,15 +106,6 @@ impl Judging {
     }
 }
 
-/// How a comparison is printed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CompareFormat {
-    /// Markdown.
-    Markdown,
-    /// JSON.
-    Json,
-}
-
 /// Run `benchspec report`.
 pub fn report(args: &ReportArgs, out: &Out) -> Result<i32, Error> {
     let run = report::load(&args.run_dir)?;
@@ -153,14 +144,7 @@ pub fn compare_cmd(args: &CompareArgs, out: &Out) -> Result<i32, Error> {
     let rules = args.judge.rules()?;
     let (base, new) = compared_runs(args)?;
     let c = compare::compare(&base, &new, rules, args.allow_missing);
-    let text = match args.format {
-        CompareFormat::Markdown => templates::render_value("compare.md.j2", &c)?,
-        CompareFormat::Json => {
-            serde_json::to_string_pretty(&c).map_err(|e| ReportError::Template(e.to_string()))?
-                + "\n"
-        }
-    };
-    out.print(&text);
+    out.print(&report::exporter::<compare::Comparison>(args.format).render(&c)?);
     Ok(Exit::findings(!c.passed).code())
 }
 

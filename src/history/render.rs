@@ -1,25 +1,57 @@
-//! `history trend` output: JSON (`{"series": [...]}`), CSV (one line per point), Markdown
-//! (one table per cell, a column per metric, flagged points marked) and HTML (one chart per
-//! cell and metric, the 95% band where repeats exist, flagged points coloured) — the HTML
-//! also being the trend page of `history site`.
+//! `history trend` output, one `report::Exporter` per `--format`: JSON (`{"series": [...]}`),
+//! CSV (one line per point), Markdown (one table per cell, a column per metric, flagged points
+//! marked) and HTML (one chart per cell and metric, the 95% band where repeats exist, flagged
+//! points coloured) — the HTML also being the trend page of `history site`.
 
 use super::page::{short, value};
-use super::trend::{Flag, Series};
-use crate::report::format;
+use super::trend::{Flag, Series, Trend};
 use crate::report::svg::esc;
-use serde::Serialize;
+use crate::report::{Exported, Exporter, Json, ReportError, format};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// The JSON document.
-#[derive(Serialize)]
-struct Doc<'a> {
-    series: &'a [Series],
+/// How a trend is written (`history trend --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TrendFormat {
+    /// One table per cell.
+    Markdown,
+    /// One chart per cell and metric.
+    Html,
+    /// One line per point.
+    Csv,
+    /// `{"series": [...]}`.
+    Json,
 }
 
-/// `{"series": [...]}`.
-pub fn json(series: &[Series]) -> String {
-    serde_json::to_string_pretty(&Doc { series }).unwrap_or_default() + "\n"
+/// A trend's Markdown, HTML or CSV: the file it is written to and the function writing it.
+struct Text(&'static str, fn(&[Series]) -> String);
+
+impl Exporter<Trend> for Text {
+    fn file_name(&self) -> &'static str {
+        self.0
+    }
+
+    fn render(&self, t: &Trend) -> Result<String, ReportError> {
+        Ok((self.1)(&t.series))
+    }
+}
+
+/// The HTML page of `history trend`: its own title, no run linked.
+fn page(series: &[Series]) -> String {
+    html(series, "benchspec history trend", &|_| None)
+}
+
+impl Exported for Trend {
+    type Format = TrendFormat;
+
+    fn exporter(format: TrendFormat) -> &'static dyn Exporter<Trend> {
+        match format {
+            TrendFormat::Markdown => &Text("trend.md", markdown),
+            TrendFormat::Html => &Text("trend.html", page),
+            TrendFormat::Csv => &Text("trend.csv", csv),
+            TrendFormat::Json => &Json("trend.json"),
+        }
+    }
 }
 
 /// One line per point.
@@ -199,4 +231,71 @@ pub fn html(series: &[Series], title: &str, run_link: &dyn Fn(&str) -> Option<St
         body.push_str("</div></section>\n");
     }
     super::page::page(title, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Point;
+    use crate::report::exporter;
+
+    /// One series of one point, and one predicted run left out.
+    fn trend() -> Trend {
+        let point = Point {
+            run: "r1".into(),
+            started_at: "2026-12-07T10:00:00Z".into(),
+            value: 1000.0,
+            ci95: None,
+            labels: BTreeMap::new(),
+            flag: None,
+            change_pct: None,
+            p_value: None,
+            repeats: Vec::new(),
+        };
+        Trend {
+            series: vec![Series {
+                spec: "s".into(),
+                cell: "decode/1K/c1".into(),
+                metric: "total_tok_s".into(),
+                higher_is_better: true,
+                points: vec![point],
+            }],
+            predicted: vec!["p1".into()],
+        }
+    }
+
+    /// `--format` picks the exporter and its file `trend.<ext>`; the JSON is `{"series":
+    /// [...]}` alone (the predicted runs are said on stderr, not in it), the CSV a header and
+    /// a line per point.
+    #[test]
+    fn each_format_its_exporter_and_file() -> Result<(), Box<dyn std::error::Error>> {
+        let t = trend();
+        let formats = [
+            TrendFormat::Markdown,
+            TrendFormat::Html,
+            TrendFormat::Csv,
+            TrendFormat::Json,
+        ];
+        let names = formats.map(|f| exporter::<Trend>(f).file_name());
+        assert_eq!(names, ["trend.md", "trend.html", "trend.csv", "trend.json"]);
+        let json = exporter::<Trend>(TrendFormat::Json).render(&t)?;
+        assert!(json.ends_with("}\n"), "{json}");
+        let v: serde_json::Value = serde_json::from_str(&json)?;
+        let keys: Vec<&String> = v
+            .as_object()
+            .map(|o| o.keys().collect())
+            .unwrap_or_default();
+        assert_eq!(keys, ["series"]);
+        assert_eq!(v["series"][0]["points"][0]["value"], 1000.0);
+        let csv = exporter::<Trend>(TrendFormat::Csv).render(&t)?;
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 2, "{csv}");
+        assert!(
+            lines[1].starts_with("s,decode/1K/c1,total_tok_s,r1,"),
+            "{csv}"
+        );
+        let md = exporter::<Trend>(TrendFormat::Markdown).render(&t)?;
+        assert!(md.contains("| `r1` | 2026-12-07T10:00:00Z |"), "{md}");
+        Ok(())
+    }
 }

@@ -276,13 +276,15 @@ pub fn series(rows: Vec<Row0>, q: &TrendQuery) -> Vec<Series> {
     out
 }
 
-/// The series of a history, and the predicted runs left out of them.
-#[derive(Debug, Clone)]
+/// The series of a history, and the predicted runs left out of them. As JSON,
+/// `{"series": [...]}`.
+#[derive(Debug, Clone, Serialize)]
 pub struct Trend {
     /// The series, judged.
     pub series: Vec<Series>,
     /// The runs `benchspec predict` made (of the spec asked for): never a baseline, never
     /// judged.
+    #[serde(skip)]
     pub predicted: Vec<String>,
 }
 

@@ -3,6 +3,7 @@
 //! clamping and an estimate of the wall time. The spec is what a person wrote; the plan is
 //! what will run (the `LowArgs`/`HiArgs` split of ripgrep).
 
+pub mod arrivals;
 pub mod config;
 pub mod sim;
 pub use config::{

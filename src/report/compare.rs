@@ -5,9 +5,9 @@
 //! also regressed; and the cells that only one run has. A base cell the new run lacks fails
 //! the comparison (unless allowed), and so does a comparison with no cell in common.
 
+use super::context;
 use super::verdict::{LATENCIES, Pick, RATES, probe};
-pub use super::verdict::{Rules, Verdict};
-use super::{ReportError, context};
+pub use super::verdict::{Rules, Verdict, parse_threshold};
 use crate::results::significance::welch_p;
 use crate::results::{Record, Status};
 use crate::rundir::Run as RunDir;
@@ -108,18 +108,6 @@ pub struct Metric {
     pub base_ci95: Option<f64>,
     /// The new run's.
     pub new_ci95: Option<f64>,
-}
-
-/// Parse `5%`, `5` or `2.5%` as percent.
-pub fn parse_threshold(text: &str) -> Result<f64, ReportError> {
-    let t = text.trim();
-    t.strip_suffix('%')
-        .unwrap_or(t)
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .ok_or_else(|| ReportError::Threshold(text.to_string()))
 }
 
 fn status(r: &Record) -> String {
@@ -396,15 +384,5 @@ mod tests {
         // Two exact capacities are judged as before.
         let row = super::row(&exact, &capacity(Some(30.0), "exact"), &rules);
         assert_eq!(verdict(&row, "capacity"), Verdict::Regression);
-    }
-
-    #[test]
-    fn thresholds() {
-        assert_eq!(parse_threshold("5%").ok(), Some(5.0));
-        assert_eq!(parse_threshold("2.5").ok(), Some(2.5));
-        assert_eq!(parse_threshold(" 0% ").ok(), Some(0.0));
-        for bad in ["", "five", "-1%", "%", "inf"] {
-            assert!(parse_threshold(bad).is_err(), "{bad}");
-        }
     }
 }

@@ -11,7 +11,7 @@ pub(crate) mod context;
 mod csv;
 mod export;
 mod view;
-pub use export::{Exporter, exporter};
+pub use export::{CompareFormat, Exported, Exporter, Json, exporter};
 mod facts;
 pub(crate) mod format;
 mod matrix;
@@ -85,7 +85,7 @@ pub fn load(path: &Path) -> Result<Run, ReportError> {
 
 /// The file a built-in format is written to.
 pub fn output_name(format: Format) -> &'static str {
-    export::exporter(format).file_name()
+    exporter::<Context>(format).file_name()
 }
 
 /// Render `formats` and the user `templates` of `run` into `out`; returns the files written.
@@ -104,12 +104,12 @@ pub fn render(
             .any(|t| t.file_name().and_then(|n| n.to_str()) == Some(&format!("{name}.j2")))
     };
     for &f in formats {
-        let exporter = export::exporter(f);
-        let name = exporter.file_name();
+        let e = exporter::<Context>(f);
+        let name = e.file_name();
         if overridden(name) {
             continue;
         }
-        written.push(write(out, name, &exporter.render(&cx)?)?);
+        written.push(write(out, name, &e.render(&cx)?)?);
     }
     for t in user_templates {
         let (name, text) = templates::render_file(t, &cx)?;

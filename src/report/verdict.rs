@@ -1,7 +1,9 @@
 //! How `compare` judges one metric's change: past the threshold, past an absolute floor, and
 //! — where both runs measured the cell several times — significant by Welch's t-test, into
-//! `regression`, `improvement`, `no significant change` or `not comparable`.
+//! `regression`, `improvement`, `no significant change` or `not comparable`; and
+//! `--threshold`'s percentage read ([`parse_threshold`]).
 
+use super::ReportError;
 use crate::results::Record;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -44,6 +46,18 @@ impl Default for Rules {
             min_delta_tok_s: 1.0,
         }
     }
+}
+
+/// Parse `5%`, `5` or `2.5%` as percent.
+pub fn parse_threshold(text: &str) -> Result<f64, ReportError> {
+    let t = text.trim();
+    t.strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| ReportError::Threshold(text.to_string()))
 }
 
 impl Rules {
@@ -154,4 +168,19 @@ pub(crate) fn headline(r: &Record) -> Vec<(&'static str, f64, bool)> {
         .chain(latencies)
         .filter_map(|((key, _, pick), higher)| Some((*key, pick(r)?, higher)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(parse_threshold("5%").ok(), Some(5.0));
+        assert_eq!(parse_threshold("2.5").ok(), Some(2.5));
+        assert_eq!(parse_threshold(" 0% ").ok(), Some(0.0));
+        for bad in ["", "five", "-1%", "%", "inf"] {
+            assert!(parse_threshold(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -21,8 +21,6 @@ mod measure;
 mod options;
 pub use options::{RunOptions, RunSummary};
 mod open;
-mod probe;
-mod prompt;
 mod select;
 mod session;
 mod start;
@@ -31,6 +29,7 @@ pub use start_at::{LATE_OK_S, StartAt, parse_start_at};
 mod variants;
 pub use cell::{Step, Tick};
 
+use crate::footprint::Probe;
 use crate::plan::RunConfig;
 use crate::rundir::{Resumed, RunDir};
 pub use select::{check_only, glob_match, parse_only};
@@ -47,7 +46,7 @@ pub fn run(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |n| n as usize,
     );
-    let probe = probe::Probe::new(threads);
+    let probe = Probe::new(threads);
     let on_start = probe.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -71,7 +70,7 @@ pub async fn run_in_process(
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<RunSummary, RunError> {
-    let probe = probe::Probe::new(1);
+    let probe = Probe::new(1);
     probe.register_current();
     run_async(config, opts, (probe, true), interrupt, on).await
 }
@@ -128,7 +127,7 @@ fn open_dir(
 async fn run_async(
     config: &RunConfig,
     opts: &RunOptions,
-    (probe, in_process): (probe::Probe, bool),
+    (probe, in_process): (Probe, bool),
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<RunSummary, RunError> {
@@ -157,7 +156,7 @@ async fn run_async(
 async fn measure_into(
     config: &RunConfig,
     opts: &RunOptions,
-    (probe, in_process): (probe::Probe, bool),
+    (probe, in_process): (Probe, bool),
     interrupt: &Interrupt,
     on: &(dyn Fn(Event) + Sync),
     (dir, earlier): (&RunDir, Option<Resumed>),

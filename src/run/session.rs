@@ -12,7 +12,7 @@ use super::options::{RunOptions, RunSummary};
 use super::select::select;
 use super::start::{Start, dataset, keep_twin, shard_flags, trace};
 use super::start_at::StartAt;
-use super::{cell, cells, probe};
+use super::{cell, cells};
 use crate::client::local::LocalTokenizer;
 use crate::plan::{Plan, RunConfig};
 use crate::rundir::{Manifest, Resumed, RunDir};
@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub(super) struct Session<'a> {
     pub(super) config: &'a RunConfig,
     pub(super) opts: &'a RunOptions,
-    pub(super) probe: probe::Probe,
+    pub(super) probe: crate::footprint::Probe,
     pub(super) interrupt: &'a Interrupt,
     pub(super) on: &'a (dyn Fn(Event) + Sync),
     pub(super) dir: &'a RunDir,

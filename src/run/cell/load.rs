@@ -6,10 +6,11 @@
 use super::open_loop::{Sends, judged, measure};
 use super::{CellFailure, Ctx, Tick, failed, rand_tag};
 use crate::client::Prepared;
+use crate::plan::arrivals::{lengths, schedule};
 use crate::plan::vocab::Entry;
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
-use crate::run::open::arrivals::{Rng, lengths, schedule};
+use crate::rng::Rng;
 use crate::run::open::dispatch::Progress;
 use std::sync::Arc;
 use tokio::sync::mpsc;

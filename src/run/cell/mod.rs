@@ -13,10 +13,10 @@ pub use load::load;
 pub use replay::replay;
 pub use sessions::sessions;
 
-use super::probe::Probe;
-use super::prompt::{PromptError, Synth};
 use crate::client::{Client, Outcome};
+use crate::footprint::Probe;
 use crate::plan::{Cell, Prefill, Workload};
+use crate::prompt::{PromptError, Synth};
 use crate::results::fill::verdict::verdict;
 use crate::results::stats::{Latencies, median};
 use crate::results::{Record, Status};

@@ -6,12 +6,12 @@
 
 use super::{Ctx, Step, Tick};
 use crate::client::Prepared;
+use crate::footprint::{Cpu, reset_peak_rss};
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::results::fill::verdict::{open_reasons, verdict};
 use crate::results::fill::{Finished, fill, shares};
 use crate::run::open::dispatch::{Progress, dispatch};
-use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::rundir::{OpenRequest, Request, RequestLine};
 use std::sync::Arc;
 use std::time::Duration;

@@ -6,16 +6,16 @@
 
 use super::{Ctx, Step, Tick, failed, rand_tag};
 use crate::client::{Chunk, Prepared};
+use crate::footprint::{Cpu, reset_peak_rss};
 use crate::plan::Cell;
 use crate::plan::sessions::SessionLoad;
 use crate::plan::{Bound, OpenLoad};
+use crate::prompt::user_words;
 use crate::results::Record;
 use crate::results::fill::sessions::{Seen, Turn, fill, first_turn_reason};
 use crate::results::fill::verdict::{open_reasons, verdict};
 use crate::rng::Rng;
 use crate::run::open::dispatch::Progress;
-use crate::run::probe::{Cpu, reset_peak_rss};
-use crate::run::prompt::user_words;
 use crate::rundir::{Request, RequestLine, TurnRequest};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -196,7 +196,7 @@ async fn arrivals(s: Arc<Shared>, start: Instant) {
         output: None,
     };
     let seed = s.cx.workload.seed ^ 0x5e55_1045;
-    let schedule = crate::run::open::arrivals::schedule(&process, seed);
+    let schedule = crate::plan::arrivals::schedule(&process, seed);
     let mut set = JoinSet::new();
     for (i, offset) in schedule.into_iter().enumerate() {
         tokio::time::sleep_until(start + offset).await;
@@ -324,7 +324,7 @@ async fn one_turn(
     reusable: u64,
 ) -> Option<(String, Turn)> {
     let body = convo.prepare(&s.cx, s.load.output_tokens);
-    let mut times = crate::run::open::gaps::Gaps::default();
+    let mut times = crate::results::fill::gaps::Gaps::default();
     let out =
         s.cx.client
             .generate_via(to, &body, |c: Chunk| times.chunk(&c))

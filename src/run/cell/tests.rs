@@ -43,7 +43,7 @@ fn ctx(plan: &Plan, script: Scripted) -> Arc<Ctx> {
         client,
         &plan.workload,
         false,
-        crate::run::probe::Probe::default(),
+        crate::footprint::Probe::default(),
     ))
 }
 

@@ -146,7 +146,7 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
     };
     let now = s.in_flight.fetch_add(1, Relaxed) + 1;
     s.peak.fetch_max(now, Relaxed);
-    let mut times = super::gaps::Gaps::default();
+    let mut times = crate::results::fill::gaps::Gaps::default();
     let to = s.client.route();
     let out = s
         .client

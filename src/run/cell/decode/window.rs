@@ -5,11 +5,11 @@
 
 use super::{Clock, Gauge, Sink, Tally, merge};
 use crate::client::Prepared;
+use crate::footprint::{Cpu, reset_peak_rss};
 use crate::plan::{Cell, Decode};
 use crate::results::Record;
 use crate::results::fill::window::fill;
 use crate::run::cell::{CellFailure, Ctx, failed, fresh_reusable, hit_expected, rand_tag};
-use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::rundir::{Request, RequestLine, WindowRequest};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;

@@ -6,7 +6,7 @@ use crate::plan::vocab::{Arrivals, Distribution, Spread};
 use crate::plan::{Bound, OpenLoad};
 use std::time::Duration;
 
-pub use crate::rng::Rng;
+use crate::rng::Rng;
 
 /// Most arrivals one cell schedules, whatever its rate × duration: a guard against a
 /// schedule that could not be held in memory.
