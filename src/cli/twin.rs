@@ -113,6 +113,22 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         args.out.display()
     ));
     out.info(&intervals_line(&t.intervals));
+    print_misses(&t, out);
+    if let Some(h) = &t.holdout {
+        print_holdout(h, out);
+    }
+    if t.holdout.as_ref().is_some_and(|h| h.fraction > 0.0) {
+        score_by_simulation(&mut t, &runs, &args.out, out);
+        twin::write_twin(&t, &args.out)?;
+    }
+    if let Some(n) = args.suggest {
+        suggest_next(n, suggest_from, args, &runs, out);
+    }
+    Ok(0)
+}
+
+/// The fitted cells the model misses by more than 25%, on one line (nothing when none).
+fn print_misses(t: &twin::Twin, out: &Out) {
     let missed: Vec<String> = t
         .residuals
         .iter()
@@ -125,17 +141,6 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
             missed.join(", ")
         ));
     }
-    if let Some(h) = &t.holdout {
-        print_holdout(h, out);
-    }
-    if t.holdout.as_ref().is_some_and(|h| h.fraction > 0.0) {
-        score_by_simulation(&mut t, &runs, &args.out, out);
-        twin::write_twin(&t, &args.out)?;
-    }
-    if let Some(n) = args.suggest {
-        suggest_next(n, suggest_from, args, &runs, out);
-    }
-    Ok(0)
 }
 
 /// `fit --holdout`'s figures: each held-out value's error (stderr), then the medians, the
