@@ -108,16 +108,7 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
     if let Some(db) = history {
         super::history::check_now(db)?;
     }
-    let opts = RunOptions {
-        out: args.out.clone(),
-        only: args.only.clone(),
-        shard,
-        split_load: args.split_load,
-        save_requests: args.save_requests || args.split_load,
-        resume: args.resume,
-        client_threads: args.client_threads,
-        start_at: args.start_at.clone(),
-    };
+    let opts = options(args, shard);
     let bar = (out.is_terminal() && !out.quiet()).then(progress_bar);
     // The run directory once this run has written to it: a run refused before (a changed
     // spec under `--resume`, a non-empty `--out`) leaves the folder untouched, reports too.
@@ -166,6 +157,20 @@ pub fn run(args: &RunArgs, out: &Out) -> Result<i32, Error> {
         }
     }
     Ok(summary.exit().code())
+}
+
+/// The core's options for `benchspec run` from its flags (`--split-load` saves requests).
+fn options(args: &RunArgs, shard: Option<Shard>) -> RunOptions {
+    RunOptions {
+        out: args.out.clone(),
+        only: args.only.clone(),
+        shard,
+        split_load: args.split_load,
+        save_requests: args.save_requests || args.split_load,
+        resume: args.resume,
+        client_threads: args.client_threads,
+        start_at: args.start_at.clone(),
+    }
 }
 
 /// The closing lines of a finished run: its counts, and each capacity found.

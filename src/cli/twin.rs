@@ -113,18 +113,7 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
         args.out.display()
     ));
     out.info(&intervals_line(&t.intervals));
-    let missed: Vec<String> = t
-        .residuals
-        .iter()
-        .filter(|r| r.error_pct.abs() > 25.0)
-        .map(|r| format!("{} {} {:+.1}%", r.cell, r.metric, r.error_pct))
-        .collect();
-    if !missed.is_empty() {
-        out.info(&format!(
-            "the model misses fitted cells by more than 25%: {} (a cell it cannot describe, or measured otherwise: see docs/twin.md)",
-            missed.join(", ")
-        ));
-    }
+    print_misses(&t, out);
     // A holdout that judged nothing is not a pass: exit 1 (the twin is written all the same).
     let judged = t.holdout.as_ref().is_none_or(|h| print_holdout(h, out));
     if t.holdout.as_ref().is_some_and(|h| h.fraction > 0.0) {
@@ -139,6 +128,22 @@ pub fn fit(args: &FitArgs, out: &Out) -> Result<i32, Error> {
     } else {
         super::exit::Exit::Findings.code()
     })
+}
+
+/// The fitted cells the model misses by more than 25%, on one line (nothing when none).
+fn print_misses(t: &twin::Twin, out: &Out) {
+    let missed: Vec<String> = t
+        .residuals
+        .iter()
+        .filter(|r| r.error_pct.abs() > 25.0)
+        .map(|r| format!("{} {} {:+.1}%", r.cell, r.metric, r.error_pct))
+        .collect();
+    if !missed.is_empty() {
+        out.info(&format!(
+            "the model misses fitted cells by more than 25%: {} (a cell it cannot describe, or measured otherwise: see docs/twin.md)",
+            missed.join(", ")
+        ));
+    }
 }
 
 /// `fit --holdout`'s figures: each held-out value's error (stderr), then the medians, the

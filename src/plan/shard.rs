@@ -230,6 +230,13 @@ mod tests {
         for (vars, want) in ok {
             assert_eq!(auto(vars).ok(), Some(want), "{vars:?}");
         }
+        auto_refuses_missing_or_bad_variables();
+        let explicit = Shard::resolve("2/4", &|_| None).map(|(s, from)| (s.k, s.n, from));
+        assert_eq!(explicit.ok(), Some((2, 4, None)));
+    }
+
+    /// `auto` without a scheduler's variables, or with bad ones, says which and why.
+    fn auto_refuses_missing_or_bad_variables() {
         let bad = [
             (&[][..], "no scheduler's variables"),
             (
@@ -260,7 +267,5 @@ mod tests {
             let e = auto(vars).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains(msg), "{vars:?}: {e}");
         }
-        let explicit = Shard::resolve("2/4", &|_| None).map(|(s, from)| (s.k, s.n, from));
-        assert_eq!(explicit.ok(), Some((2, 4, None)));
     }
 }

@@ -96,22 +96,8 @@ impl Context {
         let spec = &run.spec;
         let m = &run.manifest;
         let cells = cells(run);
-        let counts = Counts::of(&cells);
         let reported = m.engine.reported_version.clone();
-        let some = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
-        let run_info = RunInfo {
-            dir: run.path.display().to_string(),
-            started_at: some(&m.started_at),
-            ended_at: m.ended_at.clone(),
-            finished: counts.missing == 0,
-            host: some(&m.host),
-            spec_sha256: some(&m.spec_sha256),
-            tool_version: some(&m.tool_version),
-            engine_reported_version: reported.clone(),
-            counts,
-            predicted: m.predicted_by.as_ref().map(predicted),
-            imported: crate::interop::measured_by(m),
-        };
+        let run_info = run_info(run, Counts::of(&cells));
         let (prefill, decode, variants, mut matrix_line) = arranged(&cells, m);
         let load = load_cells(&cells);
         let capacity = capacity(&run.records, &cells, &spec.slo);
@@ -158,6 +144,25 @@ impl Context {
             run: run_info,
             spec: serde_json::to_value(spec).unwrap_or(Value::Null),
         }
+    }
+}
+
+/// Where, when and by what `run` was measured, with its cell `counts`.
+fn run_info(run: &Run, counts: Counts) -> RunInfo {
+    let m = &run.manifest;
+    let some = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
+    RunInfo {
+        dir: run.path.display().to_string(),
+        started_at: some(&m.started_at),
+        ended_at: m.ended_at.clone(),
+        finished: counts.missing == 0,
+        host: some(&m.host),
+        spec_sha256: some(&m.spec_sha256),
+        tool_version: some(&m.tool_version),
+        engine_reported_version: m.engine.reported_version.clone(),
+        counts,
+        predicted: m.predicted_by.as_ref().map(predicted),
+        imported: crate::interop::measured_by(m),
     }
 }
 

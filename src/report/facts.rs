@@ -166,14 +166,7 @@ pub fn settings(spec: &Spec, run: &super::run_info::RunInfo) -> Vec<Item> {
             ),
         ),
     };
-    let prefill = match p.mode {
-        PrefillMode::DecodeWarmup => "Measured during decode warm-up".to_string(),
-        PrefillMode::Standalone if p.repeats.unwrap_or(spec.repeats) > 1 => {
-            let n = p.repeats.unwrap_or(spec.repeats);
-            format!("Standalone, median of {n} cold requests")
-        }
-        PrefillMode::Standalone => "Standalone cold request".to_string(),
-    };
+    let prefill = prefill_mode(spec);
     let cache = match spec.workload.prompt_cache {
         PromptCache::Warm => "Warm",
         PromptCache::Cold => "Cold",
@@ -207,6 +200,19 @@ pub fn settings(spec: &Spec, run: &super::run_info::RunInfo) -> Vec<Item> {
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// How the spec measures prefill, worded for the settings table.
+fn prefill_mode(spec: &Spec) -> String {
+    let p = &spec.phases.prefill;
+    match p.mode {
+        PrefillMode::DecodeWarmup => "Measured during decode warm-up".to_string(),
+        PrefillMode::Standalone if p.repeats.unwrap_or(spec.repeats) > 1 => {
+            let n = p.repeats.unwrap_or(spec.repeats);
+            format!("Standalone, median of {n} cold requests")
+        }
+        PrefillMode::Standalone => "Standalone cold request".to_string(),
+    }
 }
 
 /// Whether a phase that the spec runs reads `workload.prompt_cache`.

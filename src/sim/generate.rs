@@ -83,15 +83,24 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
     if req.stream {
         respond_stream(stream::sse(rx, plan, guard))
     } else {
-        match stream::collect(rx, plan, guard).await {
-            Some(body) => json_response(StatusCode::OK, &body),
-            None => error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "InternalServerError",
-                "the engine stopped",
-                None,
-            ),
-        }
+        respond_whole(rx, plan, guard).await
+    }
+}
+
+/// The answer of a request that did not ask to stream: its tokens collected into one body.
+async fn respond_whole(
+    rx: mpsc::UnboundedReceiver<super::driver::Ev>,
+    plan: Plan,
+    guard: stream::CancelOnDrop,
+) -> Response {
+    match stream::collect(rx, plan, guard).await {
+        Some(body) => json_response(StatusCode::OK, &body),
+        None => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "the engine stopped",
+            None,
+        ),
     }
 }
 

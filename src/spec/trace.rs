@@ -269,6 +269,16 @@ pub fn fit(
             }
         }
     }
+    rule_errors(first, more, shown)
+}
+
+/// One error per broken rule of [`fit`]: its `first` line and why, and how many `more` lines
+/// break it.
+fn rule_errors(
+    first: [Option<(usize, String)>; 3],
+    more: [usize; 3],
+    shown: &str,
+) -> Vec<TraceError> {
     first
         .into_iter()
         .zip(more)

@@ -114,10 +114,36 @@ fn a_cell_reduced_to_server_fields() {
 /// TTFT p50 (by hand from the scrapes each case builds).
 #[test]
 fn absent_is_not_zero() {
-    type Fields = [Option<f64>; 7];
     let t = Instant::now();
+    for (name, scrapes, (open, close), want) in absent_cases(t) {
+        let ms = |v| t + Duration::from_millis(v);
+        let seen = scrapes.summarize(ms(open), ms(close));
+        let seen = seen.unwrap_or_else(|| panic!("{name}: vLLM's names are known"));
+        let u = &seen.server;
+        let got: Fields = [
+            u.running_mean,
+            u.running_max,
+            u.waiting_max,
+            u.kv_usage_max,
+            u.prefix_hit_rate,
+            u.preemptions,
+            u.ttft_ms_p50,
+        ];
+        assert_eq!(got, want, "{name}");
+        assert_eq!(u.ttft_ms_p50_bucket.is_some(), want[6].is_some(), "{name}");
+        let inside = usize::from(want[0].is_some());
+        assert_eq!(seen.scrapes, inside, "{name}");
+    }
+}
+
+/// The fields [`absent_is_not_zero`] checks, in its order.
+type Fields = [Option<f64>; 7];
+
+/// The cases of [`absent_is_not_zero`], scraped from `t` on: a name, the scrapes, the
+/// window (ms from `t`) and the fields expected.
+fn absent_cases(t: Instant) -> [(&'static str, Scrapes, (u64, u64), Fields); 4] {
     let idle = |preempt, ttft| vllm(0, 0, preempt, ttft).replace("perc 0.5", "perc 0");
-    let cases: [(&str, Scrapes, (u64, u64), Fields); 4] = [
+    [
         (
             // A prefill cell's 5 ms window between the scrapes before and after it: no
             // gauge was read in it (the idle engine after the cell is not the cell); the
@@ -175,26 +201,7 @@ fn absent_is_not_zero() {
             (500, 505),
             [None, None, None, None, None, Some(0.0), None],
         ),
-    ];
-    for (name, scrapes, (open, close), want) in cases {
-        let ms = |v| t + Duration::from_millis(v);
-        let seen = scrapes.summarize(ms(open), ms(close));
-        let seen = seen.unwrap_or_else(|| panic!("{name}: vLLM's names are known"));
-        let u = &seen.server;
-        let got: Fields = [
-            u.running_mean,
-            u.running_max,
-            u.waiting_max,
-            u.kv_usage_max,
-            u.prefix_hit_rate,
-            u.preemptions,
-            u.ttft_ms_p50,
-        ];
-        assert_eq!(got, want, "{name}");
-        assert_eq!(u.ttft_ms_p50_bucket.is_some(), want[6].is_some(), "{name}");
-        let inside = usize::from(want[0].is_some());
-        assert_eq!(seen.scrapes, inside, "{name}");
-    }
+    ]
 }
 
 #[test]

@@ -148,15 +148,7 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twi
     };
     let holdout = holdout.map(|f| holdout_of(f, leave_one_out, &obs, b, &iv, r));
     let iv = match (&holdout, leave_one_out) {
-        (Some(h), true) => Intervals {
-            method:
-                "leave-one-out: each cell predicted by the others; the 90th percentile of |error|"
-                    .into(),
-            tok_s: basis_of(&h.cells, "per_request_tok_s", &obs),
-            ttft: basis_of(&h.cells, "ttft_ms_p50", &obs),
-            prefill_ttft: basis_of(&h.cells, "prefill_ttft", &obs),
-            phases: phases(&obs),
-        },
+        (Some(h), true) => held_out_intervals(h, &obs),
         _ => iv,
     };
     let engine = format!("{} {}", id.kind, id.version.clone().unwrap_or_default());
@@ -181,6 +173,18 @@ pub fn fit_runs(runs: &[Run], holdout: Option<f64>, id: &Identity) -> Result<Twi
         residuals: fit_residuals,
         holdout,
     })
+}
+
+/// The intervals of a run of fewer than 8 cells, from its leave-one-out residuals `h`.
+fn held_out_intervals(h: &Holdout, obs: &[Obs]) -> Intervals {
+    Intervals {
+        method: "leave-one-out: each cell predicted by the others; the 90th percentile of |error|"
+            .into(),
+        tok_s: basis_of(&h.cells, "per_request_tok_s", obs),
+        ttft: basis_of(&h.cells, "ttft_ms_p50", obs),
+        prefill_ttft: basis_of(&h.cells, "prefill_ttft", obs),
+        phases: phases(obs),
+    }
 }
 
 /// One metric's basis from held-out residuals (leave-one-out over a run of fewer than 8

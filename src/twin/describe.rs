@@ -80,26 +80,7 @@ pub struct Select<'a> {
 /// Keep the runs (and cells) `sel` picks; refuse when what is left describes more than one
 /// engine, model, hardware or variant. What the kept cells describe.
 pub fn select(runs: &mut Vec<Run>, sel: Select) -> Result<Identity, TwinError> {
-    let mut variants: Vec<Option<String>> = Vec::new();
-    for r in runs.iter_mut() {
-        if let Some(v) = sel.variant {
-            r.records.retain(|x| x.variant.as_deref() == Some(v));
-        }
-        for x in &r.records {
-            if !variants.contains(&x.variant) {
-                variants.push(x.variant.clone());
-            }
-        }
-    }
-    if variants.len() > 1 {
-        let names: Vec<&str> = variants.iter().flatten().map(String::as_str).collect();
-        return Err(TwinError::Usage(format!(
-            "the runs hold cells of {} engine variants ({}): a twin describes one engine; pick one with --variant NAME",
-            variants.len(),
-            names.join(", ")
-        )));
-    }
-    let variant = variants.into_iter().flatten().next();
+    let variant = one_variant(runs, sel.variant)?;
     let picked = |i: &Identity| {
         sel.engine.is_none_or(|e| {
             e == i.kind
@@ -139,6 +120,31 @@ pub fn select(runs: &mut Vec<Run>, sel: Select) -> Result<Identity, TwinError> {
         )));
     }
     Ok(first)
+}
+
+/// Keep the cells of `variant` when given; the one engine variant the cells left are of
+/// (`None`: the engine without variants), refused when they are of several.
+fn one_variant(runs: &mut [Run], variant: Option<&str>) -> Result<Option<String>, TwinError> {
+    let mut variants: Vec<Option<String>> = Vec::new();
+    for r in runs.iter_mut() {
+        if let Some(v) = variant {
+            r.records.retain(|x| x.variant.as_deref() == Some(v));
+        }
+        for x in &r.records {
+            if !variants.contains(&x.variant) {
+                variants.push(x.variant.clone());
+            }
+        }
+    }
+    if variants.len() > 1 {
+        let names: Vec<&str> = variants.iter().flatten().map(String::as_str).collect();
+        return Err(TwinError::Usage(format!(
+            "the runs hold cells of {} engine variants ({}): a twin describes one engine; pick one with --variant NAME",
+            variants.len(),
+            names.join(", ")
+        )));
+    }
+    Ok(variants.into_iter().flatten().next())
 }
 
 /// Where `spec` (and its variants) names another engine kind, version, model or hardware

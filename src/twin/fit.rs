@@ -273,9 +273,9 @@ pub fn fit_designed(obs: &[Obs], base: Params) -> (Params, Designs) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn decode_costs_come_back_from_cells_made_by_the_model() {
-        let truth = Params {
+    /// The engine the cells are made by: every cost known.
+    fn truth() -> Params {
+        Params {
             step_s: 4e-3,
             per_seq_s: 20e-6,
             per_kv_token_s: 3e-9,
@@ -291,7 +291,12 @@ mod tests {
             max_num_seqs: 256,
             kv_tokens: 1 << 30,
             max_model_len: 131_072,
-        };
+        }
+    }
+
+    /// The cells `truth` makes: a prefill cell and four decode cells (1–64 streams, a 1 s
+    /// window) at each of 1K, 8K and 32K.
+    fn cells_of(truth: &Params) -> Vec<Obs> {
         let mut obs = Vec::new();
         for c in [1024.0, 8192.0, 32768.0] {
             let pre = truth.prefill(c);
@@ -331,6 +336,13 @@ mod tests {
                 });
             }
         }
+        obs
+    }
+
+    #[test]
+    fn decode_costs_come_back_from_cells_made_by_the_model() {
+        let truth = truth();
+        let mut obs = cells_of(&truth);
         let zero = Params {
             step_s: 0.0,
             per_seq_s: 0.0,

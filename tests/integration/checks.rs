@@ -1,6 +1,7 @@
 //! Every meaning check of docs/spec.md, each with a broken spec: the problem is found, located
 //! at the right line and column, and says what to do.
 
+use benchspec::spec::Severity::{Error as E, Warning as W};
 use benchspec::spec::{self, Severity, Stage};
 
 /// A valid spec with `{engine}`, `{model}`, `{matrix}` and `{phases}` to fill in.
@@ -23,8 +24,27 @@ fn no_env(_: &str) -> Option<String> {
     None
 }
 
+/// Every case: a broken (or valid) spec and the diagnostics it must give.
 fn cases() -> Vec<Case> {
-    use Severity::{Error as E, Warning as W};
+    [
+        context_cases(),
+        axis_cases(),
+        load_and_slo_cases(),
+        phase_and_port_cases(),
+        launch_cases(),
+        env_and_sim_cases(),
+        workload_cases(),
+        prefix_and_length_cases(),
+        report_and_replica_cases(),
+        endpoint_cases(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Contexts against `max_model_len` and the matrix.
+fn context_cases() -> Vec<Case> {
     vec![
         Case {
             name: "decode context too long for max_model_len",
@@ -68,6 +88,12 @@ fn cases() -> Vec<Case> {
                 "12K is not in `matrix.contexts`",
             )],
         },
+    ]
+}
+
+/// The matrix's and the phases' axes: in the matrix, listed once, sorted, not empty.
+fn axis_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "phase concurrency not in the matrix",
             text: spec_with(
@@ -120,6 +146,12 @@ fn cases() -> Vec<Case> {
                 "an empty list measures nothing",
             )],
         },
+    ]
+}
+
+/// Load rates and arrivals, and SLO terms.
+fn load_and_slo_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "a rate of 0 and inf without a request count",
             text: spec_with(
@@ -166,6 +198,12 @@ fn cases() -> Vec<Case> {
                 (E, "/slo/tpot/p90", 14, 15, "can never be met"),
             ],
         },
+    ]
+}
+
+/// Capacity bounds, zero concurrency, every phase disabled, a launch port.
+fn phase_and_port_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "capacity bounds the wrong way round, and no SLO",
             text: spec_with(
@@ -210,6 +248,12 @@ fn cases() -> Vec<Case> {
                 "listens on port 9000 but `base_url` http://127.0.0.1:8000 uses port 8000",
             )],
         },
+    ]
+}
+
+/// A launch command's default port, quotes and API key; an unset `api_key_env`.
+fn launch_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "launch default port disagrees with base_url",
             text: spec_with(
@@ -262,6 +306,12 @@ fn cases() -> Vec<Case> {
                 "`NOT_SET_ANYWHERE` is not set",
             )],
         },
+    ]
+}
+
+/// An unset `${VAR}`, and the simulator's settings.
+fn env_and_sim_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "unset ${VAR} in the launch command",
             text: spec_with(
@@ -310,6 +360,12 @@ fn cases() -> Vec<Case> {
                 "the `tiny` profile serves at most 8192 tokens",
             )],
         },
+    ]
+}
+
+/// A missing tokenizer, request-count without requests, a zero window.
+fn workload_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "a local tokenizer that is not there",
             text: spec_with(
@@ -352,6 +408,12 @@ fn cases() -> Vec<Case> {
             ),
             want: vec![(E, "/phases/decode/duration", 13, 15, "longer than 0s")],
         },
+    ]
+}
+
+/// Shared prefixes against the contexts, and max output against `max_model_len`.
+fn prefix_and_length_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "a shared prefix as long as the shortest context",
             text: spec_with(
@@ -394,6 +456,12 @@ fn cases() -> Vec<Case> {
                 "4096 output tokens leave no room for a prompt",
             )],
         },
+    ]
+}
+
+/// Prefill repeats, report templates, `base_url` and replicas.
+fn report_and_replica_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "repeats without standalone",
             text: spec_with(
@@ -440,6 +508,12 @@ fn cases() -> Vec<Case> {
             ),
             want: vec![(E, "/engine/launch/command", 7, 14, "`--port ${PORT}`")],
         },
+    ]
+}
+
+/// `endpoints` beside `base_url` or a launch.
+fn endpoint_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "endpoints beside base_url, one not a URL",
             text: spec_with(

@@ -427,6 +427,22 @@ fn run_writes_the_run_directory_and_reports_each_cell() {
         ["prefill/1K", "decode/1K/c1", "decode/1K/c2"],
         "--only keeps the matching cells"
     );
+    the_run_directory_holds_the_run(&out, spec, &done.stderr);
+    // The same directory again is refused before anything runs.
+    let again = Bench::new(&["run", "--out", out.to_str().unwrap()])
+        .spec("s.yaml", spec)
+        .run();
+    assert_eq!(again.code, 2);
+    assert!(
+        again.stderr.contains("exists and is not empty"),
+        "{}",
+        again.stderr
+    );
+}
+
+/// The run directory `out` of `spec`'s run: its requests, manifest, spec copy and reports
+/// (`stderr`: the run's, for messages).
+fn the_run_directory_holds_the_run(out: &std::path::Path, spec: &str, stderr: &str) {
     let requests = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     let typed = super::requests_of(&requests);
     assert!(typed.iter().all(
@@ -448,20 +464,10 @@ fn run_writes_the_run_directory_and_reports_each_cell() {
     );
     // The reports are rendered when the run ends, from what it wrote.
     for f in ["report.md", "report.html", "results.csv", "results.json"] {
-        assert!(out.join(f).is_file(), "{f} in {}", done.stderr);
+        assert!(out.join(f).is_file(), "{f} in {stderr}");
     }
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| Sustained decode | 1K | 2 | Valid |"), "{md}");
-    // The same directory again is refused before anything runs.
-    let again = Bench::new(&["run", "--out", out.to_str().unwrap()])
-        .spec("s.yaml", spec)
-        .run();
-    assert_eq!(again.code, 2);
-    assert!(
-        again.stderr.contains("exists and is not empty"),
-        "{}",
-        again.stderr
-    );
 }
 
 #[test]

@@ -141,9 +141,13 @@ phases:
         d["scenario"]["load"]["standardized"]["output_seq_len"]["value"],
         32.0
     );
-    // Load: the mean of its finished requests' output tokens (requests.jsonl), at most 32.
-    let l = &docs["load/256/r20"];
-    let text = std::fs::read_to_string(run.path().join("run/requests.jsonl")).unwrap();
+    the_load_cell_means_what_it_sent(&docs["load/256/r20"], &run.path().join("run"));
+}
+
+/// Load (`l`, exported from the run in `run`): the mean of its finished requests' output
+/// tokens (requests.jsonl), at most 32; its input lengths uniform over 128..=384; its rate.
+fn the_load_cell_means_what_it_sent(l: &serde_json::Value, run: &std::path::Path) {
+    let text = std::fs::read_to_string(run.join("requests.jsonl")).unwrap();
     let outs: Vec<f64> = super::requests_of(&text)
         .into_iter()
         .filter(|l| l.cell == "load/256/r20")

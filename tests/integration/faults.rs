@@ -76,11 +76,47 @@ fn sse(body: &str) -> Vec<u8> {
     format!("{SSE}{body}").into_bytes()
 }
 
+/// A token chunk of a completion's stream.
+const CHUNK: &str = r#"data: {"choices":[{"index":0,"text":"a","finish_reason":null}]}"#;
+
+/// How long a quick fake server holds its connection after answering.
+const QUICK: Duration = Duration::from_millis(10);
+
 #[test]
 fn each_failure_has_its_kind() {
-    let chunk = r#"data: {"choices":[{"index":0,"text":"a","finish_reason":null}]}"#;
-    let quick = Duration::from_millis(10);
-    let cases: Vec<(&str, Vec<u8>, Duration, bool, &str)> = vec![
+    let chunk = CHUNK;
+    let quick = QUICK;
+    for (what, response, hold, ignore_eos, kind) in failure_cases() {
+        let f = failure_of(response, hold, ignore_eos);
+        assert_eq!(f.map(|f| f.kind()).as_deref(), Some(kind), "{what}");
+    }
+    // Without ignore_eos a short answer is a normal end.
+    let f = failure_of(sse(&format!("{chunk}\n\ndata: [DONE]\n\n")), quick, false);
+    assert_eq!(f, None);
+    // Nothing listens.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = client(&format!("http://127.0.0.1:{port}"), true);
+    let out = rt.block_on(client.generate(&client.prepare("a", 4), |_| {}));
+    assert_eq!(
+        out.failure.map(|f| f.kind()).as_deref(),
+        Some("connection_refused")
+    );
+}
+
+/// The failures of [`each_failure_has_its_kind`]: what, the server's response, how long it
+/// holds the connection, `ignore_eos`, and the kind expected.
+fn failure_cases() -> Vec<(&'static str, Vec<u8>, Duration, bool, &'static str)> {
+    let chunk = CHUNK;
+    let quick = QUICK;
+    vec![
         (
             "an HTTP error",
             b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}"
@@ -135,28 +171,5 @@ fn each_failure_has_its_kind() {
             true,
             "short_output",
         ),
-    ];
-    for (what, response, hold, ignore_eos, kind) in cases {
-        let f = failure_of(response, hold, ignore_eos);
-        assert_eq!(f.map(|f| f.kind()).as_deref(), Some(kind), "{what}");
-    }
-    // Without ignore_eos a short answer is a normal end.
-    let f = failure_of(sse(&format!("{chunk}\n\ndata: [DONE]\n\n")), quick, false);
-    assert_eq!(f, None);
-    // Nothing listens.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = client(&format!("http://127.0.0.1:{port}"), true);
-    let out = rt.block_on(client.generate(&client.prepare("a", 4), |_| {}));
-    assert_eq!(
-        out.failure.map(|f| f.kind()).as_deref(),
-        Some("connection_refused")
-    );
+    ]
 }

@@ -59,9 +59,15 @@ phases:
         csv.lines().next().unwrap().contains("usd_per_mtok"),
         "{csv}"
     );
+    compare_says_the_cost(&run);
+}
+
+/// `compare` of the run with itself: the cost per million output tokens is a metric where
+/// lower is better, and the Markdown names it.
+fn compare_says_the_cost(run: &std::path::Path) {
     let cmp = Bench::new(&["compare", "--format", "json"])
-        .arg(&run)
-        .arg(&run)
+        .arg(run)
+        .arg(run)
         .run();
     assert_eq!(cmp.code, 0, "{}", cmp.stderr);
     let doc: Value = serde_json::from_str(&cmp.stdout).unwrap();
@@ -78,7 +84,7 @@ phases:
         .find(|m| m["key"] == "usd_per_mtok")
         .unwrap_or_else(|| panic!("{row:#}"));
     assert_eq!(cost["higher_is_better"], false, "{cost:#}");
-    let md = Bench::new(&["compare"]).arg(&run).arg(&run).run();
+    let md = Bench::new(&["compare"]).arg(run).arg(run).run();
     assert!(
         md.stdout.contains("USD per million output tokens"),
         "{}",
@@ -154,23 +160,7 @@ phases:
 fn a_rate_split_over_three_clients_merges_into_one_cell() {
     let _cpu = super::cpu();
     let port = super::free_port();
-    let _sim = Sim(std::process::Command::new(super::bin())
-        .args([
-            "sim",
-            "--port",
-            &port.to_string(),
-            "--served-name",
-            "m",
-            "-q",
-        ])
-        .spawn()
-        .unwrap());
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let _sim = Sim::serving(port);
     let spec = format!(
         "version: 1
 name: split
@@ -211,11 +201,29 @@ phases:
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let at = benchspec::results::rfc3339_ms(now + 4.0);
+    run_three_shards(
+        &path,
+        dir.path(),
+        &benchspec::results::rfc3339_ms(now + 4.0),
+    );
+    let merged = dir.path().join("merged");
+    let m = Bench::new(&["merge", "--out"])
+        .arg(&merged)
+        .arg(dir.path().join("s1"))
+        .arg(dir.path().join("s2"))
+        .arg(dir.path().join("s3"))
+        .run();
+    assert_eq!(m.code, 0, "{}", m.stderr);
+    merged_is_one_clients_load(dir.path());
+}
+
+/// Shards 1/3, 2/3 and 3/3 of the spec at `path` at once (`--split-load`, starting `at`),
+/// each into `s<K>` in `dir`, as three client machines would run them.
+fn run_three_shards(path: &std::path::Path, dir: &std::path::Path, at: &str) {
     let shards: Vec<std::thread::JoinHandle<std::process::Output>> = (1..=3)
         .map(|k| {
-            let (bin, path, out) = (super::bin(), path.clone(), dir.path().join(format!("s{k}")));
-            let at = at.clone();
+            let (bin, path, out) = (super::bin(), path.to_owned(), dir.join(format!("s{k}")));
+            let at = at.to_owned();
             std::thread::spawn(move || {
                 std::process::Command::new(bin)
                     .arg("run")
@@ -233,16 +241,13 @@ phases:
         let o = s.join().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
-    let merged = dir.path().join("merged");
-    let m = Bench::new(&["merge", "--out"])
-        .arg(&merged)
-        .arg(dir.path().join("s1"))
-        .arg(dir.path().join("s2"))
-        .arg(dir.path().join("s3"))
-        .run();
-    assert_eq!(m.code, 0, "{}", m.stderr);
+}
+
+/// The load cell merged from the three shards in `dir` against the one client's: a third
+/// of the rate each, the whole rate merged, as many requests and medians within 5%.
+fn merged_is_one_clients_load(dir: &std::path::Path) {
     let load = |d: &str| {
-        benchspec::rundir::read_records(&dir.path().join(d).join("results.jsonl"))
+        benchspec::rundir::read_records(&dir.join(d).join("results.jsonl"))
             .unwrap()
             .into_iter()
             .find(|r| r.cell == "load/2K/r12")
@@ -287,6 +292,30 @@ phases:
 
 /// A server the test started, killed when dropped.
 struct Sim(std::process::Child);
+
+impl Sim {
+    /// `benchspec sim` serving `m` on `port`, once it accepts connections (10 s at most).
+    fn serving(port: u16) -> Sim {
+        let sim = Sim(std::process::Command::new(super::bin())
+            .args([
+                "sim",
+                "--port",
+                &port.to_string(),
+                "--served-name",
+                "m",
+                "-q",
+            ])
+            .spawn()
+            .unwrap());
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        sim
+    }
+}
 
 impl Drop for Sim {
     fn drop(&mut self) {

@@ -111,12 +111,7 @@ fn regression_is_flagged(db: &str) {
         assert_eq!(d.code, 0, "{}", d.stderr);
         assert!(d.stderr.contains("added"), "{}", d.stderr);
     }
-    // The first run again, from another path: one run still.
-    let copy = Dir::new();
-    copy_dir(&runs[0], &copy.path().join("moved"));
-    let again = history(&["add", copy.path().join("moved").to_str().unwrap()], db);
-    assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(again.stderr.contains("already in"), "{}", again.stderr);
+    a_copy_is_kept_once(&runs[0], db);
     let list = json(&history(&["list", "--format", "json"], db).stdout);
     let listed = list.as_array().unwrap();
     assert_eq!(listed.len(), 4, "{list:#}");
@@ -154,6 +149,29 @@ fn regression_is_flagged(db: &str) {
     let doc = json(&t.stdout);
     let series = doc["series"].as_array().unwrap();
     assert_eq!(series.len(), 4, "2 cells × 2 metrics: {doc:#}");
+    only_the_newest_is_flagged(series, fourth);
+    // Shown in Markdown, the last 3 points of c4's series; judged over all four.
+    let md = history(&["trend", "--cell", "decode/*/c4", "--last", "3"], db);
+    assert_eq!(
+        md.code, 1,
+        "judged over all points, shown the last 3: {}",
+        md.stderr
+    );
+    assert!(md.stdout.contains("▼"), "{}", md.stdout);
+}
+
+/// The first run `run` again, from another path: one run still.
+fn a_copy_is_kept_once(run: &Path, db: &str) {
+    let copy = Dir::new();
+    copy_dir(run, &copy.path().join("moved"));
+    let again = history(&["add", copy.path().join("moved").to_str().unwrap()], db);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stderr.contains("already in"), "{}", again.stderr);
+}
+
+/// Each series has four points, and only the newest, of run `fourth`, is flagged: a
+/// regression of about the 40% planted.
+fn only_the_newest_is_flagged(series: &[Value], fourth: &str) {
     for s in series {
         let points = s["points"].as_array().unwrap();
         assert_eq!(points.len(), 4, "{s:#}");
@@ -179,14 +197,6 @@ fn regression_is_flagged(db: &str) {
             s["metric"]
         );
     }
-    // Shown in Markdown, the last 3 points of c4's series; judged over all four.
-    let md = history(&["trend", "--cell", "decode/*/c4", "--last", "3"], db);
-    assert_eq!(
-        md.code, 1,
-        "judged over all points, shown the last 3: {}",
-        md.stderr
-    );
-    assert!(md.stdout.contains("▼"), "{}", md.stdout);
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -322,34 +332,7 @@ fn the_site_links_every_run_in_chromium() {
     let page = site.join("spec-nightly.html");
     let trend = std::fs::read_to_string(&page).unwrap();
     assert!(trend.matches("<svg").count() >= 4, "2 cells × ≥2 metrics");
-
-    let shot = work.path().join("index.png");
-    let out = super::html::headless(work.path(), 1280, 900)
-        .arg("--dump-dom")
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", site.join("index.html").display()))
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
-    for id in &ids {
-        assert!(
-            dom.contains(&format!("href=\"runs/{id}/report.html\"")),
-            "run {id} linked:\n{dom}"
-        );
-    }
-    assert!(dom.contains("href=\"spec-nightly.html\""), "{dom}");
-    let png = std::fs::read(&shot).unwrap_or_default();
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 10_000,
-        "a screenshot of the page: {} bytes",
-        png.len()
-    );
-    let opened = super::html::open_in_chromium(&page, &work.path().join("trend.png"), false);
-    assert!(
-        opened.requests.is_empty(),
-        "the page is self-contained: {:?}",
-        opened.requests
-    );
+    the_site_renders_in_chromium(work.path(), &site, &page, &ids);
 
     // A run directory moved away: listed, not linked.
     std::fs::rename(dirs[0].path().join("run"), work.path().join("moved")).unwrap();
@@ -362,6 +345,38 @@ fn the_site_links_every_run_in_chromium() {
     );
     let index = std::fs::read_to_string(again.join("index.html")).unwrap();
     assert!(index.contains(">moved<") && !index.contains(&format!("runs/{}/report.html", ids[0])));
+}
+
+/// The `site`'s index in headless Chromium links every run of `ids` and the trend `page`
+/// (a screenshot taken in `work`), and the trend page asks for nothing outside itself.
+fn the_site_renders_in_chromium(work: &Path, site: &Path, page: &Path, ids: &[String]) {
+    let shot = work.join("index.png");
+    let out = super::html::headless(work, 1280, 900)
+        .arg("--dump-dom")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", site.join("index.html").display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    for id in ids {
+        assert!(
+            dom.contains(&format!("href=\"runs/{id}/report.html\"")),
+            "run {id} linked:\n{dom}"
+        );
+    }
+    assert!(dom.contains("href=\"spec-nightly.html\""), "{dom}");
+    let png = std::fs::read(&shot).unwrap_or_default();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a screenshot of the page: {} bytes",
+        png.len()
+    );
+    let opened = super::html::open_in_chromium(page, &work.join("trend.png"), false);
+    assert!(
+        opened.requests.is_empty(),
+        "the page is self-contained: {:?}",
+        opened.requests
+    );
 }
 
 /// `run --history=DB` adds the run when it ends; running `history add` on it again adds

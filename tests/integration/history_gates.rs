@@ -68,7 +68,31 @@ fn a_trend_that_judges_nothing_stops() {
         let run = paused_run(dir, &spec_text(i as u32 + 1, 2.5), None, &at);
         assert_eq!(history(&["add", run.to_str().unwrap()], db).code, 0);
     }
-    let cases: [(&[&str], &[&str]); 5] = [
+    for (args, want) in nothing_judged_cases() {
+        let mut all = vec!["trend"];
+        all.extend_from_slice(args);
+        let d = history(&all, db);
+        assert_eq!(d.code, 2, "{args:?} judged nothing: {}", d.stderr);
+        assert!(
+            !d.stdout.contains("No regression"),
+            "{args:?}: {}",
+            d.stdout
+        );
+        for w in want {
+            assert!(d.stderr.contains(w), "{args:?}: `{w}` in {}", d.stderr);
+        }
+    }
+    let ok = history(&["trend", "--metric", "total_tok_s"], db);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let list = history(&["list", "--spec", "no such spec"], db);
+    assert_eq!(list.code, 2, "{}", list.stderr);
+    assert!(list.stderr.contains("`nightly`"), "{}", list.stderr);
+    skipped_cells_are_counted_apart(dirs[0].path(), db);
+}
+
+/// `trend`'s filters that judge nothing, and words its error must hold.
+fn nothing_judged_cases() -> [(&'static [&'static str], &'static [&'static str]); 5] {
+    [
         (
             &["--metric", "bogus_metric"],
             &[
@@ -96,29 +120,13 @@ fn a_trend_that_judges_nothing_stops() {
             &["--spec", "nightly", "--cell", "decode/256/c8"],
             &["no cell of spec `nightly` matches `decode/256/c8`"],
         ),
-    ];
-    for (args, want) in cases {
-        let mut all = vec!["trend"];
-        all.extend_from_slice(args);
-        let d = history(&all, db);
-        assert_eq!(d.code, 2, "{args:?} judged nothing: {}", d.stderr);
-        assert!(
-            !d.stdout.contains("No regression"),
-            "{args:?}: {}",
-            d.stdout
-        );
-        for w in want {
-            assert!(d.stderr.contains(w), "{args:?}: `{w}` in {}", d.stderr);
-        }
-    }
-    let ok = history(&["trend", "--metric", "total_tok_s"], db);
-    assert_eq!(ok.code, 0, "{}", ok.stderr);
-    let list = history(&["list", "--spec", "no such spec"], db);
-    assert_eq!(list.code, 2, "{}", list.stderr);
-    assert!(list.stderr.contains("`nightly`"), "{}", list.stderr);
+    ]
+}
 
-    // Skipped cells, counted from the run directory's own records: apart, not as failures.
-    let records = std::fs::read_to_string(dirs[0].path().join("run/results.jsonl")).unwrap();
+/// Skipped cells, counted from the run directory's own records (the run in `dir`, first in
+/// `db`): apart, not as failures.
+fn skipped_cells_are_counted_apart(dir: &Path, db: &str) {
+    let records = std::fs::read_to_string(dir.join("run/results.jsonl")).unwrap();
     let statuses: Vec<Value> = records.lines().map(json).collect();
     let skipped = statuses.iter().filter(|r| r["status"] == "skipped").count();
     let valid = statuses.iter().filter(|r| r["status"] == "valid").count();
@@ -178,20 +186,7 @@ fn a_predicted_run_never_hides_a_regression() {
     let spec = dirs[0].path().join("spec.yaml");
     let predicted = predicted_run(work.path(), &runs[0], &spec, "2026-12-04T02:00:00Z");
     let p = predicted.to_str().unwrap();
-
-    let refused = history(&["add", p], db);
-    assert_eq!(refused.code, 2, "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains("predicted") && refused.stderr.contains("--allow-predicted"),
-        "{}",
-        refused.stderr
-    );
-    let listed = json(&history(&["list", "--format", "json"], db).stdout);
-    assert_eq!(
-        listed.as_array().unwrap().len(),
-        3,
-        "nothing added: {listed:#}"
-    );
+    a_prediction_is_refused_by_default(p, db);
 
     let allowed = history(&["add", p, "--allow-predicted"], db);
     assert_eq!(allowed.code, 0, "{}", allowed.stderr);
@@ -217,7 +212,38 @@ fn a_predicted_run_never_hides_a_regression() {
     assert_eq!(marks, [false, false, false, true], "{listed:#}");
     let table = history(&["list"], db).stdout;
     assert_eq!(table.matches("PREDICTED by").count(), 1, "{table}");
+    the_trend_leaves_the_prediction_out(db, &ids, &dirs);
 
+    let site = work.path().join("site");
+    let d = history(&["site", "--out", site.to_str().unwrap()], db);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert_eq!(index.matches("<tr class=\"predicted\">").count(), 1);
+    assert_eq!(index.matches("PREDICTED by").count(), 1, "{index}");
+}
+
+/// `history add` of the predicted run `p` without `--allow-predicted`: refused, nothing
+/// added to `db` (which holds 3 runs).
+fn a_prediction_is_refused_by_default(p: &str, db: &str) {
+    let refused = history(&["add", p], db);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("predicted") && refused.stderr.contains("--allow-predicted"),
+        "{}",
+        refused.stderr
+    );
+    let listed = json(&history(&["list", "--format", "json"], db).stdout);
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        3,
+        "nothing added: {listed:#}"
+    );
+}
+
+/// `trend` over `db` (runs `ids`, the last predicted; measured in `dirs`): the predicted run
+/// is said to be left out and is no point; the third run is flagged by its change worked by
+/// hand from the run directories.
+fn the_trend_leaves_the_prediction_out(db: &str, ids: &[&str], dirs: &[Dir]) {
     let t = history(
         &["trend", "--format", "json", "--metric", "total_tok_s"],
         db,
@@ -247,13 +273,6 @@ fn a_predicted_run_never_hides_a_regression() {
             "{cell} {change}% (−23.1% by hand)"
         );
     }
-
-    let site = work.path().join("site");
-    let d = history(&["site", "--out", site.to_str().unwrap()], db);
-    assert_eq!(d.code, 0, "{}", d.stderr);
-    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
-    assert_eq!(index.matches("<tr class=\"predicted\">").count(), 1);
-    assert_eq!(index.matches("PREDICTED by").count(), 1, "{index}");
 }
 
 /// The `total_tok_s` of `cell` in the run `dir/run`, read from its results.jsonl.

@@ -68,10 +68,14 @@ fn guidellm_keeps_its_own_statistics() {
     let manifest = read_json(out.join("manifest.json").to_str().unwrap());
     assert_eq!(manifest["imported_from"]["tool"], "guidellm");
     assert_eq!(manifest["imported_from"]["version"], "0.8.1");
-    // `compare`, `report` and `history` take it like any run.
+    taken_like_any_run(&out, &dir.path().join("h.sqlite"));
+}
+
+/// The imported run in `out`: `compare` and `history` (`db`) take it like any run, the
+/// history naming its tool.
+fn taken_like_any_run(out: &std::path::Path, db: &std::path::Path) {
     let same = Bench::new(&["compare", out.to_str().unwrap(), out.to_str().unwrap()]).run();
     assert_eq!(same.code, 0, "{}", same.stdout);
-    let db = dir.path().join("h.sqlite");
     let add = Bench::new(&[
         "history",
         "add",

@@ -144,39 +144,12 @@ fn a_twin_of_a_known_server() {
     let _cpu = super::cpu();
     let (_rt, url, known) = start();
     let dir = Dir::new();
-    let mut outs = Vec::new();
-    let mut specs = Vec::new();
-    for (name, contexts, conc) in [
-        ("fit", "[256, 1K]", "[1, 4]"),
-        ("check", "[512, 2K]", "[2, 8]"),
-    ] {
-        let path = dir.path().join(format!("{name}.yaml"));
-        std::fs::write(&path, spec(&url, contexts, conc)).unwrap();
-        let out = dir.path().join(name);
-        let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
-            .arg(&path)
-            .run();
-        assert_eq!(done.code, 0, "{}", done.stderr);
-        outs.push(out);
-        specs.push(path);
-    }
+    let (outs, specs) = run_fit_and_check(&dir, &url);
     // The server's own log: the client's TBT is the server's time per token.
     let log = known.log.lock().unwrap().clone();
     assert!(log.len() >= 10, "{log:?}");
     let fitted = benchspec::rundir::read_records(&outs[0].join("results.jsonl")).unwrap();
-    let one = fitted
-        .iter()
-        .find(|r| r.cell == "decode/256/c1")
-        .unwrap()
-        .tbt_ms
-        .unwrap()
-        .p50;
-    let server = log.iter().cloned().fold(f64::MAX, f64::min) * 1e3;
-    // The client's median gap against the server's mean (its timer ticks in milliseconds).
-    assert!(
-        (one - server).abs() / server < 0.05,
-        "client TBT {one} ms, server {server} ms"
-    );
+    the_client_times_what_the_server_logs(&log, &fitted);
     let twin = dir.path().join("twin.toml");
     let fit = Bench::new(&[
         "fit",
@@ -188,23 +161,76 @@ fn a_twin_of_a_known_server() {
     assert_eq!(fit.code, 0, "{}", fit.stderr);
     let doc = super::twin::predict_json(&specs[1], &twin);
     let measured = benchspec::rundir::read_records(&outs[1].join("results.jsonl")).unwrap();
-    let mut errors = super::twin::decode_errors(&doc, &measured, "per_request_tok_s", |r| {
-        r.per_request_tok_s
-    });
+    predicted_within_12_percent(&doc, &measured);
+    intervals_cover_the_cells_never_fitted(&doc, &measured);
+    // The twin as an engine, on the measured c=8 cells and a fitted one (1K/c4).
+    let twin_text = std::fs::read_to_string(&twin).unwrap();
+    the_twin_as_an_engine_on_a_fitted_cell(&twin_text, &fitted);
+    the_twin_as_an_engine_on_the_c8_cells(&twin_text, &measured);
+    held_out_cells_of_both_runs(&dir, &outs);
+}
+
+/// Run the spec against the server at `url` on the cells to fit ({256, 1K} × {1, 4}) and on
+/// those to check ({512, 2K} × {2, 8}): their run directories and spec files, in `dir`.
+fn run_fit_and_check(dir: &Dir, url: &str) -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+    let mut outs = Vec::new();
+    let mut specs = Vec::new();
+    for (name, contexts, conc) in [
+        ("fit", "[256, 1K]", "[1, 4]"),
+        ("check", "[512, 2K]", "[2, 8]"),
+    ] {
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, spec(url, contexts, conc)).unwrap();
+        let out = dir.path().join(name);
+        let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
+            .arg(&path)
+            .run();
+        assert_eq!(done.code, 0, "{}", done.stderr);
+        outs.push(out);
+        specs.push(path);
+    }
+    (outs, specs)
+}
+
+/// The client's median gap at 256/c1 against the server's least mean time per token in its
+/// `log` (the server's timer ticks in milliseconds): within 5%.
+fn the_client_times_what_the_server_logs(log: &[f64], fitted: &[benchspec::results::Record]) {
+    let one = fitted
+        .iter()
+        .find(|r| r.cell == "decode/256/c1")
+        .unwrap()
+        .tbt_ms
+        .unwrap()
+        .p50;
+    let server = log.iter().cloned().fold(f64::MAX, f64::min) * 1e3;
+    assert!(
+        (one - server).abs() / server < 0.05,
+        "client TBT {one} ms, server {server} ms"
+    );
+}
+
+/// The twin's prediction `doc` of the 8 checked cells against their `measured` records:
+/// per-request tok/s and TBT within 12%.
+fn predicted_within_12_percent(doc: &Value, measured: &[benchspec::results::Record]) {
+    let mut errors =
+        super::twin::decode_errors(doc, measured, "per_request_tok_s", |r| r.per_request_tok_s);
     errors.extend(super::twin::decode_errors(
-        &doc,
-        &measured,
+        doc,
+        measured,
         "tbt_ms_p50",
         |r| r.tbt_ms.map(|s| s.p50),
     ));
     eprintln!("known server, twin's error on the predicted cells: {errors:?}");
     assert_eq!(errors.len(), 8);
     assert!(errors.iter().all(|(_, e)| e.abs() <= 12.0), "{errors:?}");
-    // The intervals, earned by leaving fitted cells out, cover the cells never fitted as
-    // often as their stated level allows (4 left-out cells earn 80%: 2 of 4, 95% of the
-    // time). Measured: 4 of 4, then 3 of 4 — the c8 cells lie a doubling beyond the fitted
-    // concurrencies and the twin misses them by 2.5–3.1% run after run, where one widening of
-    // a ±1.2% interval reaches 2.4%.
+}
+
+/// The intervals, earned by leaving fitted cells out, cover the cells never fitted as
+/// often as their stated level allows (4 left-out cells earn 80%: 2 of 4, 95% of the
+/// time). Measured: 4 of 4, then 3 of 4 — the c8 cells lie a doubling beyond the fitted
+/// concurrencies and the twin misses them by 2.5–3.1% run after run, where one widening of
+/// a ±1.2% interval reaches 2.4%.
+fn intervals_cover_the_cells_never_fitted(doc: &Value, measured: &[benchspec::results::Record]) {
     let covered = measured
         .iter()
         .filter(|r| r.cell.starts_with("decode/"))
@@ -228,13 +254,16 @@ fn a_twin_of_a_known_server() {
         covered >= super::twin::min_inside_at(4, level),
         "{covered} of 4 at level {level}"
     );
-    // The twin as an engine, on the measured c=8 cells and a fitted one (1K/c4).
-    let twin_text = std::fs::read_to_string(&twin).unwrap();
+}
+
+/// The twin (`twin_text`) as an engine on the fitted cell 1K/c4: its total tok/s within 3%
+/// and its TTFT within 10% of the `fitted` record.
+fn the_twin_as_an_engine_on_a_fitted_cell(twin_text: &str, fitted: &[benchspec::results::Record]) {
     let own = spec("", "[1K]", "[4]").replace(
         "engine: {kind: vllm, base_url: ''}",
         "engine: {kind: sim, sim: {twin: twin.toml}}",
     );
-    let (again, _run) = super::open::run_spec_with_files(&own, &[("twin.toml", &twin_text)]);
+    let (again, _run) = super::open::run_spec_with_files(&own, &[("twin.toml", twin_text)]);
     let (sim, meas) = (
         again.iter().find(|r| r.cell == "decode/1K/c4").unwrap(),
         fitted.iter().find(|r| r.cell == "decode/1K/c4").unwrap(),
@@ -259,11 +288,16 @@ fn a_twin_of_a_known_server() {
         );
         assert!((got - want).abs() / want <= tol, "{what}: {got} vs {want}");
     }
+}
+
+/// The twin (`twin_text`) as an engine on the two c=8 cells never fitted: total tok/s within
+/// 15% of the `measured` records.
+fn the_twin_as_an_engine_on_the_c8_cells(twin_text: &str, measured: &[benchspec::results::Record]) {
     let engine = spec("", "[512, 2K]", "[8]").replace(
         "engine: {kind: vllm, base_url: ''}",
         "engine: {kind: sim, sim: {twin: twin.toml}}",
     );
-    let (records, _run) = super::open::run_spec_with_files(&engine, &[("twin.toml", &twin_text)]);
+    let (records, _run) = super::open::run_spec_with_files(&engine, &[("twin.toml", twin_text)]);
     let mut engine_errors = Vec::new();
     for r in measured.iter().filter(|r| r.cell.ends_with("/c8")) {
         let sim = records.iter().find(|s| s.cell == r.cell).unwrap();
@@ -276,10 +310,13 @@ fn a_twin_of_a_known_server() {
         engine_errors.iter().all(|(_, e)| e.abs() <= 15.0),
         "{engine_errors:?}"
     );
-    // Both runs together (four contexts), one cell in four held out: the intervals earned on
-    // the fitted cells cover the held-out cells' tok/s as a calibrated 90% interval would. Their TTFT is printed,
-    // not held: this server prefills one prompt at a time in its engine, where the twin's
-    // decode TTFT is the API server's (seen ±11.6% from 4 left-out cells, 1 of 2 inside).
+}
+
+/// Both runs together (four contexts), one cell in four held out: the intervals earned on
+/// the fitted cells cover the held-out cells' tok/s as a calibrated 90% interval would. Their TTFT is printed,
+/// not held: this server prefills one prompt at a time in its engine, where the twin's
+/// decode TTFT is the API server's (seen ±11.6% from 4 left-out cells, 1 of 2 inside).
+fn held_out_cells_of_both_runs(dir: &Dir, outs: &[std::path::PathBuf]) {
     let both = dir.path().join("both.toml");
     let fit = Bench::new(&["fit", "--holdout", "0.25", "--out", both.to_str().unwrap()])
         .arg(&outs[0])

@@ -205,6 +205,29 @@ fn an_engine_that_dies_mid_run_is_relaunched_and_later_cells_are_valid() {
         "{}",
         done.stderr
     );
+    the_crashed_cell_fails_and_the_next_is_valid(&out);
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the engine is gone after the run"
+    );
+    // Without `restart_on_crash` the run ends there, with the engine's exit status.
+    let out2 = dir.path().join("run2");
+    let once = spec(port, &command, "20s").edit("concurrency: [1, 2]", "concurrency: [1, 2, 4]");
+    let done = Bench::new(&["run", "--out", out2.to_str().unwrap()])
+        .spec("s2.yaml", &once)
+        .run();
+    assert_eq!(done.code, 3, "{}", done.stderr);
+    assert!(
+        done.stderr
+            .contains("error: the engine exited (exit status: 3) during decode/512/c"),
+        "{}",
+        done.stderr
+    );
+}
+
+/// The records in `out` of a run whose engine died mid-run: the cell it hit failed, its
+/// failures counted (with back-off) and the exit said; the relaunched engine measures the next.
+fn the_crashed_cell_fails_and_the_next_is_valid(out: &std::path::Path) {
     let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     use benchspec::results::Status;
     let hit = records
@@ -233,28 +256,11 @@ fn an_engine_that_dies_mid_run_is_relaunched_and_later_cells_are_valid() {
         Status::Valid,
         "the relaunched engine measures the next cell: {records:#?}"
     );
-    assert!(
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
-        "the engine is gone after the run"
-    );
-    // Without `restart_on_crash` the run ends there, with the engine's exit status.
-    let out2 = dir.path().join("run2");
-    let once = spec(port, &command, "20s").edit("concurrency: [1, 2]", "concurrency: [1, 2, 4]");
-    let done = Bench::new(&["run", "--out", out2.to_str().unwrap()])
-        .spec("s2.yaml", &once)
-        .run();
-    assert_eq!(done.code, 3, "{}", done.stderr);
-    assert!(
-        done.stderr
-            .contains("error: the engine exited (exit status: 3) during decode/512/c"),
-        "{}",
-        done.stderr
-    );
 }
 
 #[test]
 fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
-    use std::io::{BufRead, BufReader};
+    use std::io::BufReader;
     let port = free_port();
     let command = format!(
         "[{}, sim, --port, '{port}', --profile, tiny, --served-name, m]",
@@ -277,15 +283,7 @@ fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    // Wait until the first decode cell is being measured (the prefill cell is on disk).
-    while !seen.contains("decode/512/c1 ...") {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        seen.push_str(&line);
-    }
+    let seen = read_until(&mut stderr, "decode/512/c1 ...");
     std::thread::sleep(std::time::Duration::from_millis(500));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -310,6 +308,30 @@ fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
         )),
         "{rest}"
     );
+    only_the_finished_cell_is_kept(&out);
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the engine was stopped"
+    );
+}
+
+/// The lines of `stderr` up to the one holding `until` (or its end), e.g. until the first
+/// decode cell is being measured (the prefill cell is then on disk).
+fn read_until(stderr: &mut impl std::io::BufRead, until: &str) -> String {
+    let mut seen = String::new();
+    while !seen.contains(until) {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    seen
+}
+
+/// The run in `out`, interrupted during its first decode cell: the report says it is
+/// unfinished, and only the prefill cell has a record.
+fn only_the_finished_cell_is_kept(out: &std::path::Path) {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         report.contains("**Unfinished run:** 2 planned cell(s)"),
@@ -319,10 +341,6 @@ fn ctrl_c_during_a_cell_keeps_finished_cells_and_stops_the_engine() {
     assert_eq!(
         records.iter().map(|r| r.cell.as_str()).collect::<Vec<_>>(),
         ["prefill/512"]
-    );
-    assert!(
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
-        "the engine was stopped"
     );
 }
 

@@ -68,7 +68,35 @@ fn shards_merge_into_the_whole_plan() {
         "{}",
         done.stderr
     );
-    assert_eq!(cells(&out), order, "every cell once, in plan order");
+    merged_is_the_whole_plan(&out, &order);
+    one_shard_alone_needs_allow_missing(dir.path(), &one, &order);
+    a_shard_twice_or_of_another_spec_is_refused(dir.path(), &one);
+    let full = Bench::new(&[
+        "merge",
+        one.to_str().unwrap(),
+        two.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(full.code, 2);
+    assert!(
+        full.stderr
+            .contains("exists and is not empty; give `merge` a new or empty `--out`"),
+        "{}",
+        full.stderr
+    );
+    assert!(
+        !full.stderr.contains("--resume"),
+        "merge has no --resume: {}",
+        full.stderr
+    );
+}
+
+/// The merged run in `out`: every cell of the plan (`order`) once, in plan order, valid; its
+/// plan unsharded, its manifest naming the shards, its spec and report the whole run's.
+fn merged_is_the_whole_plan(out: &Path, order: &[String]) {
+    assert_eq!(cells(out), order, "every cell once, in plan order");
     assert!(
         benchspec::rundir::read_records(&out.join("results.jsonl"))
             .unwrap()
@@ -93,10 +121,13 @@ fn shards_merge_into_the_whole_plan() {
         report.contains("| Sustained decode | 1K | 2 | Valid |"),
         "{report}"
     );
+}
 
-    // One shard alone: refused, naming the cells without a record; with `--allow-missing`,
-    // merged, with the missing shard and cells named and the report showing them as not run.
-    let part = dir.path().join("part");
+/// One shard alone (`one`, of the plan `order`): refused, naming the cells without a record;
+/// with `--allow-missing`, merged, with the missing shard and cells named and the report
+/// showing them as not run.
+fn one_shard_alone_needs_allow_missing(dir: &Path, one: &Path, order: &[String]) {
+    let part = dir.join("part");
     let alone = |extra: &[&str]| {
         let mut args = vec![
             "merge",
@@ -109,7 +140,7 @@ fn shards_merge_into_the_whole_plan() {
     };
     let done = alone(&[]);
     assert_eq!(done.code, 2, "{}", done.stderr);
-    let second: Vec<&String> = order.iter().filter(|c| !cells(&one).contains(c)).collect();
+    let second: Vec<&String> = order.iter().filter(|c| !cells(one).contains(c)).collect();
     assert!(!second.is_empty());
     for c in &second {
         assert!(
@@ -136,14 +167,17 @@ fn shards_merge_into_the_whole_plan() {
     );
     let report = std::fs::read_to_string(part.join("report.md")).unwrap();
     assert!(report.contains("Unfinished run"), "{report}");
+}
 
-    // The same shard twice, a shard of another spec, an output that holds files: refused.
+/// The same shard twice, a shard of another spec (an output that holds files: see the
+/// caller): refused.
+fn a_shard_twice_or_of_another_spec_is_refused(dir: &Path, one: &Path) {
     let twice = Bench::new(&[
         "merge",
         one.to_str().unwrap(),
         one.to_str().unwrap(),
         "--out",
-        dir.path().join("x").to_str().unwrap(),
+        dir.join("x").to_str().unwrap(),
     ])
     .run();
     assert_eq!(twice.code, 2);
@@ -152,14 +186,14 @@ fn shards_merge_into_the_whole_plan() {
         "{}",
         twice.stderr
     );
-    let other_spec = dir.path().join("t.yaml");
+    let other_spec = dir.join("t.yaml");
     std::fs::write(
         &other_spec,
         SPEC.edit("duration: 1s", "duration: 2s")
             .edit("[256, 1K]", "[256]"),
     )
     .unwrap();
-    let other = dir.path().join("other");
+    let other = dir.join("other");
     let done = Bench::new(&["run", "--shard", "2/2", "--out", other.to_str().unwrap()])
         .arg(&other_spec)
         .run();
@@ -169,7 +203,7 @@ fn shards_merge_into_the_whole_plan() {
         one.to_str().unwrap(),
         other.to_str().unwrap(),
         "--out",
-        dir.path().join("y").to_str().unwrap(),
+        dir.join("y").to_str().unwrap(),
     ])
     .run();
     assert_eq!(mixed.code, 2);
@@ -177,26 +211,6 @@ fn shards_merge_into_the_whole_plan() {
         mixed.stderr.contains("were run from different specs"),
         "{}",
         mixed.stderr
-    );
-    let full = Bench::new(&[
-        "merge",
-        one.to_str().unwrap(),
-        two.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .run();
-    assert_eq!(full.code, 2);
-    assert!(
-        full.stderr
-            .contains("exists and is not empty; give `merge` a new or empty `--out`"),
-        "{}",
-        full.stderr
-    );
-    assert!(
-        !full.stderr.contains("--resume"),
-        "merge has no --resume: {}",
-        full.stderr
     );
 }
 
@@ -326,20 +340,7 @@ fn the_scale_out_recipes_parse_and_name_real_commands() {
         "examples/slurm/benchmark.sbatch",
         "examples/slurm/split-load.sbatch",
     ];
-    for f in &files[..5] {
-        let text = std::fs::read_to_string(root.join(f)).unwrap();
-        let doc: serde_json::Value =
-            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
-        assert!(doc.is_object(), "{f}");
-    }
-    for f in &files[5..] {
-        let sh = std::process::Command::new("bash")
-            .arg("-n")
-            .arg(root.join(f))
-            .status()
-            .unwrap();
-        assert!(sh.success(), "{f} is not valid shell");
-    }
+    each_recipe_parses(&root, &files);
     let commands = [
         "validate", "schema", "plan", "run", "report", "compare", "merge", "sim", "history",
     ];
@@ -376,4 +377,22 @@ fn the_scale_out_recipes_parse_and_name_real_commands() {
         }
     }
     assert!(seen >= 8, "{seen} commands found");
+}
+
+/// The recipes `files` under `root` parse: the first five as YAML, the rest as shell.
+fn each_recipe_parses(root: &Path, files: &[&str; 7]) {
+    for f in &files[..5] {
+        let text = std::fs::read_to_string(root.join(f)).unwrap();
+        let doc: serde_json::Value =
+            serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(doc.is_object(), "{f}");
+    }
+    for f in &files[5..] {
+        let sh = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(root.join(f))
+            .status()
+            .unwrap();
+        assert!(sh.success(), "{f} is not valid shell");
+    }
 }

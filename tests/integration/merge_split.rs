@@ -103,36 +103,7 @@ fn split_load_shards_merge_into_the_whole_cell_only_when_run_together() {
     assert_eq!(whole.requests_started, 16);
     assert_eq!(whole.status, Status::Valid, "{:?}", whole.reasons);
 
-    // Shard 1 alone.
-    let alone = dir.path().join("alone");
-    let done = merge_of(&[&one], &alone, &[]);
-    assert_eq!(done.code, 2, "{}", done.stderr);
-    assert!(
-        done.stderr.contains("`load/256/r4` (shard 2 of 2)"),
-        "{}",
-        done.stderr
-    );
-    for c in cells(&two).iter().filter(|c| !cells(&one).contains(c)) {
-        assert!(
-            done.stderr.contains(&format!("`{c}`")),
-            "{c}: {}",
-            done.stderr
-        );
-    }
-    let done = merge_of(&[&one], &alone, &["--allow-missing"]);
-    assert_eq!(done.code, 0, "{}", done.stderr);
-    let (ids, rate) = merged_plan(&alone);
-    assert_eq!(ids, order, "each cell once, the load cell too");
-    assert_eq!(rate, 4.0, "the plan names the whole cell");
-    let half = record(&alone, "load/256/r4");
-    assert_eq!(half.status, Status::Invalid);
-    assert_eq!(half.open.rate_offered.map(|r| r.0), Some(2.0));
-    assert!(
-        half.reasons.iter().any(|r| r.contains("shard(s) 2 of 2")),
-        "{:?}",
-        half.reasons
-    );
-
+    shard_one_alone(dir.path(), &one, &two, &order);
     // Shard 2 run after shard 1 ended: their windows do not meet.
     let late = split_shard(dir.path(), &spec, 2, "b2", &[]);
     let apart = dir.path().join("apart");
@@ -151,6 +122,40 @@ fn split_load_shards_merge_into_the_whole_cell_only_when_run_together() {
             .any(|r| r.contains("overlap 0% (under 90%)")),
         "{:?}",
         rec.reasons
+    );
+}
+
+/// Shard 1 (`one`) alone, into `dir/alone`: refused naming shard 2's load cell and the cells
+/// only `two` has; with `--allow-missing`, every cell of `order` once, the load cell invalid
+/// at the 2 req/s it was offered.
+fn shard_one_alone(dir: &Path, one: &Path, two: &Path, order: &[String]) {
+    let alone = dir.join("alone");
+    let done = merge_of(&[one], &alone, &[]);
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    assert!(
+        done.stderr.contains("`load/256/r4` (shard 2 of 2)"),
+        "{}",
+        done.stderr
+    );
+    for c in cells(two).iter().filter(|c| !cells(one).contains(c)) {
+        assert!(
+            done.stderr.contains(&format!("`{c}`")),
+            "{c}: {}",
+            done.stderr
+        );
+    }
+    let done = merge_of(&[one], &alone, &["--allow-missing"]);
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let (ids, rate) = merged_plan(&alone);
+    assert_eq!(ids, order, "each cell once, the load cell too");
+    assert_eq!(rate, 4.0, "the plan names the whole cell");
+    let half = record(&alone, "load/256/r4");
+    assert_eq!(half.status, Status::Invalid);
+    assert_eq!(half.open.rate_offered.map(|r| r.0), Some(2.0));
+    assert!(
+        half.reasons.iter().any(|r| r.contains("shard(s) 2 of 2")),
+        "{:?}",
+        half.reasons
     );
 }
 

@@ -31,8 +31,23 @@ fn the_shipped_trace_is_replayed_on_time_with_exact_lengths_and_its_prefix_reuse
         std::fs::read_to_string(run.join("trace.jsonl")).unwrap(),
         trace
     );
-    // Request by request: the exact length, and the server's cached tokens against what
-    // the trace's hash_ids share with the requests sent before (in 16-token blocks).
+    each_request_is_exact_and_reuses_its_prefix(&run, &trace);
+    // The reports: the replay's row and its offered and achieved requests per second.
+    let done = super::cli::Bench::new(&["report", run.to_str().unwrap()]).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(md.contains("## Trace replay"), "{md}");
+    assert!(md.contains("| `traces/sample.jsonl` ×1.0 | 120 |"), "{md}");
+    assert!(
+        md.contains("`replay/sample` second by second — offered: "),
+        "{md}"
+    );
+}
+
+/// Request by request of the replay in `run`: the exact length, and the server's cached
+/// tokens against what the `trace`'s hash_ids share with the requests sent before (in
+/// 16-token blocks).
+fn each_request_is_exact_and_reuses_its_prefix(run: &std::path::Path, trace: &str) {
     let entries: Vec<Value> = trace
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -84,16 +99,6 @@ fn the_shipped_trace_is_replayed_on_time_with_exact_lengths_and_its_prefix_reuse
     assert!(
         matched >= 116,
         "{matched} of 120 requests found exactly their shared blocks"
-    );
-    // The reports: the replay's row and its offered and achieved requests per second.
-    let done = super::cli::Bench::new(&["report", run.to_str().unwrap()]).run();
-    assert_eq!(done.code, 0, "{}", done.stderr);
-    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(md.contains("## Trace replay"), "{md}");
-    assert!(md.contains("| `traces/sample.jsonl` ×1.0 | 120 |"), "{md}");
-    assert!(
-        md.contains("`replay/sample` second by second — offered: "),
-        "{md}"
     );
 }
 

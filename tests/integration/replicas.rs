@@ -85,6 +85,18 @@ phases:
         "{}",
         done.stderr
     );
+    replica_1_alone_was_relaunched(&out);
+    each_replica_gets_about_half(&records);
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+            && std::net::TcpStream::connect(("127.0.0.1", port + 1)).is_err(),
+        "both replicas are gone after the run"
+    );
+}
+
+/// The engine logs of the run in `out`: replica 0 started once, replica 1 more than once; the
+/// report names the 2 replicas.
+fn replica_1_alone_was_relaunched(out: &std::path::Path) {
     let starts = |i: u32| {
         std::fs::read_to_string(out.join(format!("engine-{i}.log")))
             .unwrap_or_default()
@@ -98,7 +110,11 @@ phases:
         "{md}"
     );
     assert!(starts(1) >= 2, "replica 1 was relaunched: {}", starts(1));
-    // Cells measured while both ran: each replica ~half, rows adding up to the record.
+}
+
+/// Cells measured while both replicas ran (the valid `records`): each replica ~half, rows
+/// adding up to the record; their running requests add up to ~8 at c8.
+fn each_replica_gets_about_half(records: &[Record]) {
     let whole: Vec<Record> = records
         .iter()
         .filter(|r| r.status == Status::Valid)
@@ -116,11 +132,6 @@ phases:
             "the replicas' running requests add up to ~8: {server:#?}"
         );
     }
-    assert!(
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
-            && std::net::TcpStream::connect(("127.0.0.1", port + 1)).is_err(),
-        "both replicas are gone after the run"
-    );
 }
 
 /// `engine.endpoints` attaches to servers already running, here two `benchspec sim`
@@ -168,6 +179,19 @@ phases:
     assert_eq!(done.code, 0, "{}", done.stderr);
     let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
     shares(&records, 2);
+    round_robin_and_each_servers_own_count(&records, ports);
+    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("\"balance\": \"round-robin\""),
+        "{manifest}"
+    );
+    sims.clear();
+}
+
+/// The decode cell of `records`: round-robin gives each server the same number of requests
+/// within one, and each server's own count (its `/metrics`) holds at least what
+/// `by_endpoint` says it got.
+fn round_robin_and_each_servers_own_count(records: &[Record], ports: [u16; 2]) {
     let decode = records.iter().find(|r| r.cell == "decode/256/c2").unwrap();
     let rows = decode.by_endpoint.as_ref().unwrap();
     assert!(
@@ -188,12 +212,6 @@ phases:
             row.requests
         );
     }
-    let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
-    assert!(
-        manifest.contains("\"balance\": \"round-robin\""),
-        "{manifest}"
-    );
-    sims.clear();
 }
 
 /// Wait until something listens on `port` (10 s at most).

@@ -68,24 +68,7 @@ fn the_seed_pages_tables_come_out_exactly() {
         );
     }
     assert!(md.contains("| Context | 1 | 2 | 4 | 8 | 16 | 32 | 64 | 128 |"));
-    // Prefill: "8K context62K132 ms TTFT" on the page, a table row here.
-    for l in seed
-        .lines()
-        .filter(|l| l.contains(" context") && l.ends_with("ms TTFT"))
-    {
-        let l = l.trim_start_matches("prompt tok/s by context length");
-        let (ctx, rest) = l.split_once(" context").unwrap();
-        let split = rest.find('K').map_or(0, |i| i + 1);
-        let split = if split == 0 {
-            rest.find(|c: char| c.is_ascii_digit()).unwrap()
-        } else {
-            split
-        };
-        let (rate, ttft) = rest.split_at(split);
-        let ttft = ttft.trim_end_matches(" TTFT");
-        let want = format!("| {ctx} | {rate} | {ttft} | Valid |");
-        assert!(md.contains(&want), "missing prefill row {want}");
-    }
+    every_prefill_row(&seed, &md);
     // The header lines, the launch command with its secret redacted, the note.
     let launch = seed
         .split("Launch command\n")
@@ -115,6 +98,27 @@ fn the_seed_pages_tables_come_out_exactly() {
         assert!(md.contains(text), "missing {text}");
     }
     insta::assert_snapshot!("seed_report_md", md);
+}
+
+/// Prefill: "8K context62K132 ms TTFT" on the `seed` page, a table row of `md`.
+fn every_prefill_row(seed: &str, md: &str) {
+    for l in seed
+        .lines()
+        .filter(|l| l.contains(" context") && l.ends_with("ms TTFT"))
+    {
+        let l = l.trim_start_matches("prompt tok/s by context length");
+        let (ctx, rest) = l.split_once(" context").unwrap();
+        let split = rest.find('K').map_or(0, |i| i + 1);
+        let split = if split == 0 {
+            rest.find(|c: char| c.is_ascii_digit()).unwrap()
+        } else {
+            split
+        };
+        let (rate, ttft) = rest.split_at(split);
+        let ttft = ttft.trim_end_matches(" TTFT");
+        let want = format!("| {ctx} | {rate} | {ttft} | Valid |");
+        assert!(md.contains(&want), "missing prefill row {want}");
+    }
 }
 
 #[test]
@@ -323,26 +327,7 @@ fn compare_of_identical_runs_finds_nothing() {
 fn compare_marks_a_planted_regression_and_cells_in_one_run() {
     let dir = Dir::new();
     let new = copy_fixture(dir.path());
-    let text = std::fs::read_to_string(new.join("results.jsonl")).unwrap();
-    let mut lines: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    for r in &mut lines {
-        match r["cell"].as_str().unwrap() {
-            // 8% slower: a regression at 5%, not at 10%.
-            "decode/32K/c8" => r["total_tok_s"] = (1650.8 * 0.92).into(),
-            // 3% slower: within the threshold.
-            "decode/8K/c1" => r["total_tok_s"] = (260.3 * 0.97).into(),
-            // Valid, then failed.
-            "decode/64K/c2" => r["status"] = "failed".into(),
-            _ => {}
-        }
-    }
-    lines.retain(|r| r["cell"] != "decode/123K/c128");
-    let out: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(new.join("results.jsonl"), out).unwrap();
-
+    plant_a_regression(&new);
     let done = compare(&fixture(), &new, &[]);
     assert_eq!(done.code, 1, "{}", done.stdout);
     let md = &done.stdout;
@@ -391,6 +376,30 @@ fn compare_marks_a_planted_regression_and_cells_in_one_run() {
         "{}",
         bad.stderr
     );
+}
+
+/// The seed run copied to `new`, changed: decode/32K/c8 8% slower, decode/8K/c1 3% slower,
+/// decode/64K/c2 failed, decode/123K/c128 gone.
+fn plant_a_regression(new: &Path) {
+    let text = std::fs::read_to_string(new.join("results.jsonl")).unwrap();
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for r in &mut lines {
+        match r["cell"].as_str().unwrap() {
+            // 8% slower: a regression at 5%, not at 10%.
+            "decode/32K/c8" => r["total_tok_s"] = (1650.8 * 0.92).into(),
+            // 3% slower: within the threshold.
+            "decode/8K/c1" => r["total_tok_s"] = (260.3 * 0.97).into(),
+            // Valid, then failed.
+            "decode/64K/c2" => r["status"] = "failed".into(),
+            _ => {}
+        }
+    }
+    lines.retain(|r| r["cell"] != "decode/123K/c128");
+    let out: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(new.join("results.jsonl"), out).unwrap();
 }
 
 /// A copy of the seed run keeping only the records `keep` says.

@@ -23,56 +23,12 @@ fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
     // runner before its last cell ends (1 s windows once let all eight end first).
     std::fs::write(&spec, SPEC.edit("duration: 1s", "duration: 2s")).unwrap();
     let out = dir.path().join("run");
-    let mut child = std::process::Command::new(bin())
-        .args([
-            "run",
-            spec.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "-q",
-        ])
-        .spawn()
-        .unwrap();
-    // Wait for three records, then kill the runner inside the fourth cell (a 2 s window).
     let results = out.join("results.jsonl");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while std::fs::read_to_string(&results).map_or(0, |t| t.lines().count()) < 3 {
-        assert!(std::time::Instant::now() < deadline, "no progress");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(400));
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_inside_the_fourth_cell(&spec, &out, &results);
     let before = records(&out);
     assert!((3..8).contains(&before.len()), "{} records", before.len());
-    // The kill landed inside a cell: the run never ended, and the cell after the last record
-    // (in plan order) was under way, not yet recorded.
-    let dir = benchspec::rundir::RunDir::open(&out).unwrap();
-    assert_eq!(
-        dir.manifest().unwrap().ended_at,
-        None,
-        "the run had not ended"
-    );
-    let plan = dir.plan().unwrap();
-    let next = &plan.cells[before.len()];
-    assert!(next.runs(), "{} is measured", next.id);
-    assert!(
-        before.iter().all(|r| r.cell != next.id),
-        "{} was being measured when the runner was killed",
-        next.id
-    );
-    // A runner killed while writing leaves half a line.
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&results)
-        .unwrap();
-    std::io::Write::write_all(
-        &mut f,
-        br#"{"schema":"benchspec.result.v1","cell":"decode/1K"#,
-    )
-    .unwrap();
-    drop(f);
+    the_kill_landed_inside_a_cell(&out, &before);
+    cut_the_last_line_short(&results);
 
     let refused = Bench::new(&["run", "--out", out.to_str().unwrap()])
         .arg(&spec)
@@ -105,6 +61,81 @@ fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
     );
     let text = std::fs::read_to_string(&results).unwrap();
     assert!(text.ends_with('\n'));
+    every_cell_once_after_resume(&out, &text, &before);
+
+    // Nothing left to do: a second resume runs nothing and changes nothing.
+    let again = Bench::new(&["run", "--out", out.to_str().unwrap(), "--resume"])
+        .arg(&spec)
+        .run();
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(std::fs::read_to_string(&results).unwrap(), text);
+}
+
+/// Run `spec` into `out`; once `results` holds three records, kill the runner (SIGKILL)
+/// inside the fourth cell (a 2 s window).
+fn kill_inside_the_fourth_cell(
+    spec: &std::path::Path,
+    out: &std::path::Path,
+    results: &std::path::Path,
+) {
+    let mut child = std::process::Command::new(bin())
+        .args([
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ])
+        .spawn()
+        .unwrap();
+    // Wait for three records, then kill the runner inside the fourth cell (a 2 s window).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while std::fs::read_to_string(results).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(std::time::Instant::now() < deadline, "no progress");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
+/// The kill landed inside a cell: the run in `out` never ended, and the cell after the last
+/// record (in plan order) was under way, not yet recorded.
+fn the_kill_landed_inside_a_cell(out: &std::path::Path, before: &[Record]) {
+    let dir = benchspec::rundir::RunDir::open(out).unwrap();
+    assert_eq!(
+        dir.manifest().unwrap().ended_at,
+        None,
+        "the run had not ended"
+    );
+    let plan = dir.plan().unwrap();
+    let next = &plan.cells[before.len()];
+    assert!(next.runs(), "{} is measured", next.id);
+    assert!(
+        before.iter().all(|r| r.cell != next.id),
+        "{} was being measured when the runner was killed",
+        next.id
+    );
+}
+
+/// A runner killed while writing leaves half a line: append one to `results`.
+fn cut_the_last_line_short(results: &std::path::Path) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(results)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        br#"{"schema":"benchspec.result.v1","cell":"decode/1K"#,
+    )
+    .unwrap();
+    drop(f);
+}
+
+/// The resumed run in `out` (its results.jsonl `text`): the records `before` untouched, every
+/// cell exactly once and valid, the manifest saying it resumed and ended, the report finished.
+fn every_cell_once_after_resume(out: &std::path::Path, text: &str, before: &[Record]) {
     let after: Vec<Record> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -112,7 +143,7 @@ fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
     let mut cells: Vec<&str> = after.iter().map(|r| r.cell.as_str()).collect();
     assert_eq!(
         &after[..before.len()],
-        &before[..],
+        before,
         "the earlier records are untouched"
     );
     cells.sort_unstable();
@@ -135,13 +166,6 @@ fn a_run_killed_mid_cell_then_resumed_records_every_cell_once() {
     assert!(manifest["ended_at"].is_string());
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(!report.contains("Unfinished run"), "{report}");
-
-    // Nothing left to do: a second resume runs nothing and changes nothing.
-    let again = Bench::new(&["run", "--out", out.to_str().unwrap(), "--resume"])
-        .arg(&spec)
-        .run();
-    assert_eq!(again.code, 0, "{}", again.stderr);
-    assert_eq!(std::fs::read_to_string(&results).unwrap(), text);
 }
 
 #[test]
@@ -472,7 +496,16 @@ fn a_run_killed_after_its_third_repeat_keeps_its_repeats_on_resume() {
         "{}",
         resumed.stderr
     );
-    let recs: Vec<Record> = records(&out)
+    let triples = each_record_keeps_its_three_repeats(&out);
+    every_saved_request_counts(&out, &triples);
+}
+
+/// The 2 records in `out`, valid, each with repeats 1, 2 and 3 (the first two kept from the
+/// killed run) as its per-repeat values: the (cell, repeat, attempt) of each.
+fn each_record_keeps_its_three_repeats(
+    out: &std::path::Path,
+) -> std::collections::BTreeSet<(String, u32, u32)> {
+    let recs: Vec<Record> = records(out)
         .into_iter()
         .filter(|r| r.status != Status::Skipped)
         .collect();
@@ -480,7 +513,7 @@ fn a_run_killed_after_its_third_repeat_keeps_its_repeats_on_resume() {
     let mut triples = std::collections::BTreeSet::new();
     for r in &recs {
         assert_eq!(r.status, Status::Valid, "{:?}", r.reasons);
-        let live = live_repeats(&out, &r.cell);
+        let live = live_repeats(out, &r.cell);
         assert_eq!(live.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 2, 3]);
         let per = &r.per_repeat.as_ref().unwrap()["total_tok_s"];
         assert_eq!(
@@ -492,7 +525,15 @@ fn a_run_killed_after_its_third_repeat_keeps_its_repeats_on_resume() {
         assert!(live.iter().any(|x| x.1 == 1) && live.iter().any(|x| x.1 == 2));
         triples.extend(live.iter().map(|x| (r.cell.clone(), x.0, x.1)));
     }
-    // Every saved request belongs to a repeat that counts, and every such repeat has some.
+    triples
+}
+
+/// Every request saved in `out` belongs to a repeat that counts (one of `triples`: cell,
+/// repeat, attempt), and every such repeat has some.
+fn every_saved_request_counts(
+    out: &std::path::Path,
+    triples: &std::collections::BTreeSet<(String, u32, u32)>,
+) {
     let text = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     let mut seen = std::collections::BTreeSet::new();
     for l in text.lines() {
@@ -505,5 +546,5 @@ fn a_run_killed_after_its_third_repeat_keeps_its_repeats_on_resume() {
         assert!(triples.contains(&key), "{key:?} counts for no record");
         seen.insert(key);
     }
-    assert_eq!(seen, triples);
+    assert_eq!(&seen, triples);
 }

@@ -98,80 +98,89 @@ fn decode_and_prefill_match_the_simulators_ground_truth() {
         0.05,
     );
     for (r, c) in records[1..].iter().zip([1u32, 4]) {
-        assert_eq!(r.status, Status::Valid, "{r:#?}");
-        assert_eq!(r.server_prompt_tokens, Some(8192));
-        assert_eq!(r.token_source, Some(TokenSource::Usage));
-        // The window closes exactly at the duration (to the millisecond it is recorded in).
-        assert!(
-            (r.measured_s.unwrap() - 3.0).abs() < 1e-3,
-            "{:?}",
-            r.measured_s
-        );
-        // Total tok/s: the same cell replayed in virtual time; timer and HTTP jitter < 5%.
-        within(
-            "total tok/s",
-            r.total_tok_s.unwrap(),
-            calibrate::decode_tok_s(&p, 8192, c as usize, 3.0, 256),
-            0.05,
-        );
-        // TBT: one scheduler step at batch C over ~8.3K KV tokens each.
-        let step_ms = 1e3 * (p.step_s + p.decode_s(c as usize, u64::from(c) * (8192 + 128)));
-        within("TBT p50", r.tbt_ms.unwrap().p50, step_ms, 0.05);
-        within(
-            "per-request tok/s",
-            r.per_request_tok_s.unwrap(),
-            1e3 / step_ms,
-            0.05,
-        );
-        // Closed loop: C streams in flight but for the replacement gaps (TTFT of ~50 ms per
-        // ~1 s request).
-        assert!(
-            r.avg_active.unwrap() >= 0.9 * f64::from(c)
-                && r.avg_active.unwrap() <= f64::from(c) + 1e-9,
-            "{:?}",
-            r.avg_active
-        );
-        // 256-token requests last ~1 s: several finish inside a 3 s window.
-        assert!(
-            r.completed >= u64::from(c) && r.requests_started >= r.completed,
-            "{r:#?}"
-        );
-        // Output tokens agree with the rate.
-        within(
-            "output tokens",
-            r.output_tokens.unwrap() as f64,
-            r.total_tok_s.unwrap() * 3.0,
-            0.001,
-        );
-        // Warm TTFT: API delay, the cached prefix, one step. At C > 1 the C replacement
-        // requests arrive within a millisecond of each other and are admitted one or several
-        // per step, so the mean lies between one request alone and all C in one step (the
-        // virtual-time replay, where they arrive at the same instant).
-        let truth = calibrate::decode_cell(&p, 8192, c as usize, 3.0, 256);
-        let alone_ms = 1e3
-            * (p.api_delay_s(8192)
-                + p.tokenizer_s(8192)
-                + p.cached_request_s
-                + p.cached_token_s * 8176.0
-                + p.step_s);
-        let mean = r.ttft_ms.unwrap().mean;
-        if c == 1 {
-            // Never below the model; above it by the simulator's own request parsing (a few
-            // milliseconds for an 8K prompt, more on a busy machine).
-            let model = truth.ttft_mean_s * 1e3;
-            assert!(
-                mean >= model * 0.95 && mean <= model * 1.25 + 5.0,
-                "TTFT mean {mean} ms, modelled {model} ms"
-            );
-        } else {
-            assert!(
-                mean >= alone_ms * 0.95 && mean <= truth.ttft_mean_s * 1e3 * 1.10,
-                "TTFT mean {mean} outside [{alone_ms}, {}]",
-                truth.ttft_mean_s * 1e3
-            );
-        }
-        assert_eq!(r.errors, 0);
+        decode_cell_matches(&p, r, c);
+        warm_ttft_matches(&p, r, c);
     }
+}
+
+/// The decode cell `r` at concurrency `c` against the model of `p`: valid, exact prompts,
+/// the window, total and per-request tok/s, TBT, streams in flight, requests and tokens.
+fn decode_cell_matches(p: &profile::Profile, r: &Record, c: u32) {
+    assert_eq!(r.status, Status::Valid, "{r:#?}");
+    assert_eq!(r.server_prompt_tokens, Some(8192));
+    assert_eq!(r.token_source, Some(TokenSource::Usage));
+    // The window closes exactly at the duration (to the millisecond it is recorded in).
+    assert!(
+        (r.measured_s.unwrap() - 3.0).abs() < 1e-3,
+        "{:?}",
+        r.measured_s
+    );
+    // Total tok/s: the same cell replayed in virtual time; timer and HTTP jitter < 5%.
+    within(
+        "total tok/s",
+        r.total_tok_s.unwrap(),
+        calibrate::decode_tok_s(p, 8192, c as usize, 3.0, 256),
+        0.05,
+    );
+    // TBT: one scheduler step at batch C over ~8.3K KV tokens each.
+    let step_ms = 1e3 * (p.step_s + p.decode_s(c as usize, u64::from(c) * (8192 + 128)));
+    within("TBT p50", r.tbt_ms.unwrap().p50, step_ms, 0.05);
+    within(
+        "per-request tok/s",
+        r.per_request_tok_s.unwrap(),
+        1e3 / step_ms,
+        0.05,
+    );
+    // Closed loop: C streams in flight but for the replacement gaps (TTFT of ~50 ms per
+    // ~1 s request).
+    assert!(
+        r.avg_active.unwrap() >= 0.9 * f64::from(c) && r.avg_active.unwrap() <= f64::from(c) + 1e-9,
+        "{:?}",
+        r.avg_active
+    );
+    // 256-token requests last ~1 s: several finish inside a 3 s window.
+    assert!(
+        r.completed >= u64::from(c) && r.requests_started >= r.completed,
+        "{r:#?}"
+    );
+    // Output tokens agree with the rate.
+    within(
+        "output tokens",
+        r.output_tokens.unwrap() as f64,
+        r.total_tok_s.unwrap() * 3.0,
+        0.001,
+    );
+}
+
+/// Warm TTFT of the decode cell `r` at concurrency `c`: API delay, the cached prefix, one
+/// step. At C > 1 the C replacement requests arrive within a millisecond of each other and
+/// are admitted one or several per step, so the mean lies between one request alone and all
+/// C in one step (the virtual-time replay, where they arrive at the same instant).
+fn warm_ttft_matches(p: &profile::Profile, r: &Record, c: u32) {
+    let truth = calibrate::decode_cell(p, 8192, c as usize, 3.0, 256);
+    let alone_ms = 1e3
+        * (p.api_delay_s(8192)
+            + p.tokenizer_s(8192)
+            + p.cached_request_s
+            + p.cached_token_s * 8176.0
+            + p.step_s);
+    let mean = r.ttft_ms.unwrap().mean;
+    if c == 1 {
+        // Never below the model; above it by the simulator's own request parsing (a few
+        // milliseconds for an 8K prompt, more on a busy machine).
+        let model = truth.ttft_mean_s * 1e3;
+        assert!(
+            mean >= model * 0.95 && mean <= model * 1.25 + 5.0,
+            "TTFT mean {mean} ms, modelled {model} ms"
+        );
+    } else {
+        assert!(
+            mean >= alone_ms * 0.95 && mean <= truth.ttft_mean_s * 1e3 * 1.10,
+            "TTFT mean {mean} outside [{alone_ms}, {}]",
+            truth.ttft_mean_s * 1e3
+        );
+    }
+    assert_eq!(r.errors, 0);
 }
 
 #[test]
@@ -259,15 +268,12 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
             sim.base_url()
         )
     );
-    // https is spoken (rustls): against a plain-HTTP server the handshake fails, reported as
-    // an engine that cannot be reached.
-    let https = yaml.edit("http://", "https://");
-    let tls = spec::parse("t.yaml", &https, Stage::Run, &|_| None)
-        .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
+    https_against_plain_http_cannot_be_reached(&yaml, &dir);
+    rt.block_on(sim.stop());
     let err = run::run(
-        &RunConfig::new(&tls),
+        &RunConfig::new(&loaded),
         &RunOptions {
-            out: Some(dir.path().join("tls")),
+            out: Some(dir.path().join("run2")),
             ..RunOptions::default()
         },
         &run::Interrupt::new(),
@@ -277,11 +283,18 @@ fn attaching_to_a_server_without_the_model_says_what_is_there() {
     .unwrap();
     assert_eq!(err.exit().code(), 3);
     assert!(err.to_string().contains("cannot be reached"), "{err}");
-    rt.block_on(sim.stop());
+}
+
+/// https is spoken (rustls): against a plain-HTTP server (`yaml` names one) the handshake
+/// fails, reported as an engine that cannot be reached.
+fn https_against_plain_http_cannot_be_reached(yaml: &str, dir: &Dir) {
+    let https = yaml.edit("http://", "https://");
+    let tls = spec::parse("t.yaml", &https, Stage::Run, &|_| None)
+        .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics()));
     let err = run::run(
-        &RunConfig::new(&loaded),
+        &RunConfig::new(&tls),
         &RunOptions {
-            out: Some(dir.path().join("run2")),
+            out: Some(dir.path().join("tls")),
             ..RunOptions::default()
         },
         &run::Interrupt::new(),

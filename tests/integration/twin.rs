@@ -114,41 +114,7 @@ fn the_seed_table_from_a_quarter_of_its_cells() {
     // one tokenizer (seen 9.7%; 23.5% without that term).
     assert!(nums[3] <= 10.0, "TTFT median: {line}");
     assert!(cells >= 30.0, "{line}");
-    let text = std::fs::read_to_string(&twin).unwrap();
-    assert!(
-        text.starts_with("# A benchspec twin")
-            && text.contains("# seconds: fixed cost of every engine step")
-    );
-    let t: Value = toml::from_str::<toml::Value>(&text)
-        .map(|v| serde_json::to_value(v).unwrap())
-        .unwrap();
-    assert_eq!(t["version"], 3);
-    assert!(t["fitted_on"].as_array().unwrap().len() <= 12);
-    // Intervals earned by leaving each fitted cell out cover the 33 cells never fitted, for
-    // tok/s and for TTFT; what they rest on is in the file.
-    for key in ["covered", "ttft_covered"] {
-        let c = t["holdout"][key].as_f64().unwrap();
-        assert!(c >= 0.8, "{key}: intervals cover {c}");
-    }
-    assert!(
-        t["intervals"]["tok_s"]["cells"].as_u64().unwrap() >= 8,
-        "{t:#}"
-    );
-    assert_eq!(
-        t["intervals"]["phases"],
-        serde_json::json!(["decode", "prefill"])
-    );
-    assert!(d.stderr.contains("left-out cell(s)"), "{}", d.stderr);
-    // What predict itself prints (the simulation) on the held-out cells, scored by fit: TTFT
-    // within 10% median, intervals covering 80% (seen 8.4%, tok/s 100%, TTFT 93%).
-    let s = &t["holdout"]["predicted"];
-    assert!(s["ttft_median_pct"].as_f64().unwrap() <= 10.0, "{s:#}");
-    for key in ["covered", "ttft_covered"] {
-        assert!(s[key].as_f64().unwrap() >= 0.8, "{key}: {s:#}");
-    }
-    // The simulator's own H200 profile, which reproduces the page: the fit finds its decode costs.
-    let step = t["params"]["step_s"].as_f64().unwrap();
-    assert!((step - 3.75e-3).abs() < 0.3e-3, "step {step}");
+    the_twin_file_says_what_it_rests_on(&twin, &d.stderr);
 
     let doc = predict_json(Path::new("specs/h200-nvl-gemma-4-e2b.yaml"), &twin);
     let cells = doc["cells"].as_array().unwrap();
@@ -173,6 +139,47 @@ fn the_seed_table_from_a_quarter_of_its_cells() {
     // Beyond the fitted 8K..123K: 128K prefill is extrapolated, with a wider interval.
     let far = cells.iter().find(|c| c["cell"] == "prefill/128K").unwrap();
     assert_eq!(far["extrapolated"], true, "{far:#}");
+}
+
+/// The twin file: commented, version 3, fitted on at most 12 cells; the intervals earned by
+/// leaving fitted cells out, what they rest on, and how predict scores on the held-out cells;
+/// the decode step of the H200 profile found (`stderr`: fit's).
+fn the_twin_file_says_what_it_rests_on(twin: &Path, stderr: &str) {
+    let text = std::fs::read_to_string(twin).unwrap();
+    assert!(
+        text.starts_with("# A benchspec twin")
+            && text.contains("# seconds: fixed cost of every engine step")
+    );
+    let t: Value = toml::from_str::<toml::Value>(&text)
+        .map(|v| serde_json::to_value(v).unwrap())
+        .unwrap();
+    assert_eq!(t["version"], 3);
+    assert!(t["fitted_on"].as_array().unwrap().len() <= 12);
+    // Intervals earned by leaving each fitted cell out cover the 33 cells never fitted, for
+    // tok/s and for TTFT; what they rest on is in the file.
+    for key in ["covered", "ttft_covered"] {
+        let c = t["holdout"][key].as_f64().unwrap();
+        assert!(c >= 0.8, "{key}: intervals cover {c}");
+    }
+    assert!(
+        t["intervals"]["tok_s"]["cells"].as_u64().unwrap() >= 8,
+        "{t:#}"
+    );
+    assert_eq!(
+        t["intervals"]["phases"],
+        serde_json::json!(["decode", "prefill"])
+    );
+    assert!(stderr.contains("left-out cell(s)"), "{stderr}");
+    // What predict itself prints (the simulation) on the held-out cells, scored by fit: TTFT
+    // within 10% median, intervals covering 80% (seen 8.4%, tok/s 100%, TTFT 93%).
+    let s = &t["holdout"]["predicted"];
+    assert!(s["ttft_median_pct"].as_f64().unwrap() <= 10.0, "{s:#}");
+    for key in ["covered", "ttft_covered"] {
+        assert!(s[key].as_f64().unwrap() >= 0.8, "{key}: {s:#}");
+    }
+    // The simulator's own H200 profile, which reproduces the page: the fit finds its decode costs.
+    let step = t["params"]["step_s"].as_f64().unwrap();
+    assert!((step - 3.75e-3).abs() < 0.3e-3, "step {step}");
 }
 
 /// `--suggest`: with the seed run cut to its 8K and 16K rows, the cells to measure next are
@@ -229,7 +236,11 @@ fn suggest_names_the_far_corners_first() {
         "{}",
         d.stdout
     );
-    // A --spec that cannot be read is refused before anything is written.
+    a_spec_that_cannot_be_read_writes_no_twin(&dir, &run);
+}
+
+/// A --spec that cannot be read is refused before anything is written (`fit` of `run`).
+fn a_spec_that_cannot_be_read_writes_no_twin(dir: &Dir, run: &Path) {
     let other = dir.path().join("other.toml");
     let missing = Bench::new(&[
         "fit",
@@ -344,6 +355,18 @@ report: {formats: [markdown]}
         decode.iter().any(|c| c["cell"] == "decode/8K/c32"),
         "{doc:#}"
     );
+    the_predicted_run_is_marked(&out, &t);
+    // A predicted run is compared with a measured one cell by cell.
+    let c = Bench::new(&["compare", "tests/fixtures/seed-run", "--format", "json"])
+        .arg(&out)
+        .run();
+    assert!(c.code == 0 || c.code == 1, "{}", c.stderr);
+    assert!(c.stdout.contains("decode/8K/c8"), "{}", c.stdout);
+}
+
+/// The predicted run in `out`: its report says so, its manifest names the twin (`t`) by the
+/// cells it was fitted on.
+fn the_predicted_run_is_marked(out: &Path, t: &toml::Value) {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("Predicted, not measured"), "{report}");
     let manifest: Value =
@@ -354,12 +377,6 @@ report: {formats: [markdown]}
         Some(fitted),
         "{manifest:#}"
     );
-    // A predicted run is compared with a measured one cell by cell.
-    let c = Bench::new(&["compare", "tests/fixtures/seed-run", "--format", "json"])
-        .arg(&out)
-        .run();
-    assert!(c.code == 0 || c.code == 1, "{}", c.stderr);
-    assert!(c.stdout.contains("decode/8K/c8"), "{}", c.stdout);
 }
 
 /// Load cells count: a twin fitted on open-loop cells alone (the simulated H200 at 2K and 8K,

@@ -76,7 +76,15 @@ fn one_cell_identifies_no_parameter_and_predict_says_unknown() {
         .arg(spec)
         .run();
     assert_eq!(p.code, 0, "{}", p.stderr);
-    let doc: Value = serde_json::from_str(&p.stdout).unwrap();
+    the_fitted_cell_alone_is_known(&p.stdout);
+    the_table_says_unknown(&twin, spec);
+    only_unknown_cells_are_refused(&dir, &twin);
+}
+
+/// `predict --format json` (its `stdout`) of the twin fitted on decode/8K/c8: that cell's
+/// values and no interval; no other cell's TTFT or tok/s (`unknown`).
+fn the_fitted_cell_alone_is_known(stdout: &str) {
+    let doc: Value = serde_json::from_str(stdout).unwrap();
     let cell = |id: &str| {
         doc["cells"]
             .as_array()
@@ -98,11 +106,7 @@ fn one_cell_identifies_no_parameter_and_predict_says_unknown() {
         fitted["interval"]["per_request_tok_s"].is_null(),
         "{fitted:#}"
     );
-    assert!(
-        p.stdout.is_empty() || !p.stdout.contains("± 0"),
-        "{}",
-        p.stdout
-    );
+    assert!(stdout.is_empty() || !stdout.contains("± 0"), "{stdout}");
     for id in ["decode/8K/c1", "decode/32K/c8", "prefill/8K"] {
         let c = cell(id);
         assert!(
@@ -118,10 +122,11 @@ fn one_cell_identifies_no_parameter_and_predict_says_unknown() {
             "{c:#}"
         );
     }
-    let table = Bench::new(&["predict", "--twin"])
-        .arg(&twin)
-        .arg(spec)
-        .run();
+}
+
+/// `predict` as a table: the cells the twin cannot know are `unknown`, and why.
+fn the_table_says_unknown(twin: &Path, spec: &Path) {
+    let table = Bench::new(&["predict", "--twin"]).arg(twin).arg(spec).run();
     assert!(
         table
             .stdout
@@ -134,11 +139,14 @@ fn one_cell_identifies_no_parameter_and_predict_says_unknown() {
         "{}",
         table.stdout
     );
-    // A spec of only cells the twin cannot know is refused, saying what would identify them.
+}
+
+/// A spec of only cells the twin cannot know is refused, saying what would identify them.
+fn only_unknown_cells_are_refused(dir: &Dir, twin: &Path) {
     let other = dir.path().join("other.yaml");
     std::fs::write(&other, "version: 1\nname: o\nengine: {kind: vllm, base_url: 'http://127.0.0.1:9'}\nmodel: {served_name: gemma}\nmatrix: {contexts: [2K], concurrency: [4]}\nphases: {prefill: {enabled: false}, decode: {duration: 5s}}\n").unwrap();
     let none = Bench::new(&["predict", "--twin"])
-        .arg(&twin)
+        .arg(twin)
         .arg(&other)
         .run();
     assert_eq!(none.code, 2, "{}", none.stdout);

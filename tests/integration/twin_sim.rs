@@ -85,13 +85,6 @@ report: {formats: [markdown]}
         .unwrap()
         .records()
         .unwrap();
-    let seed = benchspec::rundir::RunDir::open(std::path::Path::new(&super::repo_path(
-        "tests/fixtures/seed-run",
-    )))
-    .unwrap()
-    .records()
-    .unwrap();
-    let near = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol * b.abs();
     for r in &run {
         let c = doc["cells"]
             .as_array()
@@ -112,6 +105,23 @@ report: {formats: [markdown]}
             }
         }
     }
+    the_fitted_cells_give_the_seeds_tok_s(&run);
+}
+
+/// Whether `a` is within `tol` (a fraction) of `b`.
+fn near(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * b.abs()
+}
+
+/// The twin run as an engine (the predicted `run`) gives the fitted cells decode/8K/c8 and
+/// decode/32K/c32 the total tok/s measured on the seed page within 3%.
+fn the_fitted_cells_give_the_seeds_tok_s(run: &[benchspec::results::Record]) {
+    let seed = benchspec::rundir::RunDir::open(std::path::Path::new(&super::repo_path(
+        "tests/fixtures/seed-run",
+    )))
+    .unwrap()
+    .records()
+    .unwrap();
     for cell in ["decode/8K/c8", "decode/32K/c32"] {
         let got = run
             .iter()

@@ -102,7 +102,13 @@ fn each_variant_is_launched_measured_and_the_faster_marked() {
         let (fast, slow) = (rate("fast"), rate("slow"));
         assert!(fast > 1.5 * slow, "{c}: fast {fast} vs slow {slow}");
     }
-    // Each variant's command is in the manifest; its output in engine.log under a header.
+    the_manifest_log_and_report_show_each_variant(&out);
+}
+
+/// Each variant's command is in the manifest of the run in `out`, its output in engine.log
+/// under a header; the report puts the variants side by side and marks the faster one in
+/// every column.
+fn the_manifest_log_and_report_show_each_variant(out: &Path) {
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     assert!(
@@ -191,7 +197,12 @@ fn a_variant_whose_engine_dies_mid_run_fails_its_cells_left_and_the_next_runs() 
     for r in &lives {
         assert_eq!(r.status, Status::Valid, "{}: {:?}", r.cell, r.reasons);
     }
-    let m = benchspec::rundir::RunDir::open(&out)
+    the_manifest_says_the_variant_failed(&out);
+}
+
+/// The manifest of the run in `out` says why the first variant failed, and the second did not.
+fn the_manifest_says_the_variant_failed(out: &Path) {
+    let m = benchspec::rundir::RunDir::open(out)
         .unwrap()
         .manifest()
         .unwrap();
@@ -260,9 +271,17 @@ fn shards_and_resume_work_across_variants() {
         let (a, b) = (estimate(&format!("a/{c}")), estimate(&format!("b/{c}")));
         assert!(b > a, "{c}: a {a} s, b {b} s");
     }
+    shards_split_the_variants_and_merge(&dir, &spec, &ids);
+    let out = a_run_cut_inside_b_goes_on(&dir, &spec, &ids);
+    two_variants_of_one_run_compare(&out);
+}
+
+/// Shard 2 of 2 runs only cells of the plan (`ids`), b's, never starting a; with shard 1,
+/// the merge holds every cell and both variants' facts.
+fn shards_split_the_variants_and_merge(dir: &Dir, spec: &Path, ids: &[String]) {
     let shard2 = dir.path().join("shard2");
     let done = Bench::new(&["run", "--shard", "2/2", "--out", shard2.to_str().unwrap()])
-        .arg(&spec)
+        .arg(spec)
         .run();
     assert_eq!(done.code, 0, "{}", done.stderr);
     let got: Vec<String> = records(&shard2).into_iter().map(|r| r.cell).collect();
@@ -279,7 +298,7 @@ fn shards_and_resume_work_across_variants() {
     // With shard 1, the merge holds every cell and both variants' facts.
     let shard1 = dir.path().join("shard1");
     let done = Bench::new(&["run", "--shard", "1/2", "--out", shard1.to_str().unwrap()])
-        .arg(&spec)
+        .arg(spec)
         .run();
     assert_eq!(done.code, 0, "{}", done.stderr);
     let merged = dir.path().join("merged");
@@ -295,18 +314,21 @@ fn shards_and_resume_work_across_variants() {
         .unwrap();
     let names: Vec<&str> = m.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(names, ["a", "b"]);
+}
 
-    // A run cut after a's cells and b's first context goes on inside b.
+/// A run cut after a's cells and b's first context goes on inside b, every cell of the plan
+/// (`ids`) once; the run directory.
+fn a_run_cut_inside_b_goes_on(dir: &Dir, spec: &Path, ids: &[String]) -> std::path::PathBuf {
     let out = dir.path().join("run");
     let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
-        .arg(&spec)
+        .arg(spec)
         .run();
     assert_eq!(done.code, 0, "{}", done.stderr);
     let text = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     let kept: Vec<&str> = text.lines().take(9).collect();
     std::fs::write(out.join("results.jsonl"), kept.join("\n") + "\n").unwrap();
     let resumed = Bench::new(&["run", "--out", out.to_str().unwrap(), "--resume"])
-        .arg(&spec)
+        .arg(spec)
         .run();
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert!(
@@ -334,15 +356,19 @@ fn shards_and_resume_work_across_variants() {
     }
     let mut cells: Vec<String> = records(&out).into_iter().map(|r| r.cell).collect();
     cells.sort_unstable();
-    let mut want = ids.clone();
+    let mut want = ids.to_vec();
     want.sort_unstable();
     assert_eq!(cells, want, "every cell once");
     let manifest = std::fs::read_to_string(out.join("manifest.json")).unwrap();
     assert_eq!(manifest.matches("\"name\": \"").count(), 2, "{manifest}");
+    out
+}
 
-    // Two variants of one run compare cell by cell: b, 1.5 times slower, regressed.
+/// Two variants of the run in `out` compare cell by cell: b, 1.5 times slower, regressed; a
+/// variant the run does not have is refused.
+fn two_variants_of_one_run_compare(out: &Path) {
     let worse = Bench::new(&["compare", "--variants", "a", "b"])
-        .arg(&out)
+        .arg(out)
         .run();
     assert_eq!(worse.code, 1, "{}{}", worse.stdout, worse.stderr);
     assert!(
@@ -353,11 +379,11 @@ fn shards_and_resume_work_across_variants() {
     assert!(worse.stdout.contains("(variant b)"), "{}", worse.stdout);
     // (TTFTs of a few ms jitter by a millisecond: only the rates are judged here.)
     let better = Bench::new(&["compare", "--variants", "b", "a", "--min-delta-ms", "50"])
-        .arg(&out)
+        .arg(out)
         .run();
     assert_eq!(better.code, 0, "{}{}", better.stdout, better.stderr);
     let none = Bench::new(&["compare", "--variants", "a", "c"])
-        .arg(&out)
+        .arg(out)
         .run();
     assert_eq!(none.code, 2);
     assert!(

@@ -193,16 +193,43 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
         }
     }
     cx.marks.close(tokio::time::Instant::now());
+    prefill_figures(cx, &mut rec, &ttft, rates, &shares);
+    prefix_warning(cx, cell, &mut rec);
+    let errors = rec.errors;
+    let mut rec = verdict(rec, errors, repeats as u64, &[]);
+    // A cell every request of which failed says why in the engine's own words.
+    if let (Status::Failed, Some(said)) = (rec.status, said)
+        && let Some(last) = rec.reasons.last_mut()
+    {
+        *last = format!("{last} ({said})");
+    }
+    rec
+}
+
+/// A prefill cell's figures from its requests: TTFT, the median prompt tokens / TTFT (with
+/// each value and their interval when there are several), and each endpoint's share.
+fn prefill_figures(
+    cx: &Ctx,
+    rec: &mut Record,
+    ttft: &Latencies,
+    mut rates: Vec<f64>,
+    shares: &crate::results::Shares,
+) {
     rec.ttft_ms = ttft.summary();
     if rates.len() > 1 {
         // Several cold requests: each value, and the interval of their mean.
         let values = [("prefill_tok_s".to_string(), rates.clone())].into();
-        crate::results::repeats::summarize(&mut rec, values, rates.len() as u32);
+        crate::results::repeats::summarize(rec, values, rates.len() as u32);
     }
     // The median, not the mean: one request slowed by the machine does not move it.
     rec.prefill_tok_s = median(&mut rates).map(|v| (v * 10.0).round() / 10.0);
     rec.measured_s = rec.ttft_ms.map(|t| t.p50 / 1000.0);
     rec.by_endpoint = shares.fields(&cx.client.endpoints(), 0.0);
+}
+
+/// The share of a prefill cell's prompt tokens the prefix cache can serve, warned about when
+/// above 0 (`workload.prefix`: the cell then measures the prefill of the rest).
+fn prefix_warning(cx: &Ctx, cell: &Cell, rec: &mut Record) {
     let n = rec.requests_started;
     let reusable = fresh_reusable(&cx.workload, n);
     rec.prefix_hit_expected = hit_expected(&cx.workload, reusable, n * cell.prompt_tokens);
@@ -213,15 +240,6 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
             e * 100.0
         ));
     }
-    let errors = rec.errors;
-    let mut rec = verdict(rec, errors, repeats as u64, &[]);
-    // A cell every request of which failed says why in the engine's own words.
-    if let (Status::Failed, Some(said)) = (rec.status, said)
-        && let Some(last) = rec.reasons.last_mut()
-    {
-        *last = format!("{last} ({said})");
-    }
-    rec
 }
 
 /// The prompt of a prefill cell's request `r`: the slot prompt its decode cell warms up

@@ -57,6 +57,12 @@ fn vllm_launched_measured_and_stopped() {
         "a vLLM process is left"
     );
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+    the_finished_cells_match_vllm(&out);
+}
+
+/// The run in `out`: the manifest holds vLLM's version, context and KV size; the 5 cells
+/// finished before the SIGTERM are valid, their prompts exact, each against vLLM's numbers.
+fn the_finished_cells_match_vllm(out: &std::path::Path) {
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
     let engine = &manifest["engine"];
@@ -75,7 +81,7 @@ fn vllm_launched_measured_and_stopped() {
             "decode/2K/c1"
         ]
     );
-    let reqs = requests(&out);
+    let reqs = requests(out);
     for r in &records {
         assert_eq!(r.status, Status::Valid, "{r:#?}");
         assert_eq!(r.prompt_tokens, r.context, "{}", r.cell);

@@ -181,20 +181,44 @@ fn answers_delivered_at_once_have_no_per_request_rate() {
 
 #[test]
 fn the_table() {
-    // (name, slots, window, script, finish, tokens, avg_active, completed, errors, open?)
-    type Case = (
-        &'static str,
-        usize,
-        Option<f64>,
-        Vec<Step>,
-        u64,
-        f64,
-        f64,
-        u64,
-        u64,
-        bool,
-    );
-    let cases: Vec<Case> = vec![
+    for (name, slots, window, script, finish, tokens, active, completed, errors, open) in
+        table_cases()
+    {
+        let w = play(slots, window, &script, finish);
+        assert_eq!(w.open.is_some(), open, "{name}: open");
+        assert_eq!(w.tokens, tokens, "{name}: tokens");
+        assert!(
+            (w.avg_active() - active).abs() < 1e-6,
+            "{name}: avg_active {}",
+            w.avg_active()
+        );
+        assert_eq!(w.completed, completed, "{name}: completed");
+        assert_eq!(w.errors, errors, "{name}: errors");
+    }
+}
+
+/// (name, slots, window, script, finish, tokens, avg_active, completed, errors, open?)
+type Case = (
+    &'static str,
+    usize,
+    Option<f64>,
+    Vec<Step>,
+    u64,
+    f64,
+    f64,
+    u64,
+    u64,
+    bool,
+);
+
+/// The rows of [`the_table`].
+fn table_cases() -> Vec<Case> {
+    [opening_cases(), closing_cases()].concat()
+}
+
+/// Rows of [`the_table`]: a window that never opens, a request replaced inside it.
+fn opening_cases() -> Vec<Case> {
+    vec![
         (
             "one stream never producing: the window never opens",
             2,
@@ -230,6 +254,12 @@ fn the_table() {
             0,
             true,
         ),
+    ]
+}
+
+/// Rows of [`the_table`]: failures either side of the close, request-count mode's span.
+fn closing_cases() -> Vec<Case> {
+    vec![
         (
             "a failure inside the window is counted; one after the close is not",
             1,
@@ -266,19 +296,7 @@ fn the_table() {
             0,
             true,
         ),
-    ];
-    for (name, slots, window, script, finish, tokens, active, completed, errors, open) in cases {
-        let w = play(slots, window, &script, finish);
-        assert_eq!(w.open.is_some(), open, "{name}: open");
-        assert_eq!(w.tokens, tokens, "{name}: tokens");
-        assert!(
-            (w.avg_active() - active).abs() < 1e-6,
-            "{name}: avg_active {}",
-            w.avg_active()
-        );
-        assert_eq!(w.completed, completed, "{name}: completed");
-        assert_eq!(w.errors, errors, "{name}: errors");
-    }
+    ]
 }
 
 #[test]
