@@ -15,7 +15,8 @@ pub type SimPatch = serde_json::Map<String, serde_json::Value>;
 /// The serving engine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Engine {
+#[schemars(rename = "Engine")]
+pub struct EngineSpec {
     /// Which engine serves the API; it decides the tokenize and usage dialect.
     pub kind: EngineKind,
     /// The engine version; recorded, and compared with what the server reports.

@@ -24,7 +24,7 @@ mod workload;
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use engine::{
-    Balance, Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Launch, SimDialect, SimEngine,
+    Balance, Command, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, SimDialect, SimEngine,
     SimFaults,
 };
 pub use model::{Hardware, HardwareType, Model, Spec};

@@ -2,7 +2,7 @@
 //! single source of the JSON Schema (`benchspec schema`); every field's `///` becomes its
 //! description there, so editors show it while a spec is written.
 
-use super::engine::{Engine, one_repeat};
+use super::engine::{EngineSpec, one_repeat};
 use super::units::{Size, Tokens};
 use super::workload::{Matrix, Phases, Report, Validity, Workload};
 use schemars::JsonSchema;
@@ -30,7 +30,7 @@ pub struct Spec {
     #[serde(default)]
     pub hardware: Hardware,
     /// The serving engine, how to reach it and, optionally, how to launch it.
-    pub engine: Engine,
+    pub engine: EngineSpec,
     /// The model the engine serves.
     pub model: Model,
     /// How requests are shaped.
