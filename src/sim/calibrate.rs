@@ -3,7 +3,7 @@
 //! opens when all C streams produce tokens), compared with the seed's numbers.
 //! `cargo bench --bench calibrate` prints the table.
 
-use super::engine::{Engine, NewRequest, ReqId};
+use super::engine::{NewRequest, ReqId, Scheduler};
 use super::profile::Profile;
 use std::collections::HashMap;
 
@@ -130,7 +130,7 @@ fn slot_prompt(ctx: usize, slot: usize) -> Vec<u32> {
 
 /// Prompt tokens / TTFT of one cold request.
 pub fn prefill_tok_s(profile: &Profile, ctx: usize) -> f64 {
-    let mut e = Engine::new(profile.clone());
+    let mut e = Scheduler::new(profile.clone());
     e.add(NewRequest {
         tokens: slot_prompt(ctx, 0),
         target: 1,
@@ -184,7 +184,7 @@ pub fn decode_cell(
 /// One decode cell being replayed.
 struct Replay<'a> {
     profile: &'a Profile,
-    e: Engine,
+    e: Scheduler,
     ctx: usize,
     max_tokens: usize,
     /// Each slot's prompt.
@@ -209,7 +209,7 @@ impl<'a> Replay<'a> {
     /// An engine whose cache holds each slot's prompt (the warm-up: each once, max_tokens
     /// 1), and the C requests sent together.
     fn warm(profile: &'a Profile, ctx: usize, c: usize, max_tokens: usize) -> Replay<'a> {
-        let mut e = Engine::new(profile.clone());
+        let mut e = Scheduler::new(profile.clone());
         let prompts: Vec<Vec<u32>> = (0..c).map(|s| slot_prompt(ctx, s)).collect();
         for p in &prompts {
             e.add(NewRequest {

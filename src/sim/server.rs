@@ -4,7 +4,7 @@
 
 use super::api::Kind;
 use super::driver::{self, Snapshot};
-use super::engine::Engine;
+use super::engine::Scheduler;
 use super::http::Shared;
 use super::options::Options;
 use super::{endpoints, generate::generate};
@@ -75,8 +75,8 @@ impl Sim {
 }
 
 /// The engine `opts` ask for, with its run-to-run noise when asked.
-fn engine_for(opts: &Options) -> Engine {
-    let mut engine = Engine::new(opts.profile.clone());
+fn engine_for(opts: &Options) -> Scheduler {
+    let mut engine = Scheduler::new(opts.profile.clone());
     if opts.noise > 0.0 {
         let seed = opts.seed ^ opts.noise_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         engine.noise = Some(super::noise::Noise::new(opts.noise, seed));
@@ -86,7 +86,7 @@ fn engine_for(opts: &Options) -> Engine {
 
 /// The metrics before the driver's first step: the KV cache's size is known at once (a
 /// client may ask `/metrics` before the driver has run).
-fn first_snapshot(engine: &Engine) -> Arc<Mutex<Snapshot>> {
+fn first_snapshot(engine: &Scheduler) -> Arc<Mutex<Snapshot>> {
     Arc::new(Mutex::new(Snapshot::of(engine)))
 }
 
