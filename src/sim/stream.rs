@@ -5,7 +5,7 @@
 
 use super::api::{self, GenRequest, Head, Kind};
 use super::driver::{Ev, Msg};
-use super::options::{Dialect, Options};
+use super::options::{Options, SimDialect};
 use super::tokenizer::output_piece;
 use axum::body::Bytes;
 use serde_json::Value;
@@ -92,12 +92,12 @@ impl Plan {
             target,
             finish: if limit_hit { "length" } else { "stop" },
             per_chunk: opts.tokens_per_chunk.max(1),
-            include_usage: so.include_usage && opts.dialect != Dialect::LlamaCpp,
+            include_usage: so.include_usage && opts.dialect != SimDialect::LlamaCpp,
             // As vLLM: continuous usage only with `include_usage`.
             continuous: so.include_usage
                 && so.continuous_usage_stats
-                && opts.dialect == Dialect::Vllm,
-            usage_in_last: opts.dialect == Dialect::LlamaCpp,
+                && opts.dialect == SimDialect::Vllm,
+            usage_in_last: opts.dialect == SimDialect::LlamaCpp,
             version: opts.profile.version,
             cut_at: point(opts.faults.disconnect_rate, 2, 3),
             stall_at: point(opts.faults.stall_rate, 4, 5),

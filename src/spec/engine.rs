@@ -170,7 +170,7 @@ pub struct SimEngine {
     /// honoured), `llama-cpp` (usage inside the last chunk only), `sglang`, `trtllm` or
     /// `openai` (a hosted API: no `/tokenize`, `ignore_eos` refused).
     #[serde(default)]
-    pub dialect: SimDialect,
+    pub dialect: SimDialectSpec,
     /// Faults to inject, for testing how a run copes with them.
     #[serde(default)]
     pub faults: SimFaults,
@@ -215,7 +215,8 @@ fn unit_scale() -> f64 {
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
 )]
 #[serde(rename_all = "kebab-case")]
-pub enum SimDialect {
+#[schemars(rename = "SimDialect")]
+pub enum SimDialectSpec {
     /// vLLM's.
     #[default]
     Vllm,
@@ -295,7 +296,7 @@ impl Default for SimEngine {
             profile: default_sim_profile(),
             reasoning_tokens: 0,
             tokens_per_chunk: one_token(),
-            dialect: SimDialect::default(),
+            dialect: SimDialectSpec::default(),
             faults: SimFaults::default(),
             kv_tokens: None,
             max_num_seqs: None,

@@ -24,8 +24,8 @@ mod workload;
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use engine::{
-    Balance, Command, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, SimDialect, SimEngine,
-    SimFaults,
+    Balance, Command, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, SimDialectSpec,
+    SimEngine, SimFaults,
 };
 pub use model::{Hardware, HardwareType, Model, Spec};
 pub use open::{

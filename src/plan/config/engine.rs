@@ -196,9 +196,9 @@ impl EngineConfig {
                 Api::Chat => client::Api::Chat,
             },
             dialect: match self.spec.engine.kind {
-                EngineKind::LlamaCpp => client::Dialect::LlamaCpp,
-                EngineKind::Openai => client::Dialect::Hosted,
-                _ => client::Dialect::Serving,
+                EngineKind::LlamaCpp => client::ClientDialect::LlamaCpp,
+                EngineKind::Openai => client::ClientDialect::Hosted,
+                _ => client::ClientDialect::Serving,
             },
             key,
             stall: w.stall_timeout.0,
