@@ -7,7 +7,7 @@ use super::driver::Msg;
 use super::engine::NewRequest;
 use super::entry::Ticket;
 use super::http::{Shared, error, json_response, unix_now};
-use super::stream::{self, Plan};
+use super::stream::{self, StreamPlan};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -75,7 +75,7 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
         model: opts.served_name.clone(),
         kind,
     };
-    let plan = Plan::new(&req, opts, key, (prompt_len, target, length), head);
+    let plan = StreamPlan::new(&req, opts, key, (prompt_len, target, length), head);
     let guard = stream::CancelOnDrop {
         key,
         tx: s.tx.clone(),

@@ -41,7 +41,7 @@ pub fn at_limit(req: &GenRequest, target: usize, limit: usize) -> bool {
 }
 
 /// What the stream of one request will look like.
-pub struct Plan {
+pub struct StreamPlan {
     head: Head,
     prompt_len: usize,
     /// The prompt's tokens the engine found in its prefix cache (known at the first token).
@@ -64,7 +64,7 @@ pub struct Plan {
     text_seed: u64,
 }
 
-impl Plan {
+impl StreamPlan {
     /// Plan the stream of request `key` of (prompt tokens, tokens to generate, whether that
     /// is its limit).
     pub fn new(
@@ -73,13 +73,13 @@ impl Plan {
         key: u64,
         (prompt_len, target, limit_hit): (usize, usize, bool),
         head: Head,
-    ) -> Plan {
+    ) -> StreamPlan {
         let point = |rate: f64, a: u64, b: u64| {
             (unit(opts.seed, key, a) < rate)
                 .then(|| 1 + (unit(opts.seed, key, b) * target as f64) as usize % target.max(1))
         };
         let so = req.stream_options.unwrap_or_default();
-        Plan {
+        StreamPlan {
             reasoning: if head.kind == Kind::Chat {
                 opts.reasoning_tokens
             } else {
@@ -135,7 +135,7 @@ impl Drop for CancelOnDrop {
 
 struct State {
     rx: mpsc::UnboundedReceiver<Ev>,
-    plan: Plan,
+    plan: StreamPlan,
     _guard: CancelOnDrop,
     started: bool,
     generated: usize,
@@ -150,7 +150,7 @@ fn event(v: &Value) -> String {
 /// The SSE body.
 pub fn sse(
     rx: mpsc::UnboundedReceiver<Ev>,
-    plan: Plan,
+    plan: StreamPlan,
     guard: CancelOnDrop,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
     let state = State {
@@ -270,7 +270,7 @@ fn flush(st: &mut State) -> String {
 /// The whole answer of a non-streamed request; `None` when the engine stopped first.
 pub async fn collect(
     mut rx: mpsc::UnboundedReceiver<Ev>,
-    mut plan: Plan,
+    mut plan: StreamPlan,
     _guard: CancelOnDrop,
 ) -> Option<Value> {
     let mut generated = 0;
