@@ -35,8 +35,8 @@ pub use open::{
 pub use sessions::{DEFAULT_SESSIONS_DURATION, Sessions, Think, ThinkDist, Turns};
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{
-    Api, Decode, DecodeMode, Format, Matrix, Phases, Prefill, PrefillMode, Prefix, PromptCache,
-    Report, ResumeRepeats, Validity, Workload,
+    Api, DecodeMode, DecodeSpec, Format, Matrix, Phases, PrefillMode, PrefillSpec, Prefix,
+    PromptCache, Report, ResumeRepeats, Validity, WorkloadSpec,
 };
 
 use std::path::Path;

@@ -4,7 +4,7 @@
 
 use super::engine::{EngineSpec, one_repeat};
 use super::units::{Size, Tokens};
-use super::workload::{Matrix, Phases, Report, Validity, Workload};
+use super::workload::{Matrix, Phases, Report, Validity, WorkloadSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -35,7 +35,7 @@ pub struct Spec {
     pub model: Model,
     /// How requests are shaped.
     #[serde(default)]
-    pub workload: Workload,
+    pub workload: WorkloadSpec,
     /// The axes of the benchmark: context lengths and concurrency levels.
     pub matrix: Matrix,
     /// Which phases run, and on which part of the matrix.

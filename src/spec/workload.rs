@@ -9,7 +9,8 @@ use std::time::Duration;
 /// How requests are shaped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Workload {
+#[schemars(rename = "Workload")]
+pub struct WorkloadSpec {
     /// Which endpoint is measured: `/v1/completions` or `/v1/chat/completions`.
     #[serde(default)]
     pub api: Api,
@@ -61,9 +62,9 @@ pub struct Prefix {
     pub prime: bool,
 }
 
-impl Default for Workload {
+impl Default for WorkloadSpec {
     fn default() -> Self {
-        Workload {
+        WorkloadSpec {
             api: Api::default(),
             max_output_tokens: default_max_output(),
             ignore_eos: true,
@@ -156,10 +157,10 @@ pub type Concurrency = u32;
 pub struct Phases {
     /// Prompt processing speed by context, at concurrency 1.
     #[serde(default)]
-    pub prefill: Prefill,
+    pub prefill: PrefillSpec,
     /// Sustained generation speed for each context × concurrency.
     #[serde(default)]
-    pub decode: Decode,
+    pub decode: DecodeSpec,
     /// Open-loop load: requests arriving at set rates (cells `load/<context>/r<rate>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<super::open::Load>,
@@ -177,7 +178,8 @@ pub struct Phases {
 /// The prefill phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Prefill {
+#[schemars(rename = "Prefill")]
+pub struct PrefillSpec {
     /// Whether prefill is measured.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -195,9 +197,9 @@ pub struct Prefill {
     pub repeats: Option<u32>,
 }
 
-impl Default for Prefill {
+impl Default for PrefillSpec {
     fn default() -> Self {
-        Prefill {
+        PrefillSpec {
             enabled: true,
             contexts: None,
             mode: PrefillMode::default(),
@@ -220,7 +222,8 @@ pub enum PrefillMode {
 /// The decode phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Decode {
+#[schemars(rename = "Decode")]
+pub struct DecodeSpec {
     /// Whether decode is measured.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -246,9 +249,9 @@ pub struct Decode {
     pub repeats: Option<u32>,
 }
 
-impl Default for Decode {
+impl Default for DecodeSpec {
     fn default() -> Self {
-        Decode {
+        DecodeSpec {
             enabled: true,
             mode: DecodeMode::default(),
             duration: default_duration(),
