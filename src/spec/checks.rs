@@ -3,7 +3,7 @@
 //! spec are broken; a field the schema already rejected is simply not looked at again.
 
 mod fleet;
-mod open;
+mod load;
 mod phases;
 mod telemetry;
 mod variants;
@@ -67,7 +67,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     engine(&cx, &mut out);
     fleet::check(&cx, &mut out);
     report(&cx, &mut out);
-    open::check(&cx, &mut out);
+    load::check(&cx, &mut out);
     telemetry::check(&cx, &mut out);
     variants::check(&cx, &mut out);
     out

@@ -11,8 +11,8 @@ mod doc;
 mod engine;
 pub mod files;
 mod json;
+mod load;
 mod model;
-mod open;
 pub mod schema;
 mod sessions;
 pub mod telemetry;
@@ -27,11 +27,11 @@ pub use engine::{
     Balance, Command, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, SimDialectSpec,
     SimEngine, SimFaults,
 };
-pub use model::{Hardware, HardwareType, Model, Spec};
-pub use open::{
+pub use load::{
     Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,
     SearchAxis, Slo, Spread,
 };
+pub use model::{Hardware, HardwareType, Model, Spec};
 pub use sessions::{DEFAULT_SESSIONS_DURATION, Sessions, Think, ThinkDist, Turns};
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{

@@ -45,8 +45,8 @@ pub struct Spec {
     #[serde(default)]
     pub validity: Validity,
     /// Latency objectives: every load and decode cell gets goodput and `slo_met`.
-    #[serde(default, skip_serializing_if = "super::open::Slo::is_empty")]
-    pub slo: super::open::Slo,
+    #[serde(default, skip_serializing_if = "super::load::Slo::is_empty")]
+    pub slo: super::load::Slo,
     /// Measure every prefill, decode and load cell this many times; records carry the
     /// mean with a 95% confidence interval (`ci95`). `phases.<name>.repeats` overrides it.
     #[serde(default = "one_repeat")]

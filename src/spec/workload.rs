@@ -163,10 +163,10 @@ pub struct Phases {
     pub decode: DecodeSpec,
     /// Open-loop load: requests arriving at set rates (cells `load/<context>/r<rate>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<super::open::Load>,
+    pub load: Option<super::load::Load>,
     /// The highest concurrency or rate that meets the `slo`, searched by bisection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<super::open::Capacity>,
+    pub capacity: Option<super::load::Capacity>,
     /// Multi-turn conversations (cells `sessions/<context>/u<users>` and `.../r<rate>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::Sessions>,

@@ -9,8 +9,8 @@ use crate::client::Prepared;
 use crate::plan::vocab::Entry;
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
-use crate::run::open::arrivals::{Rng, lengths, schedule};
-use crate::run::open::dispatch::Progress;
+use crate::run::pacer::arrivals::{Rng, lengths, schedule};
+use crate::run::pacer::dispatch::Progress;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 

@@ -13,7 +13,7 @@ use crate::plan::{Bound, Cell, OpenLoad};
 use crate::results::fill::Finished;
 use crate::results::stats::round;
 use crate::results::{Record, TraceInfo};
-use crate::run::open::dispatch::Progress;
+use crate::run::pacer::dispatch::Progress;
 use crate::run::prompt::{PromptError, user_words};
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,7 +13,7 @@ use crate::results::Record;
 use crate::results::fill::sessions::{Seen, Turn, fill, first_turn_reason};
 use crate::results::fill::verdict::{open_reasons, verdict};
 use crate::rng::Rng;
-use crate::run::open::dispatch::Progress;
+use crate::run::pacer::dispatch::Progress;
 use crate::run::probe::{Cpu, reset_peak_rss};
 use crate::run::prompt::user_words;
 use crate::rundir::{Request, RequestLine, TurnRequest};
@@ -196,7 +196,7 @@ async fn arrivals(s: Arc<Shared>, start: Instant) {
         output: None,
     };
     let seed = s.cx.workload.seed ^ 0x5e55_1045;
-    let schedule = crate::run::open::arrivals::schedule(&process, seed);
+    let schedule = crate::run::pacer::arrivals::schedule(&process, seed);
     let mut set = JoinSet::new();
     for (i, offset) in schedule.into_iter().enumerate() {
         tokio::time::sleep_until(start + offset).await;
@@ -324,7 +324,7 @@ async fn one_turn(
     reusable: u64,
 ) -> Option<(String, Turn)> {
     let body = convo.prepare(&s.cx, s.load.output_tokens);
-    let mut times = crate::run::open::gaps::Gaps::default();
+    let mut times = crate::run::pacer::gaps::Gaps::default();
     let out =
         s.cx.client
             .generate_via(to, &body, |c: Chunk| times.chunk(&c))
