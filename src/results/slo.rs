@@ -56,7 +56,7 @@ pub struct Summaries {
 
 /// A cell's verdict against the SLO.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Verdict {
+pub struct SloVerdict {
     /// Requests per second that met every objective.
     pub goodput_rps: f64,
     /// Fraction of finished requests that met every objective.
@@ -67,12 +67,12 @@ pub struct Verdict {
 
 /// Judge `requests` (finished over `span_s` seconds) and the cell's `summaries` against
 /// `slo`; `None` when there is no SLO or nothing finished.
-pub fn judge(slo: &Slo, requests: &[Request], s: &Summaries, span_s: f64) -> Option<Verdict> {
+pub fn judge(slo: &Slo, requests: &[Request], s: &Summaries, span_s: f64) -> Option<SloVerdict> {
     if slo.is_empty() || requests.is_empty() {
         return None;
     }
     let good = requests.iter().filter(|r| r.good(slo)).count() as f64;
-    Some(Verdict {
+    Some(SloVerdict {
         goodput_rps: if span_s > 0.0 { good / span_s } else { 0.0 },
         fraction: good / requests.len() as f64,
         met: met(slo, s),
