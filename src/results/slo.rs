@@ -8,7 +8,7 @@ use crate::spec::{Metric, Slo};
 
 /// The latencies of one finished request, milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Request {
+pub struct RequestLatencies {
     /// Whether it finished without failing.
     pub ok: bool,
     /// Time to first token.
@@ -21,7 +21,7 @@ pub struct Request {
     pub itl: Vec<f64>,
 }
 
-impl Request {
+impl RequestLatencies {
     fn value(&self, m: Metric, p: u8) -> Option<f64> {
         match m {
             Metric::Ttft => self.ttft,
@@ -67,7 +67,12 @@ pub struct SloVerdict {
 
 /// Judge `requests` (finished over `span_s` seconds) and the cell's `summaries` against
 /// `slo`; `None` when there is no SLO or nothing finished.
-pub fn judge(slo: &Slo, requests: &[Request], s: &Summaries, span_s: f64) -> Option<SloVerdict> {
+pub fn judge(
+    slo: &Slo,
+    requests: &[RequestLatencies],
+    s: &Summaries,
+    span_s: f64,
+) -> Option<SloVerdict> {
     if slo.is_empty() || requests.is_empty() {
         return None;
     }
@@ -129,8 +134,8 @@ mod tests {
         })
     }
 
-    fn req(ttft: f64, tpot: f64, itl: &[f64]) -> Request {
-        Request {
+    fn req(ttft: f64, tpot: f64, itl: &[f64]) -> RequestLatencies {
+        RequestLatencies {
             ok: true,
             ttft: Some(ttft),
             tpot: Some(tpot),
@@ -151,7 +156,7 @@ mod tests {
             req(499.0, 50.0, &[]), // good: at the limit
             req(501.0, 20.0, &[]), // TTFT too slow
             req(100.0, 51.0, &[]), // TPOT too slow
-            Request {
+            RequestLatencies {
                 ok: false,
                 ..req(1.0, 1.0, &[])
             }, // failed

@@ -178,7 +178,7 @@ fn shares(turns: &[Turn]) -> crate::results::Shares {
 
 /// The cell against the SLO: every finished turn a request, the cell's percentiles.
 fn judge(rec: &mut Record, turns: &[Turn], slo: &Slo, window_s: f64) {
-    let requests: Vec<slo::Request> = turns.iter().map(slo_request).collect();
+    let requests: Vec<slo::RequestLatencies> = turns.iter().map(slo_request).collect();
     let summaries = Summaries {
         ttft: rec.ttft_ms,
         tpot: rec.open.tpot_ms,
@@ -197,10 +197,10 @@ fn end_to_end_s(t: &Turn) -> Option<f64> {
 }
 
 /// A turn as the SLO judges a request (milliseconds).
-fn slo_request(t: &Turn) -> slo::Request {
+fn slo_request(t: &Turn) -> slo::RequestLatencies {
     let mut itl: Vec<f64> = t.gaps.iter().map(|&g| f64::from(g) / 1e3).collect();
     itl.sort_by(f64::total_cmp);
-    slo::Request {
+    slo::RequestLatencies {
         ok: t.failure.is_none() && t.tokens > 0,
         ttft: first_token_s(t).map(|v| v * 1e3),
         tpot: per_token_s(t).map(|v| v * 1e3),
