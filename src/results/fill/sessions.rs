@@ -45,7 +45,7 @@ pub struct Turn {
 
 /// What a session cell's turns are judged with besides themselves: its sessions' counts,
 /// the servers' URLs, the SLO and the window's length.
-pub struct Seen<'a> {
+pub struct SessionContext<'a> {
     /// Sessions begun inside the window.
     pub started: u64,
     /// Sessions that ran all their turns inside the window.
@@ -108,7 +108,7 @@ fn sum<'a>(rec: &mut Record, turns: &'a [Turn]) -> (Sums, BTreeMap<u32, Vec<&'a 
 }
 
 /// Fill `rec` from the `turns` that ended in the window `seen` describes.
-pub fn fill(rec: &mut Record, turns: &[Turn], seen: &Seen) {
+pub fn fill(rec: &mut Record, turns: &[Turn], seen: &SessionContext) {
     let window_s = seen.window_s;
     let slo = seen.slo;
     let (s, by) = sum(rec, turns);
