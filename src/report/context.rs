@@ -231,7 +231,7 @@ fn of_phase(cells: &[CellView], phase: Phase) -> Vec<CellView> {
 }
 
 /// The sentence a predicted run's reports carry: which twin ran as the engine.
-fn predicted(p: &crate::rundir::Predicted) -> String {
+fn predicted(p: &crate::rundir::PredictedBy) -> String {
     let interval = p.interval_pct.map_or(
         "no interval: no fitted cell could be left out to earn one".to_string(),
         |h| format!("90% intervals ±{h:.1}% inside its fitted range"),
