@@ -107,7 +107,7 @@ impl PredictedCell {
 
 /// The capacity under the spec's SLO, by the twin.
 #[derive(Debug, Clone, Serialize)]
-pub struct Capacity {
+pub struct PredictedCapacity {
     /// `concurrency` or `rate`.
     pub search: String,
     /// One per searched context.
@@ -135,7 +135,7 @@ pub struct Prediction {
     /// The predicted cells, in plan order.
     pub cells: Vec<PredictedCell>,
     /// Capacity under the spec's SLO, when the spec searches for it.
-    pub capacity: Option<Capacity>,
+    pub capacity: Option<PredictedCapacity>,
     /// The twin's interval inside its fitted range, percent (absent: none was earned).
     pub interval_pct: Option<f64>,
     /// What the twin's intervals rest on (cells left out, phases fitted).
@@ -352,7 +352,7 @@ fn add_capacity(p: &mut Prediction, r: &Record, twin: &Twin) {
     };
     let search = r.open.search.clone().unwrap_or_default();
     p.capacity
-        .get_or_insert_with(|| Capacity {
+        .get_or_insert_with(|| PredictedCapacity {
             search,
             cells: Vec::new(),
         })
