@@ -2,7 +2,7 @@
 //! model, prompt, length), the `failure_rate` fault drawn, the request submitted to the
 //! engine's driver, and its tokens streamed back as SSE or collected into one body.
 
-use super::api::{self, GenRequest, Head, Kind};
+use super::api::{self, EndpointKind, GenRequest, Head};
 use super::driver::Msg;
 use super::engine::NewRequest;
 use super::entry::Ticket;
@@ -25,7 +25,11 @@ struct Admitted {
 }
 
 /// Serve one generation request.
-pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Response {
+pub(super) async fn generate(
+    State(s): State<Arc<Shared>>,
+    body: Bytes,
+    kind: EndpointKind,
+) -> Response {
     // vLLM's TTFT and E2E histograms count from here: the API server's time is in them.
     let arrived = tokio::time::Instant::now();
     if let Some(refused) = super::dialect::refused_field(s.opts.dialect, kind, &body) {
@@ -53,7 +57,7 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
             target,
             // A completion's answer is resent as streamed (sessions); a chat answer comes
             // back inside the template, after its reasoning.
-            output_seed: (kind == Kind::Completion).then_some(opts.seed ^ key),
+            output_seed: (kind == EndpointKind::Completion).then_some(opts.seed ^ key),
         },
         arrived,
         length,

@@ -2,7 +2,7 @@
 //! `/v1/completions`, `/v1/chat/completions` and `/metrics`, with the fault options tests use.
 //! [`start`] serves on a listener given by the caller (127.0.0.1, port 0 in tests).
 
-use super::api::Kind;
+use super::api::EndpointKind;
 use super::driver::{self, Snapshot};
 use super::engine::Scheduler;
 use super::http::Shared;
@@ -110,11 +110,11 @@ fn router() -> Router<Arc<Shared>> {
         .route("/apply-template", post(endpoints::apply_template))
         .route(
             "/v1/completions",
-            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Completion)),
+            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, EndpointKind::Completion)),
         )
         .route(
             "/v1/chat/completions",
-            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Chat)),
+            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, EndpointKind::Chat)),
         )
         .route("/metrics", get(endpoints::metrics_text))
 }

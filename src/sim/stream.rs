@@ -3,7 +3,7 @@
 //! `choices: []` chunk), or one JSON body when not streaming. Fault options cut or stall a
 //! stream here. Dropping the stream (the client went away) cancels the request.
 
-use super::api::{self, GenRequest, Head, Kind};
+use super::api::{self, EndpointKind, GenRequest, Head};
 use super::driver::{Ev, Msg};
 use super::options::{Options, SimDialect};
 use super::tokenizer::output_piece;
@@ -80,7 +80,7 @@ impl StreamPlan {
         };
         let so = req.stream_options.unwrap_or_default();
         StreamPlan {
-            reasoning: if head.kind == Kind::Chat {
+            reasoning: if head.kind == EndpointKind::Chat {
                 opts.reasoning_tokens
             } else {
                 0
@@ -177,7 +177,7 @@ impl State {
         let mut out = String::new();
         if !self.started {
             self.started = true;
-            if self.plan.head.kind == Kind::Chat {
+            if self.plan.head.kind == EndpointKind::Chat {
                 let p = &self.plan;
                 let usage = p
                     .continuous
