@@ -10,7 +10,7 @@ mod variants;
 
 use super::command::{env_refs, flag_value, parse_url, port_arg};
 use super::diag::{Problem, Severity};
-use super::engine::{Command, EngineKind};
+use super::engine::{EngineKind, LaunchCommand};
 use super::units::Tokens;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -201,7 +201,7 @@ fn engine(cx: &Checker<'_>, out: &mut Vec<Problem>) {
             "a `sim` engine runs inside benchspec; remove `launch`",
         ));
     }
-    let Ok(Some(command)) = cx.field::<Command>("/engine/launch/command") else {
+    let Ok(Some(command)) = cx.field::<LaunchCommand>("/engine/launch/command") else {
         return;
     };
     let args = match command.args() {

@@ -316,7 +316,7 @@ pub struct Launch {
     /// The command: a string split like a shell does (no shell is run) or a list of
     /// arguments. `$VAR` and `${VAR}` are replaced from the environment as a shell does it
     /// (`$$` is one `$`; no other shell feature is read).
-    pub command: Command,
+    pub command: LaunchCommand,
     /// Extra environment variables for the engine; `$VAR` and `${VAR}` in values are
     /// replaced as in `command`.
     #[serde(default)]
@@ -343,7 +343,8 @@ fn default_stop_timeout() -> Span {
 /// A launch command.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum Command {
+#[schemars(rename = "Command")]
+pub enum LaunchCommand {
     /// One string, split into arguments like a shell would (quotes, backslashes).
     Line(#[schemars(length(min = 1))] String),
     /// The arguments, the program first.
@@ -367,7 +368,7 @@ pub struct Variant {
     pub env: BTreeMap<String, String>,
     /// A whole launch command instead of `launch.command` (`args` then apply to it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<Command>,
+    pub command: Option<LaunchCommand>,
     /// Another engine kind (e.g. `sglang` beside `vllm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<EngineKind>,

@@ -24,7 +24,7 @@ mod workload;
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use engine::{
-    Balance, Command, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, SimDialectSpec,
+    Balance, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, LaunchCommand, SimDialectSpec,
     SimEngine, SimFaults,
 };
 pub use load::{
