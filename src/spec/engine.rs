@@ -54,7 +54,7 @@ pub struct EngineSpec {
     pub endpoints: Vec<String>,
     /// How requests are spread over replicas or endpoints.
     #[serde(default, skip_serializing_if = "is_default_balance")]
-    pub balance: Balance,
+    pub balance: BalanceSpec,
     /// The NAME of the environment variable holding the API key. A key never appears in a spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
@@ -90,14 +90,15 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
-fn is_default_balance(b: &Balance) -> bool {
-    *b == Balance::default()
+fn is_default_balance(b: &BalanceSpec) -> bool {
+    *b == BalanceSpec::default()
 }
 
 /// How requests are spread over several endpoints.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Balance {
+#[schemars(rename = "Balance")]
+pub enum BalanceSpec {
     /// Each request to the endpoint with the fewest requests in flight (ties in turn).
     #[default]
     LeastOutstanding,
@@ -105,12 +106,12 @@ pub enum Balance {
     RoundRobin,
 }
 
-impl Balance {
+impl BalanceSpec {
     /// The name as written in a spec.
     pub fn as_str(self) -> &'static str {
         match self {
-            Balance::LeastOutstanding => "least-outstanding",
-            Balance::RoundRobin => "round-robin",
+            BalanceSpec::LeastOutstanding => "least-outstanding",
+            BalanceSpec::RoundRobin => "round-robin",
         }
     }
 }

@@ -24,8 +24,8 @@ mod workload;
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use engine::{
-    Balance, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, LaunchCommand, SimDialectSpec,
-    SimEngine, SimFaults,
+    BalanceSpec, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, LaunchCommand,
+    SimDialectSpec, SimEngine, SimFaults,
 };
 pub use load::{
     Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,

@@ -67,7 +67,7 @@ pub struct EngineConfig {
     /// (`base_url`'s port + its index), or `engine.endpoints`.
     pub endpoints: Vec<String>,
     /// How requests are spread over `endpoints`.
-    pub balance: crate::spec::Balance,
+    pub balance: crate::spec::BalanceSpec,
     /// How many replicas benchspec launches (1 when it launches one, or none).
     pub replicas: u32,
     /// `model.served_name`.
@@ -187,8 +187,8 @@ impl EngineConfig {
             base,
             others: self.endpoints.iter().skip(1).cloned().collect(),
             balance: match self.balance {
-                crate::spec::Balance::LeastOutstanding => client::Balance::LeastOutstanding,
-                crate::spec::Balance::RoundRobin => client::Balance::RoundRobin,
+                crate::spec::BalanceSpec::LeastOutstanding => client::Balance::LeastOutstanding,
+                crate::spec::BalanceSpec::RoundRobin => client::Balance::RoundRobin,
             },
             model: self.served_name.clone(),
             api: match w.api {
