@@ -35,7 +35,7 @@ pub use model::{Hardware, HardwareType, Model, Spec};
 pub use sessions::{DEFAULT_SESSIONS_DURATION, Sessions, Think, ThinkDist, Turns};
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{
-    Api, DecodeMode, DecodeSpec, Format, Matrix, Phases, PrefillMode, PrefillSpec, Prefix,
+    ApiSpec, DecodeMode, DecodeSpec, Format, Matrix, Phases, PrefillMode, PrefillSpec, Prefix,
     PromptCache, Report, ResumeRepeats, Validity, WorkloadSpec,
 };
 

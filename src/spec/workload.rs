@@ -13,7 +13,7 @@ use std::time::Duration;
 pub struct WorkloadSpec {
     /// Which endpoint is measured: `/v1/completions` or `/v1/chat/completions`.
     #[serde(default)]
-    pub api: Api,
+    pub api: ApiSpec,
     /// The `max_tokens` of every decode request.
     #[serde(default = "default_max_output")]
     pub max_output_tokens: Tokens,
@@ -65,7 +65,7 @@ pub struct Prefix {
 impl Default for WorkloadSpec {
     fn default() -> Self {
         WorkloadSpec {
-            api: Api::default(),
+            api: ApiSpec::default(),
             max_output_tokens: default_max_output(),
             ignore_eos: true,
             prompt_cache: PromptCache::default(),
@@ -100,7 +100,8 @@ fn default_seed() -> u64 {
 /// The measured endpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Api {
+#[schemars(rename = "Api")]
+pub enum ApiSpec {
     /// `/v1/completions`.
     #[default]
     Completions,

@@ -10,7 +10,7 @@ use crate::plan::{Limits, Plan};
 use crate::sim::{Options, SimError};
 use crate::spec::command::{CommandError, parse_url};
 use crate::spec::telemetry::Telemetry;
-use crate::spec::{Api, EngineKind, Spec};
+use crate::spec::{ApiSpec, EngineKind, Spec};
 use std::collections::BTreeMap;
 
 /// Why an engine's settings could not be resolved from the environment (exit 3, as an
@@ -192,8 +192,8 @@ impl EngineConfig {
             },
             model: self.served_name.clone(),
             api: match w.api {
-                Api::Completions => client::Api::Completions,
-                Api::Chat => client::Api::Chat,
+                ApiSpec::Completions => client::Api::Completions,
+                ApiSpec::Chat => client::Api::Chat,
             },
             dialect: match self.spec.engine.kind {
                 EngineKind::LlamaCpp => client::ClientDialect::LlamaCpp,
