@@ -4,7 +4,7 @@
 //! percentile over the cell is within its threshold (`slo_met`).
 
 use super::stats::Summary;
-use crate::spec::{Metric, Slo};
+use crate::spec::{Slo, SloMetric};
 
 /// The latencies of one finished request, milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -22,12 +22,12 @@ pub struct RequestLatencies {
 }
 
 impl RequestLatencies {
-    fn value(&self, m: Metric, p: u8) -> Option<f64> {
+    fn value(&self, m: SloMetric, p: u8) -> Option<f64> {
         match m {
-            Metric::Ttft => self.ttft,
-            Metric::Tpot => self.tpot,
-            Metric::E2e => self.e2e,
-            Metric::Itl => percentile_sorted(&self.itl, p),
+            SloMetric::Ttft => self.ttft,
+            SloMetric::Tpot => self.tpot,
+            SloMetric::E2e => self.e2e,
+            SloMetric::Itl => percentile_sorted(&self.itl, p),
         }
     }
 
@@ -89,10 +89,10 @@ pub fn judge(
 pub fn met(slo: &Slo, s: &Summaries) -> bool {
     slo.terms().all(|(m, p, limit)| {
         let summary = match m {
-            Metric::Ttft => s.ttft,
-            Metric::Tpot => s.tpot,
-            Metric::Itl => s.itl,
-            Metric::E2e => s.e2e,
+            SloMetric::Ttft => s.ttft,
+            SloMetric::Tpot => s.tpot,
+            SloMetric::Itl => s.itl,
+            SloMetric::E2e => s.e2e,
         };
         summary.is_some_and(|x| at(&x, p) <= ms(limit))
     })

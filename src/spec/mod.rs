@@ -28,8 +28,8 @@ pub use engine::{
     SimDialectSpec, SimEngine, SimFaults,
 };
 pub use load::{
-    Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,
-    SearchAxis, Slo, Spread,
+    Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Objective, Rate, SearchAxis,
+    Slo, SloMetric, Spread,
 };
 pub use model::{Hardware, HardwareType, Model, Spec};
 pub use sessions::{DEFAULT_SESSIONS_DURATION, Sessions, Think, ThinkDist, Turns};
