@@ -33,8 +33,8 @@ pub struct SimArgs {
     #[arg(long)]
     pub llama_cpp_dialect: bool,
     /// Whose API dialect to speak.
-    #[arg(long, value_enum, default_value_t = crate::spec::SimDialect::Vllm)]
-    pub dialect: crate::spec::SimDialect,
+    #[arg(long, value_enum, default_value_t = crate::spec::SimDialectSpec::Vllm)]
+    pub dialect: crate::spec::SimDialectSpec,
     /// The KV cache's capacity in tokens (default: the profile's).
     #[arg(long, value_name = "TOKENS")]
     pub kv_tokens: Option<u64>,
@@ -96,7 +96,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
     opts.dialect = crate::plan::sim::dialect(args.dialect);
     if args.llama_cpp_dialect {
-        opts.dialect = sim::Dialect::LlamaCpp;
+        opts.dialect = sim::SimDialect::LlamaCpp;
     }
     opts.faults = Faults {
         failure_rate: args.failure_rate,

@@ -326,7 +326,7 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
         let _ = std::fs::remove_dir_all(&scratch);
         predict::add_simulated(&mut p, &simulated?, &t);
     }
-    if !p.cells.iter().any(predict::Cell::known) && p.capacity.is_none() {
+    if !p.cells.iter().any(predict::PredictedCell::known) && p.capacity.is_none() {
         return Err(twin::TwinError::Usage(format!(
             "the twin {} knows none of the spec's values: {}",
             args.twin.display(),

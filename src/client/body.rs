@@ -3,7 +3,7 @@
 //! it; a hosted API gets `include_usage` only), `ignore_eos` where the engine honours it, and
 //! the output limit by the name the endpoint takes.
 
-use super::{Api, Dialect};
+use super::{Api, ClientDialect};
 use super::{Client, Prepared, escaped, last_part};
 use bytes::Bytes;
 use serde_json::Value;
@@ -32,7 +32,7 @@ impl Client {
             ""
         };
         // Hosted APIs refuse fields they do not know, `continuous_usage_stats` among them.
-        let continuous = if self.dialect == Dialect::Hosted {
+        let continuous = if self.dialect == ClientDialect::Hosted {
             ""
         } else {
             ",\"continuous_usage_stats\":true"
@@ -57,7 +57,7 @@ impl Client {
     /// (and refuses `max_tokens` for its newer models); self-hosted engines and every
     /// completions endpoint take `max_tokens`.
     fn limit_name(&self, chat: bool) -> &'static str {
-        if chat && self.dialect == Dialect::Hosted {
+        if chat && self.dialect == ClientDialect::Hosted {
             "max_completion_tokens"
         } else {
             "max_tokens"

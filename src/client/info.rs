@@ -3,7 +3,7 @@
 //! errors in words a user can act on (never carrying the key). [`Client::introspect`] is the
 //! one way to ask a server what it is (`init`, and the run's manifest).
 
-use super::{Api, ApiKey, Client, Dialect, Settings, exchange, http_builder, local};
+use super::{Api, ApiKey, Client, ClientDialect, Settings, exchange, http_builder, local};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,7 +120,7 @@ impl Client {
             balance: Default::default(),
             model: String::new(),
             api: Api::default(),
-            dialect: Dialect::default(),
+            dialect: ClientDialect::default(),
             key,
             stall: INTROSPECT_TIMEOUT,
             ignore_eos: false,

@@ -37,7 +37,7 @@ use prepared::{escaped, last_part};
 pub use route::{Balance, Route};
 use route::{Target, Targets};
 use serde_json::Value;
-pub use settings::{Api, ApiKey, BadKey, Dialect, Settings};
+pub use settings::{Api, ApiKey, BadKey, ClientDialect, Settings};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -58,7 +58,7 @@ pub struct Client {
     targets: Arc<Targets>,
     model: String,
     api: Api,
-    dialect: Dialect,
+    dialect: ClientDialect,
     key: Option<ApiKey>,
     stall: Duration,
     ignore_eos: bool,
@@ -106,7 +106,7 @@ impl Client {
             key: settings.key,
             stall: settings.stall,
             // Hosted APIs refuse `ignore_eos`: their output lengths vary and are recorded.
-            ignore_eos: settings.ignore_eos && settings.dialect != Dialect::Hosted,
+            ignore_eos: settings.ignore_eos && settings.dialect != ClientDialect::Hosted,
             local: None,
             transport: None,
             inner: None,

@@ -4,7 +4,7 @@
 //! on tokio's clock), so a test pauses time and reads exact arrival times.
 
 use super::exchange::{Exchange, Responding};
-use super::{Api, Client, Dialect, Settings};
+use super::{Api, Client, ClientDialect, Settings};
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};
 use bytes::Bytes;
@@ -83,7 +83,7 @@ pub(crate) fn replaying(api: Api, answers: Vec<Answer>) -> Client {
         balance: Default::default(),
         model: "tiny".into(),
         api,
-        dialect: Dialect::Serving,
+        dialect: ClientDialect::Serving,
         key: None,
         stall: Duration::from_secs(5),
         ignore_eos: true,

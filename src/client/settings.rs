@@ -16,7 +16,7 @@ pub enum Api {
 
 /// How the server differs from the plain OpenAI API.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Dialect {
+pub enum ClientDialect {
     /// A self-hosted serving engine (vLLM, SGLang, TensorRT-LLM, the simulator): a
     /// `/tokenize` endpoint, `continuous_usage_stats`, `ignore_eos`, `max_tokens`.
     #[default]
@@ -82,7 +82,7 @@ pub struct Settings {
     /// Completions or chat.
     pub api: Api,
     /// The engine's dialect.
-    pub dialect: Dialect,
+    pub dialect: ClientDialect,
     /// The bearer token, if any.
     pub key: Option<ApiKey>,
     /// A request with no bytes for this long fails as `stall_timeout`.

@@ -4,7 +4,7 @@
 //! after `/apply-template` for chat.
 
 use super::info::json_of;
-use super::{Api, Dialect};
+use super::{Api, ClientDialect};
 use super::{ApiError, Client};
 use serde_json::{Value, json};
 
@@ -19,10 +19,10 @@ impl Client {
         }
         let messages = json!([{"role": "user", "content": text}]);
         let (path, body) = match (self.dialect, self.api) {
-            (Dialect::LlamaCpp, Api::Completions) => {
+            (ClientDialect::LlamaCpp, Api::Completions) => {
                 ("/tokenize", json!({"content": text, "add_special": true}))
             }
-            (Dialect::LlamaCpp, Api::Chat) => {
+            (ClientDialect::LlamaCpp, Api::Chat) => {
                 let templated = self
                     .post_json("/apply-template", &json!({"messages": messages}))
                     .await?;

@@ -1,4 +1,4 @@
-//! What `history list` reads back of the runs the history keeps ([`RunSummary`], one per run,
+//! What `history list` reads back of the runs the history keeps ([`HistoryRun`], one per run,
 //! oldest first); what it keeps is [`super::facts::RunFacts`].
 
 use super::store::Store;
@@ -19,7 +19,7 @@ pub struct EngineSummary {
 
 /// One run of the history (`history list --format json` prints these).
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RunSummary {
+pub struct HistoryRun {
     /// The run's identity.
     pub run: String,
     /// The spec's name.
@@ -56,7 +56,7 @@ pub struct RunSummary {
     pub predicted_by: Option<String>,
 }
 
-impl RunSummary {
+impl HistoryRun {
     /// The cells in words: `3/3 valid, 2 skipped` (skipped cells are not counted as not
     /// valid), and for a predicted run, by which twin.
     pub fn cells_text(&self) -> String {
@@ -83,8 +83,8 @@ fn opt(row: &AnyRow, col: &str) -> Option<String> {
     row.try_get::<Option<String>, _>(col).ok().flatten()
 }
 
-fn summary(row: &AnyRow) -> RunSummary {
-    RunSummary {
+fn summary(row: &AnyRow) -> HistoryRun {
+    HistoryRun {
         run: text(row, "run_id"),
         spec: text(row, "spec"),
         started_at: text(row, "started_at"),
@@ -116,11 +116,11 @@ fn predicted_by(manifest: &str) -> Option<String> {
 
 /// The runs of the history (of spec `spec` when given), oldest first; a `spec` no run has is
 /// refused, naming the specs there are.
-pub async fn list(store: &Store, spec: Option<&str>) -> Result<Vec<RunSummary>, HistoryError> {
+pub async fn list(store: &Store, spec: Option<&str>) -> Result<Vec<HistoryRun>, HistoryError> {
     let rows = store.rows(sql::RUNS, &[]).await?;
-    let all: Vec<RunSummary> = rows.iter().map(summary).collect();
+    let all: Vec<HistoryRun> = rows.iter().map(summary).collect();
     let Some(spec) = spec else { return Ok(all) };
-    let runs: Vec<RunSummary> = all.iter().filter(|r| r.spec == spec).cloned().collect();
+    let runs: Vec<HistoryRun> = all.iter().filter(|r| r.spec == spec).cloned().collect();
     if runs.is_empty() {
         return Err(HistoryError::NoMatch(format!(
             "no run of spec `{spec}` in the history at {}; {}",
@@ -132,7 +132,7 @@ pub async fn list(store: &Store, spec: Option<&str>) -> Result<Vec<RunSummary>, 
 }
 
 /// `its specs: `a` (3 runs), `b` (1 run)`, or that the history holds no run.
-pub(super) fn specs_there(runs: &[RunSummary]) -> String {
+pub(super) fn specs_there(runs: &[HistoryRun]) -> String {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for r in runs {
         *counts.entry(&r.spec).or_default() += 1;
@@ -148,7 +148,7 @@ pub(super) fn specs_there(runs: &[RunSummary]) -> String {
 }
 
 /// `history list` as a table.
-pub fn table(runs: &[RunSummary]) -> String {
+pub fn table(runs: &[HistoryRun]) -> String {
     let mut out = String::from("| Run | Spec | Started | Engine | Model | Cells | Path |\n");
     out.push_str("|---|---|---|---|---|---|---|\n");
     for r in runs {
@@ -177,8 +177,8 @@ pub fn table(runs: &[RunSummary]) -> String {
 mod tests {
     use super::*;
 
-    fn run(cells: i64, valid: i64, skipped: i64, twin: Option<&str>) -> RunSummary {
-        RunSummary {
+    fn run(cells: i64, valid: i64, skipped: i64, twin: Option<&str>) -> HistoryRun {
+        HistoryRun {
             run: "r".into(),
             spec: "s".into(),
             started_at: String::new(),

@@ -17,7 +17,7 @@ pub mod store;
 mod target;
 pub mod trend;
 
-pub use list::RunSummary;
+pub use list::HistoryRun;
 pub use store::{Added, Store, Target};
 pub use trend::{Flag, Point, Series, Trend, TrendQuery};
 

@@ -6,7 +6,7 @@
 
 use super::page::{page, short};
 use super::trend::{Series, TrendQuery};
-use super::{HistoryError, RunSummary, Store};
+use super::{HistoryError, HistoryRun, Store};
 use crate::report::svg::esc;
 use crate::spec::Format;
 use std::collections::BTreeMap;
@@ -29,7 +29,7 @@ fn slug(spec: &str) -> String {
 }
 
 /// Render run `r`'s own HTML report into `out/runs/<run>/`, from its directory.
-fn run_report(r: &RunSummary, out: &Path) -> Option<String> {
+fn run_report(r: &HistoryRun, out: &Path) -> Option<String> {
     let run = crate::report::load(Path::new(&r.path)).ok()?;
     let dir = out.join("runs").join(&r.run);
     crate::report::render(&run, &[Format::Html], &[], &dir).ok()?;
@@ -70,7 +70,7 @@ type Link<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// The spec table of the index, writing each spec's trend page.
 fn specs(
-    runs: &[RunSummary],
+    runs: &[HistoryRun],
     series: &[Series],
     out: &Path,
     link: Link,
@@ -83,7 +83,7 @@ fn specs(
         "<h2>Specs</h2><table><tr><th>Spec</th><th>Measured runs</th><th>Newest run</th><th>Regressions at the newest point</th></tr>\n",
     );
     for (spec, group) in &by_spec {
-        let spec_runs: Vec<&RunSummary> = runs
+        let spec_runs: Vec<&HistoryRun> = runs
             .iter()
             .filter(|r| r.spec == *spec && r.predicted_by.is_none())
             .collect();
@@ -109,7 +109,7 @@ fn specs(
 }
 
 /// The run table of the index, newest first, each linked to its report.
-fn run_table(runs: &[RunSummary], link: Link) -> String {
+fn run_table(runs: &[HistoryRun], link: Link) -> String {
     let mut body = String::from(
         "<h2>Runs</h2><table><tr><th>Run</th><th>Spec</th><th>Started</th><th>Engine</th><th>Cells</th><th>Report</th></tr>\n",
     );

@@ -7,7 +7,7 @@ mod file;
 
 pub use file::CellFileError;
 
-use super::open::{OpenLoad, Search};
+use super::load_cells::{OpenLoad, Search};
 use crate::spec::Tokens;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

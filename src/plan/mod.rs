@@ -11,7 +11,7 @@ pub use config::{
 };
 mod cell;
 mod estimate;
-mod open;
+mod load_cells;
 pub mod replay;
 pub mod sessions;
 mod shard;
@@ -22,7 +22,7 @@ mod workload;
 
 pub use cell::{Cell, CellFileError, Decode, Measure, Mode, Phase, Prefill, decode_id, prefill_id};
 pub use estimate::Rates;
-pub use open::{Bound, OpenLoad, Search, capacity_id, load_id};
+pub use load_cells::{Bound, OpenLoad, Search, capacity_id, load_id};
 pub use shard::Shard;
 pub use table::render_table;
 pub use workload::{Workload, kv_overflow};
@@ -212,8 +212,8 @@ fn expand_one(spec: &Spec, rates: &Rates, server: Limits) -> Plan {
         let too_long = max_len
             .filter(|&max| ctx.0 + out > max)
             .map(|max| format!("{} + {out} output tokens > max_model_len {max}", ctx.0));
-        cells.extend(open::load_cells(spec, ctx.0, too_long.clone()));
-        cells.extend(open::capacity_cell(spec, ctx.0, too_long));
+        cells.extend(load_cells::load_cells(spec, ctx.0, too_long.clone()));
+        cells.extend(load_cells::capacity_cell(spec, ctx.0, too_long));
         cells.extend(sessions::session_cells(spec, ctx.0, max_len));
     }
     cells.extend(replay::replay_cell(spec));

@@ -2,7 +2,7 @@
 //! the limits it will report, and the rates a plan's estimate assumes. These adapters live
 //! here so that `sim` itself depends on nothing above it.
 
-use crate::sim::{Dialect, Faults, Options, SimError, calibrate, find_profile, profile};
+use crate::sim::{Faults, Options, SimDialect, SimError, calibrate, find_profile, profile};
 use crate::spec;
 
 /// The simulator options a spec asks for (`engine.kind: sim`): its profile and faults, serving
@@ -52,14 +52,14 @@ fn twin_profile(path: &str) -> Result<profile::Profile, SimError> {
 }
 
 /// The simulator's dialect a spec names.
-pub fn dialect(d: spec::SimDialect) -> Dialect {
-    use spec::SimDialect as S;
+pub fn dialect(d: spec::SimDialectSpec) -> SimDialect {
+    use spec::SimDialectSpec as S;
     match d {
-        S::Vllm => Dialect::Vllm,
-        S::LlamaCpp => Dialect::LlamaCpp,
-        S::Sglang => Dialect::Sglang,
-        S::Trtllm => Dialect::Trtllm,
-        S::Openai => Dialect::Openai,
+        S::Vllm => SimDialect::Vllm,
+        S::LlamaCpp => SimDialect::LlamaCpp,
+        S::Sglang => SimDialect::Sglang,
+        S::Trtllm => SimDialect::Trtllm,
+        S::Openai => SimDialect::Openai,
     }
 }
 
@@ -76,7 +76,7 @@ pub fn limits_for(spec: &spec::Spec) -> super::Limits {
     if sim.twin.is_some()
         || matches!(
             sim.dialect,
-            spec::SimDialect::Trtllm | spec::SimDialect::Openai
+            spec::SimDialectSpec::Trtllm | spec::SimDialectSpec::Openai
         )
     {
         return none;

@@ -7,7 +7,7 @@
 //! each load cell at the same time. `benchspec merge` makes one record of each load cell
 //! from every shard's requests ([`whole`] gives the cell back its whole load).
 
-use super::open::Bound;
+use super::load_cells::Bound;
 use super::{Cell, Measure, Plan, Shard};
 
 /// The part of `total` shard `k` of `n` takes (the first `total % n` shards one more).

@@ -82,7 +82,7 @@ pub fn kv_overflow(c: &Cell, w: &Workload) -> Option<String> {
 
 impl Default for Workload {
     fn default() -> Self {
-        let w = crate::spec::Workload::default();
+        let w = crate::spec::WorkloadSpec::default();
         Workload {
             max_output_tokens: w.max_output_tokens.0,
             prompt_cache: w.prompt_cache,

@@ -4,7 +4,7 @@
 //! with its values at the SLO's own percentiles and whether it met the SLO.
 
 use super::format::{ctx, grouped};
-use super::open::{SloTerm, against, slo_terms, verdict};
+use super::slo_terms::{SloTerm, against, slo_terms, verdict};
 use super::view::CellView;
 use crate::plan::Phase;
 use crate::results::{CapacityBound, Record, Status};

@@ -161,7 +161,7 @@ fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellVie
             None => p.skip.iter().cloned().collect(),
         },
         effective_concurrency: record.and_then(super::observe::effective_concurrency),
-        slo: super::open::slo_values(record, slo),
+        slo: super::slo_terms::slo_values(record, slo),
         record: record.cloned(),
     }
 }

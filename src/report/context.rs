@@ -14,8 +14,8 @@ use super::cells::cells;
 pub use super::matrix::DecodeMatrix;
 use super::matrix::{matrix, matrix_line};
 use super::observe::ObservedView;
-pub use super::open::SloTerm;
-use super::open::{load_cells, slo_terms};
+pub use super::slo_terms::SloTerm;
+use super::slo_terms::{load_cells, slo_terms};
 pub use super::variants::{SideBySide, VariantView};
 pub use super::view::{CellStatus, CellView};
 use crate::plan::Phase;
@@ -236,7 +236,7 @@ fn of_phase(cells: &[CellView], phase: Phase) -> Vec<CellView> {
 }
 
 /// The sentence a predicted run's reports carry: which twin ran as the engine.
-fn predicted(p: &crate::rundir::Predicted) -> String {
+fn predicted(p: &crate::rundir::PredictedBy) -> String {
     let interval = p.interval_pct.map_or(
         "no interval: no fitted cell could be left out to earn one".to_string(),
         |h| format!("90% intervals ±{h:.1}% inside its fitted range"),

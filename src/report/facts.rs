@@ -128,7 +128,7 @@ pub fn engine(spec: &Spec, reported: Option<String>) -> Vec<Item> {
 }
 
 /// `2 replicas launched (least-outstanding)` or `3 endpoints (round-robin)`; `None` for one.
-fn servers(e: &crate::spec::Engine) -> Option<String> {
+fn servers(e: &crate::spec::EngineSpec) -> Option<String> {
     let balance = e.balance.as_str();
     if e.replicas > 1 {
         Some(format!("{} replicas launched ({balance})", e.replicas))

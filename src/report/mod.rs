@@ -16,8 +16,8 @@ mod facts;
 pub(crate) mod format;
 mod matrix;
 mod observe;
-mod open;
 mod run_info;
+mod slo_terms;
 pub(crate) mod svg;
 mod svg_capacity;
 mod svg_turns;
@@ -28,7 +28,7 @@ pub(crate) mod verdict;
 
 pub use capacity::summary as capacity_summary;
 pub use context::{Context, context_schema_text};
-pub use open::verdict as slo_verdict;
+pub use slo_terms::verdict as slo_verdict;
 pub use variants::{names_of as variant_names, only_variant};
 
 use crate::rundir::{Run, RunDir, RunDirError};

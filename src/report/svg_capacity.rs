@@ -5,7 +5,7 @@
 
 use super::capacity::CapacityView;
 use super::context::Context;
-use super::open::SloTerm;
+use super::slo_terms::SloTerm;
 use super::svg::{BOTTOM, H, TOP, esc, open, scale, y_axis};
 use super::svg_xy::{Plot, slo_lines, x_axis};
 use std::fmt::Write;

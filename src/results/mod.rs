@@ -5,7 +5,7 @@ pub(crate) mod bursts;
 pub mod endpoints;
 pub mod fill;
 pub(crate) mod observe;
-pub(crate) mod open;
+pub(crate) mod open_fields;
 pub(crate) mod record;
 pub mod repeats;
 pub mod sessions;
@@ -15,7 +15,7 @@ pub(crate) mod stats;
 
 pub use endpoints::{EndpointUse, Shares};
 pub use observe::{Bucket, GpuUse, ServerUse};
-pub use open::{CapacityBound, OpenFields};
+pub use open_fields::{CapacityBound, OpenFields};
 pub use record::{
     ClientUse, Record, Status, TokenSource, record_schema_text, rfc3339, rfc3339_ms,
     unix_of_rfc3339, utc_now,

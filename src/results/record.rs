@@ -139,7 +139,7 @@ pub struct Record {
     pub trace: Option<super::TraceInfo>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
-    pub open: super::open::OpenFields,
+    pub open: super::open_fields::OpenFields,
 }
 
 /// What the measuring client itself used during a decode window.
@@ -240,7 +240,7 @@ impl Record {
             by_turn: None,
             sessions: None,
             trace: None,
-            open: super::open::OpenFields::default(),
+            open: super::open_fields::OpenFields::default(),
         }
     }
 }

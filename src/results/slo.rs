@@ -4,11 +4,11 @@
 //! percentile over the cell is within its threshold (`slo_met`).
 
 use super::stats::Summary;
-use crate::spec::{Metric, Slo};
+use crate::spec::{Slo, SloMetric};
 
 /// The latencies of one finished request, milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Request {
+pub struct RequestLatencies {
     /// Whether it finished without failing.
     pub ok: bool,
     /// Time to first token.
@@ -21,13 +21,13 @@ pub struct Request {
     pub itl: Vec<f64>,
 }
 
-impl Request {
-    fn value(&self, m: Metric, p: u8) -> Option<f64> {
+impl RequestLatencies {
+    fn value(&self, m: SloMetric, p: u8) -> Option<f64> {
         match m {
-            Metric::Ttft => self.ttft,
-            Metric::Tpot => self.tpot,
-            Metric::E2e => self.e2e,
-            Metric::Itl => percentile_sorted(&self.itl, p),
+            SloMetric::Ttft => self.ttft,
+            SloMetric::Tpot => self.tpot,
+            SloMetric::E2e => self.e2e,
+            SloMetric::Itl => percentile_sorted(&self.itl, p),
         }
     }
 
@@ -56,7 +56,7 @@ pub struct Summaries {
 
 /// A cell's verdict against the SLO.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Verdict {
+pub struct SloVerdict {
     /// Requests per second that met every objective.
     pub goodput_rps: f64,
     /// Fraction of finished requests that met every objective.
@@ -67,12 +67,17 @@ pub struct Verdict {
 
 /// Judge `requests` (finished over `span_s` seconds) and the cell's `summaries` against
 /// `slo`; `None` when there is no SLO or nothing finished.
-pub fn judge(slo: &Slo, requests: &[Request], s: &Summaries, span_s: f64) -> Option<Verdict> {
+pub fn judge(
+    slo: &Slo,
+    requests: &[RequestLatencies],
+    s: &Summaries,
+    span_s: f64,
+) -> Option<SloVerdict> {
     if slo.is_empty() || requests.is_empty() {
         return None;
     }
     let good = requests.iter().filter(|r| r.good(slo)).count() as f64;
-    Some(Verdict {
+    Some(SloVerdict {
         goodput_rps: if span_s > 0.0 { good / span_s } else { 0.0 },
         fraction: good / requests.len() as f64,
         met: met(slo, s),
@@ -84,10 +89,10 @@ pub fn judge(slo: &Slo, requests: &[Request], s: &Summaries, span_s: f64) -> Opt
 pub fn met(slo: &Slo, s: &Summaries) -> bool {
     slo.terms().all(|(m, p, limit)| {
         let summary = match m {
-            Metric::Ttft => s.ttft,
-            Metric::Tpot => s.tpot,
-            Metric::Itl => s.itl,
-            Metric::E2e => s.e2e,
+            SloMetric::Ttft => s.ttft,
+            SloMetric::Tpot => s.tpot,
+            SloMetric::Itl => s.itl,
+            SloMetric::E2e => s.e2e,
         };
         summary.is_some_and(|x| at(&x, p) <= ms(limit))
     })
@@ -129,8 +134,8 @@ mod tests {
         })
     }
 
-    fn req(ttft: f64, tpot: f64, itl: &[f64]) -> Request {
-        Request {
+    fn req(ttft: f64, tpot: f64, itl: &[f64]) -> RequestLatencies {
+        RequestLatencies {
             ok: true,
             ttft: Some(ttft),
             tpot: Some(tpot),
@@ -151,7 +156,7 @@ mod tests {
             req(499.0, 50.0, &[]), // good: at the limit
             req(501.0, 20.0, &[]), // TTFT too slow
             req(100.0, 51.0, &[]), // TPOT too slow
-            Request {
+            RequestLatencies {
                 ok: false,
                 ..req(1.0, 1.0, &[])
             }, // failed

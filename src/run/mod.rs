@@ -20,7 +20,7 @@ pub use interrupt::Interrupt;
 mod measure;
 mod options;
 pub use options::{RunOptions, RunSummary};
-mod open;
+mod pacer;
 mod select;
 mod session;
 mod start;

@@ -38,7 +38,7 @@ pub struct Manifest {
     /// For a run made by `benchspec predict --out`: the twin that ran as the engine — nothing
     /// in it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted_by: Option<Predicted>,
+    pub predicted_by: Option<PredictedBy>,
     /// The host the client ran on (several, comma-separated, for a merged run).
     #[serde(default)]
     pub host: String,
@@ -74,7 +74,7 @@ pub struct Imported {
 
 /// The twin a predicted run was made with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Predicted {
+pub struct PredictedBy {
     /// The twin file, as given.
     pub twin: String,
     /// The engine it was fitted to (kind and reported version).

@@ -21,7 +21,7 @@ mod merge;
 pub use error::RunDirError;
 
 pub use jsonl::read_records;
-pub use manifest::{EngineFacts, Imported, Manifest, MergedPart, Predicted, VariantFacts};
+pub use manifest::{EngineFacts, Imported, Manifest, MergedPart, PredictedBy, VariantFacts};
 pub use merge::{MIN_OVERLAP, Merged, merge, run_dirs};
 
 use crate::plan::Plan;

@@ -179,9 +179,9 @@ pub fn usage(prompt: usize, completion: usize, cached: usize) -> Value {
 /// The running usage vLLM puts in every chunk with `continuous_usage_stats`: no
 /// `prompt_tokens_details` (the cached tokens come in the final chunk); chat's with
 /// `completion_tokens_details: null`.
-pub fn running_usage(kind: Kind, prompt: usize, completion: usize) -> Value {
+pub fn running_usage(kind: EndpointKind, prompt: usize, completion: usize) -> Value {
     let mut u = json!({"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion});
-    if kind == Kind::Chat {
+    if kind == EndpointKind::Chat {
         u["completion_tokens_details"] = Value::Null;
     }
     u
@@ -189,19 +189,19 @@ pub fn running_usage(kind: Kind, prompt: usize, completion: usize) -> Value {
 
 /// Which endpoint a stream belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum EndpointKind {
     /// `/v1/completions`.
     Completion,
     /// `/v1/chat/completions`.
     Chat,
 }
 
-impl Kind {
+impl EndpointKind {
     /// The prefix of a response id: `cmpl` or `chatcmpl`.
     pub fn id_prefix(self) -> &'static str {
         match self {
-            Kind::Completion => "cmpl",
-            Kind::Chat => "chatcmpl",
+            EndpointKind::Completion => "cmpl",
+            EndpointKind::Chat => "chatcmpl",
         }
     }
 }
@@ -216,15 +216,15 @@ pub struct Head {
     /// Served model name.
     pub model: String,
     /// Endpoint.
-    pub kind: Kind,
+    pub kind: EndpointKind,
 }
 
 impl Head {
     fn object(&self, stream: bool) -> &'static str {
         match (self.kind, stream) {
-            (Kind::Completion, _) => "text_completion",
-            (Kind::Chat, true) => "chat.completion.chunk",
-            (Kind::Chat, false) => "chat.completion",
+            (EndpointKind::Completion, _) => "text_completion",
+            (EndpointKind::Chat, true) => "chat.completion.chunk",
+            (EndpointKind::Chat, false) => "chat.completion",
         }
     }
 
@@ -250,11 +250,11 @@ impl Head {
         usage: Option<Value>,
     ) -> Value {
         let choice = match self.kind {
-            Kind::Completion => {
+            EndpointKind::Completion => {
                 json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish, "stop_reason": null,
                        "prompt_token_ids": null, "token_ids": null})
             }
-            Kind::Chat => {
+            EndpointKind::Chat => {
                 let delta = if reasoning {
                     json!({"reasoning_content": text})
                 } else {
@@ -280,7 +280,7 @@ impl Head {
     /// vLLM's separate final usage chunk, with its `system_fingerprint` (`vllm-VERSION-…`);
     /// chat's `prompt_tokens_details` also has `created_cache_tokens` (0).
     pub fn usage_chunk(&self, mut usage: Value, version: &str) -> Value {
-        if self.kind == Kind::Chat
+        if self.kind == EndpointKind::Chat
             && let Some(d) = usage.get_mut("prompt_tokens_details")
         {
             d["created_cache_tokens"] = 0.into();
@@ -292,10 +292,10 @@ impl Head {
     /// A whole non-streamed response.
     pub fn full(&self, reasoning: &str, content: &str, finish: &str, usage: Value) -> Value {
         let choice = match self.kind {
-            Kind::Completion => {
+            EndpointKind::Completion => {
                 json!({"index": 0, "text": content, "logprobs": null, "finish_reason": finish, "stop_reason": null, "prompt_logprobs": null})
             }
-            Kind::Chat => {
+            EndpointKind::Chat => {
                 json!({"index": 0, "message": {"role": "assistant", "content": content, "reasoning_content": if reasoning.is_empty() { Value::Null } else { Value::from(reasoning) }, "tool_calls": []}, "logprobs": null, "finish_reason": finish, "stop_reason": null})
             }
         };

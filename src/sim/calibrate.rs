@@ -3,7 +3,7 @@
 //! opens when all C streams produce tokens), compared with the seed's numbers.
 //! `cargo bench --bench calibrate` prints the table.
 
-use super::engine::{Engine, NewRequest, ReqId};
+use super::engine::{NewRequest, ReqId, Scheduler};
 use super::profile::Profile;
 use std::collections::HashMap;
 
@@ -57,7 +57,7 @@ pub const SEED_TTFT_MS: [[f64; 8]; 5] = [
 
 /// One compared cell.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct CalibrationRow {
     /// `prefill/8K` or `decode/8K/c4`.
     pub cell: String,
     /// The seed's value (tok/s, or ms for TTFT).
@@ -66,7 +66,7 @@ pub struct Row {
     pub sim: f64,
 }
 
-impl Row {
+impl CalibrationRow {
     /// sim / seed.
     pub fn ratio(&self) -> f64 {
         self.sim / self.seed
@@ -75,13 +75,13 @@ impl Row {
 
 /// Every cell of the seed table, simulated with `profile`, a `window_s` window and
 /// `max_tokens` per request.
-pub fn seed_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Row> {
+pub fn seed_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<CalibrationRow> {
     let mut rows = Vec::new();
     for (ctx, seed) in SEED_PREFILL {
         let cell = format!("prefill/{}K", ctx / 1024);
         // As the plan does, a prompt is clamped to max_model_len - 1.
         let prompt = ctx.min(profile.max_model_len - 1) as usize;
-        rows.push(Row {
+        rows.push(CalibrationRow {
             cell,
             seed,
             sim: prefill_tok_s(profile, prompt),
@@ -90,7 +90,7 @@ pub fn seed_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Ro
     for (ctx, values) in SEED_DECODE {
         for (c, seed) in SEED_CONCURRENCY.iter().zip(values) {
             let sim = decode_tok_s(profile, ctx as usize, *c as usize, window_s, max_tokens);
-            rows.push(Row {
+            rows.push(CalibrationRow {
                 cell: format!("decode/{}K/c{c}", ctx / 1024),
                 seed,
                 sim,
@@ -105,12 +105,12 @@ pub fn seed_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Ro
 /// over the requests sent inside the window where there are any, else over all. (Its cells
 /// whose requests complete inside the window report a few hundred ms where the first
 /// round's C prompts, sent together, must queue for seconds, as its other cells show.)
-pub fn ttft_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<Row> {
+pub fn ttft_table(profile: &Profile, window_s: f64, max_tokens: usize) -> Vec<CalibrationRow> {
     let mut rows = Vec::new();
     for ((ctx, _), seed_row) in SEED_DECODE.iter().zip(SEED_TTFT_MS) {
         for (c, seed) in SEED_CONCURRENCY.iter().zip(seed_row) {
             let t = decode_cell(profile, *ctx as usize, *c as usize, window_s, max_tokens);
-            rows.push(Row {
+            rows.push(CalibrationRow {
                 cell: format!("decode/{}K/c{c}", ctx / 1024),
                 seed,
                 sim: t.ttft_seed_p50_s * 1e3,
@@ -130,7 +130,7 @@ fn slot_prompt(ctx: usize, slot: usize) -> Vec<u32> {
 
 /// Prompt tokens / TTFT of one cold request.
 pub fn prefill_tok_s(profile: &Profile, ctx: usize) -> f64 {
-    let mut e = Engine::new(profile.clone());
+    let mut e = Scheduler::new(profile.clone());
     e.add(NewRequest {
         tokens: slot_prompt(ctx, 0),
         target: 1,
@@ -184,7 +184,7 @@ pub fn decode_cell(
 /// One decode cell being replayed.
 struct Replay<'a> {
     profile: &'a Profile,
-    e: Engine,
+    e: Scheduler,
     ctx: usize,
     max_tokens: usize,
     /// Each slot's prompt.
@@ -209,7 +209,7 @@ impl<'a> Replay<'a> {
     /// An engine whose cache holds each slot's prompt (the warm-up: each once, max_tokens
     /// 1), and the C requests sent together.
     fn warm(profile: &'a Profile, ctx: usize, c: usize, max_tokens: usize) -> Replay<'a> {
-        let mut e = Engine::new(profile.clone());
+        let mut e = Scheduler::new(profile.clone());
         let prompts: Vec<Vec<u32>> = (0..c).map(|s| slot_prompt(ctx, s)).collect();
         for p in &prompts {
             e.add(NewRequest {
@@ -366,7 +366,7 @@ mod tests {
     #[test]
     fn h200_profile_reproduces_seed_ttft_within_25_percent_and_tok_s_within_6() {
         let p = profile(crate::sim::profile::DEFAULT).unwrap_or_else(|| unreachable!());
-        let far = |rows: Vec<Row>, tol: f64| -> Vec<String> {
+        let far = |rows: Vec<CalibrationRow>, tol: f64| -> Vec<String> {
             rows.into_iter()
                 .filter(|r| (r.ratio() - 1.0).abs() > tol)
                 .map(|r| format!("{} seed {} sim {:.1}", r.cell, r.seed, r.sim))

@@ -2,9 +2,9 @@
 //! informational endpoints exist, the request fields a hosted API refuses, SGLang's server
 //! info, and a hosted API's rate limit (HTTP 429 with `retry-after`).
 
-use super::api::Kind;
+use super::api::EndpointKind;
 use super::http::{Shared, error, json_response};
-use super::options::Dialect;
+use super::options::SimDialect;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,13 +22,13 @@ pub(super) fn not_found(path: &str) -> Response {
 }
 
 /// Whether `/health`, `/version` and `/metrics` exist (a hosted API has none of them).
-pub(super) fn informational(d: Dialect) -> bool {
-    d != Dialect::Openai
+pub(super) fn informational(d: SimDialect) -> bool {
+    d != SimDialect::Openai
 }
 
 /// SGLang's `/get_server_info`: the KV cache's capacity among its server arguments.
 pub(super) async fn server_info(State(s): State<Arc<Shared>>) -> Response {
-    if s.opts.dialect != Dialect::Sglang {
+    if s.opts.dialect != SimDialect::Sglang {
         return not_found("/get_server_info");
     }
     let p = &s.opts.profile;
@@ -42,12 +42,12 @@ pub(super) async fn server_info(State(s): State<Arc<Shared>>) -> Response {
 /// A hosted API refuses fields it does not know, as OpenAI's does:
 /// "Unrecognized request argument supplied: ignore_eos"; and its chat endpoint refuses
 /// `max_tokens` (its newer models take only `max_completion_tokens`).
-pub(super) fn refused_field(d: Dialect, kind: Kind, body: &[u8]) -> Option<Response> {
-    if d != Dialect::Openai {
+pub(super) fn refused_field(d: SimDialect, kind: EndpointKind, body: &[u8]) -> Option<Response> {
+    if d != SimDialect::Openai {
         return None;
     }
     let v: Value = serde_json::from_slice(body).ok()?;
-    if kind == Kind::Chat && v.get("max_tokens").is_some() {
+    if kind == EndpointKind::Chat && v.get("max_tokens").is_some() {
         return Some(error(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",

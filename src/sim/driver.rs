@@ -1,4 +1,4 @@
-//! The real-time driver: one OS thread owns the [`Engine`], takes submissions and
+//! The real-time driver: one OS thread owns the [`Scheduler`], takes submissions and
 //! cancellations from the HTTP handlers over a channel, runs scheduler steps and sleeps so
 //! that each step ends when the engine's virtual clock says, then hands every emitted token
 //! to the stream of its request. It is a thread, not a task, because a thread sleeps with
@@ -6,7 +6,7 @@
 //! absolute, so jitter does not accumulate. [`run_on_clock`] is the same driver as a task
 //! on tokio's clock, for a simulator answering in-process (a test that pauses time).
 
-use super::engine::{Engine, NewRequest, ReqId, StepOut};
+use super::engine::{NewRequest, ReqId, Scheduler, StepOut};
 pub use super::metrics::Snapshot;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -74,7 +74,7 @@ struct Book {
 
 /// Run the engine until every sender is gone (call on a thread of its own).
 pub fn run(
-    mut engine: Engine,
+    mut engine: Scheduler,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     metrics: Arc<Mutex<Snapshot>>,
 ) {
@@ -107,7 +107,7 @@ pub fn run(
 
 /// [`run`] as a task on tokio's clock: each step ends with a `sleep_until` its end.
 pub async fn run_on_clock(
-    mut engine: Engine,
+    mut engine: Scheduler,
     mut rx: mpsc::UnboundedReceiver<Msg>,
     metrics: Arc<Mutex<Snapshot>>,
 ) {
@@ -133,7 +133,7 @@ pub async fn run_on_clock(
 }
 
 impl Book {
-    fn new(engine: &Engine) -> Book {
+    fn new(engine: &Scheduler) -> Book {
         Book {
             streams: HashMap::new(),
             ids: HashMap::new(),
@@ -143,7 +143,7 @@ impl Book {
 
     /// Hand a step's tokens to their streams and end the finished ones. The metrics are
     /// published first, so that a client that sees its request end also sees it counted.
-    fn step(&mut self, out: &StepOut, engine: &mut Engine, metrics: &Mutex<Snapshot>) {
+    fn step(&mut self, out: &StepOut, engine: &mut Scheduler, metrics: &Mutex<Snapshot>) {
         let now = Instant::now();
         // The step's requests were scheduled when it began.
         let began = now
@@ -193,7 +193,7 @@ impl Book {
         }
     }
 
-    fn apply(&mut self, msg: Msg, engine: &mut Engine) {
+    fn apply(&mut self, msg: Msg, engine: &mut Scheduler) {
         match msg {
             Msg::Submit {
                 key,
@@ -224,14 +224,14 @@ impl Book {
         }
     }
 
-    fn drop_stream(&mut self, id: ReqId, engine: &mut Engine) {
+    fn drop_stream(&mut self, id: ReqId, engine: &mut Scheduler) {
         engine.cancel(id);
         if let Some(s) = self.streams.remove(&id) {
             self.ids.remove(&s.key);
         }
     }
 
-    fn publish(&mut self, engine: &Engine, metrics: &Mutex<Snapshot>) {
+    fn publish(&mut self, engine: &Scheduler, metrics: &Mutex<Snapshot>) {
         let s = &mut self.snap;
         (s.prefix_queries, s.prefix_hits) = engine.prefix_cache();
         s.running = engine.running();
@@ -248,7 +248,7 @@ impl Book {
 
 impl Snapshot {
     /// The state of an idle `engine`: the KV cache's size is known at once.
-    pub fn of(engine: &Engine) -> Snapshot {
+    pub fn of(engine: &Scheduler) -> Snapshot {
         Snapshot {
             kv_blocks: engine.kv_blocks(),
             block_size: engine.block_size(),

@@ -3,7 +3,7 @@
 
 use super::api::{self, TokenizeRequest};
 use super::http::{Shared, error, json_response, unix_now};
-use super::options::Dialect;
+use super::options::SimDialect;
 use super::tokenizer;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -24,7 +24,7 @@ pub(super) async fn models(State(s): State<Arc<Shared>>) -> Response {
     let mut model = json!({"id": s.opts.served_name, "object": "model", "created": unix_now(), "owned_by": "vllm",
         "root": s.opts.served_name, "parent": null, "max_model_len": p.max_model_len, "permission": []});
     // trtllm-serve and hosted APIs list models without their length limit.
-    if matches!(s.opts.dialect, Dialect::Trtllm | Dialect::Openai)
+    if matches!(s.opts.dialect, SimDialect::Trtllm | SimDialect::Openai)
         && let Some(m) = model.as_object_mut()
     {
         m.remove("max_model_len");
@@ -55,7 +55,7 @@ pub(super) async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Respo
             &json!({"tokens": tokenizer::encode(content)}),
         );
     }
-    if s.opts.dialect == Dialect::Sglang && req.messages.is_some() {
+    if s.opts.dialect == SimDialect::Sglang && req.messages.is_some() {
         return error(
             StatusCode::BAD_REQUEST,
             "BadRequestError",
@@ -101,15 +101,15 @@ pub(super) async fn apply_template(body: Bytes) -> Response {
 
 pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
     match s.opts.dialect {
-        Dialect::Openai => return super::dialect::not_found("/metrics"),
+        SimDialect::Openai => return super::dialect::not_found("/metrics"),
         // trtllm-serve's /metrics is JSON iteration statistics, not Prometheus text.
-        Dialect::Trtllm => {
+        SimDialect::Trtllm => {
             let stats = s.metrics.lock().map(|m| m.trtllm_iterations());
             return json_response(StatusCode::OK, &stats.unwrap_or_else(|_| json!([])));
         }
         _ => {}
     }
-    let sglang = s.opts.dialect == Dialect::Sglang;
+    let sglang = s.opts.dialect == SimDialect::Sglang;
     let text = s
         .metrics
         .lock()

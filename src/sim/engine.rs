@@ -75,9 +75,9 @@ pub struct StepOut {
     pub admitted: Vec<ReqId>,
 }
 
-/// The scheduler.
+/// The simulated engine's scheduler (the `sim` stage's engine).
 #[derive(Debug)]
-pub struct Engine {
+pub struct Scheduler {
     profile: Profile,
     reqs: HashMap<ReqId, Req>,
     waiting: VecDeque<ReqId>,
@@ -96,11 +96,11 @@ pub struct Engine {
     pub noise: Option<super::noise::Noise>,
 }
 
-impl Engine {
+impl Scheduler {
     /// An idle engine.
-    pub fn new(profile: Profile) -> Engine {
+    pub fn new(profile: Profile) -> Scheduler {
         let kv = Kv::new(profile.kv_tokens, profile.block_size);
-        Engine {
+        Scheduler {
             profile,
             reqs: HashMap::new(),
             waiting: VecDeque::new(),
@@ -185,7 +185,7 @@ impl Engine {
         self.waiting.len()
     }
 
-    /// KV-cache blocks (of [`Engine::block_size`] tokens).
+    /// KV-cache blocks (of [`Scheduler::block_size`] tokens).
     pub fn kv_blocks(&self) -> u64 {
         self.kv.blocks() as u64
     }

@@ -2,12 +2,12 @@
 //! model, prompt, length), the `failure_rate` fault drawn, the request submitted to the
 //! engine's driver, and its tokens streamed back as SSE or collected into one body.
 
-use super::api::{self, GenRequest, Head, Kind};
+use super::api::{self, EndpointKind, GenRequest, Head};
 use super::driver::Msg;
 use super::engine::NewRequest;
 use super::entry::Ticket;
 use super::http::{Shared, error, json_response, unix_now};
-use super::stream::{self, Plan};
+use super::stream::{self, StreamPlan};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -25,7 +25,11 @@ struct Admitted {
 }
 
 /// Serve one generation request.
-pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Kind) -> Response {
+pub(super) async fn generate(
+    State(s): State<Arc<Shared>>,
+    body: Bytes,
+    kind: EndpointKind,
+) -> Response {
     // vLLM's TTFT and E2E histograms count from here: the API server's time is in them.
     let arrived = tokio::time::Instant::now();
     if let Some(refused) = super::dialect::refused_field(s.opts.dialect, kind, &body) {
@@ -53,7 +57,7 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
             target,
             // A completion's answer is resent as streamed (sessions); a chat answer comes
             // back inside the template, after its reasoning.
-            output_seed: (kind == Kind::Completion).then_some(opts.seed ^ key),
+            output_seed: (kind == EndpointKind::Completion).then_some(opts.seed ^ key),
         },
         arrived,
         length,
@@ -75,7 +79,7 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
         model: opts.served_name.clone(),
         kind,
     };
-    let plan = Plan::new(&req, opts, key, (prompt_len, target, length), head);
+    let plan = StreamPlan::new(&req, opts, key, (prompt_len, target, length), head);
     let guard = stream::CancelOnDrop {
         key,
         tx: s.tx.clone(),
@@ -90,7 +94,7 @@ pub(super) async fn generate(State(s): State<Arc<Shared>>, body: Bytes, kind: Ki
 /// The answer of a request that did not ask to stream: its tokens collected into one body.
 async fn respond_whole(
     rx: mpsc::UnboundedReceiver<super::driver::Ev>,
-    plan: Plan,
+    plan: StreamPlan,
     guard: stream::CancelOnDrop,
 ) -> Response {
     match stream::collect(rx, plan, guard).await {

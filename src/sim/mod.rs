@@ -25,7 +25,7 @@ mod server;
 mod stream;
 pub mod tokenizer;
 
-pub use options::{Dialect, Faults, Options};
+pub use options::{Faults, Options, SimDialect};
 pub use server::{InProcess, Sim, start, start_threaded};
 
 /// Why the simulator could not start.

@@ -36,7 +36,7 @@ impl Default for Faults {
 
 /// Whose streaming dialect the simulator speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Dialect {
+pub enum SimDialect {
     /// vLLM: `continuous_usage_stats` honoured, usage in a separate final `choices: []` chunk.
     #[default]
     Vllm,
@@ -54,10 +54,13 @@ pub enum Dialect {
     Openai,
 }
 
-impl Dialect {
+impl SimDialect {
     /// Whether `/tokenize` exists.
     pub fn tokenizes(self) -> bool {
-        matches!(self, Dialect::Vllm | Dialect::LlamaCpp | Dialect::Sglang)
+        matches!(
+            self,
+            SimDialect::Vllm | SimDialect::LlamaCpp | SimDialect::Sglang
+        )
     }
 }
 
@@ -77,7 +80,7 @@ pub struct Options {
     /// Seed of the fault draws and of generated text.
     pub seed: u64,
     /// The streaming dialect.
-    pub dialect: Dialect,
+    pub dialect: SimDialect,
     /// Run-to-run noise: relative standard deviation of the step time (0: none).
     pub noise: f64,
     /// Seed of the noise, apart from `seed` so that two runs can differ.
@@ -94,7 +97,7 @@ impl Options {
             tokens_per_chunk: 1,
             faults: Faults::default(),
             seed: 1,
-            dialect: Dialect::Vllm,
+            dialect: SimDialect::Vllm,
             noise: 0.0,
             noise_seed: 0,
         }

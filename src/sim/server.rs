@@ -2,9 +2,9 @@
 //! `/v1/completions`, `/v1/chat/completions` and `/metrics`, with the fault options tests use.
 //! [`start`] serves on a listener given by the caller (127.0.0.1, port 0 in tests).
 
-use super::api::Kind;
+use super::api::EndpointKind;
 use super::driver::{self, Snapshot};
-use super::engine::Engine;
+use super::engine::Scheduler;
 use super::http::Shared;
 use super::options::Options;
 use super::{endpoints, generate::generate};
@@ -75,8 +75,8 @@ impl Sim {
 }
 
 /// The engine `opts` ask for, with its run-to-run noise when asked.
-fn engine_for(opts: &Options) -> Engine {
-    let mut engine = Engine::new(opts.profile.clone());
+fn engine_for(opts: &Options) -> Scheduler {
+    let mut engine = Scheduler::new(opts.profile.clone());
     if opts.noise > 0.0 {
         let seed = opts.seed ^ opts.noise_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         engine.noise = Some(super::noise::Noise::new(opts.noise, seed));
@@ -86,7 +86,7 @@ fn engine_for(opts: &Options) -> Engine {
 
 /// The metrics before the driver's first step: the KV cache's size is known at once (a
 /// client may ask `/metrics` before the driver has run).
-fn first_snapshot(engine: &Engine) -> Arc<Mutex<Snapshot>> {
+fn first_snapshot(engine: &Scheduler) -> Arc<Mutex<Snapshot>> {
     Arc::new(Mutex::new(Snapshot::of(engine)))
 }
 
@@ -110,11 +110,11 @@ fn router() -> Router<Arc<Shared>> {
         .route("/apply-template", post(endpoints::apply_template))
         .route(
             "/v1/completions",
-            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Completion)),
+            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, EndpointKind::Completion)),
         )
         .route(
             "/v1/chat/completions",
-            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, Kind::Chat)),
+            post(|s: State<Arc<Shared>>, b: Bytes| generate(s, b, EndpointKind::Chat)),
         )
         .route("/metrics", get(endpoints::metrics_text))
 }

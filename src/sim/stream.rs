@@ -3,9 +3,9 @@
 //! `choices: []` chunk), or one JSON body when not streaming. Fault options cut or stall a
 //! stream here. Dropping the stream (the client went away) cancels the request.
 
-use super::api::{self, GenRequest, Head, Kind};
+use super::api::{self, EndpointKind, GenRequest, Head};
 use super::driver::{Ev, Msg};
-use super::options::{Dialect, Options};
+use super::options::{Options, SimDialect};
 use super::tokenizer::output_piece;
 use axum::body::Bytes;
 use serde_json::Value;
@@ -41,7 +41,7 @@ pub fn at_limit(req: &GenRequest, target: usize, limit: usize) -> bool {
 }
 
 /// What the stream of one request will look like.
-pub struct Plan {
+pub struct StreamPlan {
     head: Head,
     prompt_len: usize,
     /// The prompt's tokens the engine found in its prefix cache (known at the first token).
@@ -64,7 +64,7 @@ pub struct Plan {
     text_seed: u64,
 }
 
-impl Plan {
+impl StreamPlan {
     /// Plan the stream of request `key` of (prompt tokens, tokens to generate, whether that
     /// is its limit).
     pub fn new(
@@ -73,14 +73,14 @@ impl Plan {
         key: u64,
         (prompt_len, target, limit_hit): (usize, usize, bool),
         head: Head,
-    ) -> Plan {
+    ) -> StreamPlan {
         let point = |rate: f64, a: u64, b: u64| {
             (unit(opts.seed, key, a) < rate)
                 .then(|| 1 + (unit(opts.seed, key, b) * target as f64) as usize % target.max(1))
         };
         let so = req.stream_options.unwrap_or_default();
-        Plan {
-            reasoning: if head.kind == Kind::Chat {
+        StreamPlan {
+            reasoning: if head.kind == EndpointKind::Chat {
                 opts.reasoning_tokens
             } else {
                 0
@@ -92,12 +92,12 @@ impl Plan {
             target,
             finish: if limit_hit { "length" } else { "stop" },
             per_chunk: opts.tokens_per_chunk.max(1),
-            include_usage: so.include_usage && opts.dialect != Dialect::LlamaCpp,
+            include_usage: so.include_usage && opts.dialect != SimDialect::LlamaCpp,
             // As vLLM: continuous usage only with `include_usage`.
             continuous: so.include_usage
                 && so.continuous_usage_stats
-                && opts.dialect == Dialect::Vllm,
-            usage_in_last: opts.dialect == Dialect::LlamaCpp,
+                && opts.dialect == SimDialect::Vllm,
+            usage_in_last: opts.dialect == SimDialect::LlamaCpp,
             version: opts.profile.version,
             cut_at: point(opts.faults.disconnect_rate, 2, 3),
             stall_at: point(opts.faults.stall_rate, 4, 5),
@@ -135,7 +135,7 @@ impl Drop for CancelOnDrop {
 
 struct State {
     rx: mpsc::UnboundedReceiver<Ev>,
-    plan: Plan,
+    plan: StreamPlan,
     _guard: CancelOnDrop,
     started: bool,
     generated: usize,
@@ -150,7 +150,7 @@ fn event(v: &Value) -> String {
 /// The SSE body.
 pub fn sse(
     rx: mpsc::UnboundedReceiver<Ev>,
-    plan: Plan,
+    plan: StreamPlan,
     guard: CancelOnDrop,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
     let state = State {
@@ -177,7 +177,7 @@ impl State {
         let mut out = String::new();
         if !self.started {
             self.started = true;
-            if self.plan.head.kind == Kind::Chat {
+            if self.plan.head.kind == EndpointKind::Chat {
                 let p = &self.plan;
                 let usage = p
                     .continuous
@@ -270,7 +270,7 @@ fn flush(st: &mut State) -> String {
 /// The whole answer of a non-streamed request; `None` when the engine stopped first.
 pub async fn collect(
     mut rx: mpsc::UnboundedReceiver<Ev>,
-    mut plan: Plan,
+    mut plan: StreamPlan,
     _guard: CancelOnDrop,
 ) -> Option<Value> {
     let mut generated = 0;

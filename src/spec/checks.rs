@@ -3,14 +3,14 @@
 //! spec are broken; a field the schema already rejected is simply not looked at again.
 
 mod fleet;
-mod open;
+mod load;
 mod phases;
 mod telemetry;
 mod variants;
 
 use super::command::{env_refs, flag_value, parse_url, port_arg};
 use super::diag::{Problem, Severity};
-use super::engine::{Command, EngineKind};
+use super::engine::{EngineKind, LaunchCommand};
 use super::units::Tokens;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -67,7 +67,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     engine(&cx, &mut out);
     fleet::check(&cx, &mut out);
     report(&cx, &mut out);
-    open::check(&cx, &mut out);
+    load::check(&cx, &mut out);
     telemetry::check(&cx, &mut out);
     variants::check(&cx, &mut out);
     out
@@ -201,7 +201,7 @@ fn engine(cx: &Checker<'_>, out: &mut Vec<Problem>) {
             "a `sim` engine runs inside benchspec; remove `launch`",
         ));
     }
-    let Ok(Some(command)) = cx.field::<Command>("/engine/launch/command") else {
+    let Ok(Some(command)) = cx.field::<LaunchCommand>("/engine/launch/command") else {
         return;
     };
     let args = match command.args() {

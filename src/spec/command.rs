@@ -2,7 +2,7 @@
 //! run), `$VAR` and `${VAR}` references and their expansion, and the port a command or a
 //! base URL names.
 
-use super::engine::Command;
+use super::engine::LaunchCommand;
 
 /// Why a launch command or a URL cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,14 +24,14 @@ pub enum CommandError {
     Unset(String),
 }
 
-impl Command {
+impl LaunchCommand {
     /// The command's arguments, the program first. A string is split like a POSIX shell
     /// splits words: blanks separate, `'…'` is literal, `"…"` honours `\"`, `\\`, `\$`, and a
     /// backslash outside quotes escapes the next character. Nothing is expanded here.
     pub fn args(&self) -> Result<Vec<String>, CommandError> {
         match self {
-            Command::Args(args) => Ok(args.clone()),
-            Command::Line(line) => split(line),
+            LaunchCommand::Args(args) => Ok(args.clone()),
+            LaunchCommand::Line(line) => split(line),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! file or a bad line is a located error before anything runs.
 
 use super::diag::Problem;
-use super::workload::Api;
+use super::workload::ApiSpec;
 use serde_json::Value;
 use std::path::Path;
 
@@ -60,7 +60,7 @@ pub struct Entry {
 }
 
 /// The entries of the dataset at `path`, or what is wrong with it (the file and line).
-pub fn read(path: &Path, shown: &str, api: Api) -> Result<Vec<Entry>, DatasetError> {
+pub fn read(path: &Path, shown: &str, api: ApiSpec) -> Result<Vec<Entry>, DatasetError> {
     let unreadable = |e: std::io::Error| DatasetError::Read {
         file: shown.to_string(),
         why: e.to_string(),
@@ -77,7 +77,7 @@ pub fn read(path: &Path, shown: &str, api: Api) -> Result<Vec<Entry>, DatasetErr
 }
 
 /// The entries of a dataset's text.
-pub fn parse(text: &str, shown: &str, api: Api) -> Result<Vec<Entry>, DatasetError> {
+pub fn parse(text: &str, shown: &str, api: ApiSpec) -> Result<Vec<Entry>, DatasetError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -116,7 +116,7 @@ enum LineProblem {
     ChatOnly,
 }
 
-fn entry(v: &Value, api: Api) -> Result<Entry, LineProblem> {
+fn entry(v: &Value, api: ApiSpec) -> Result<Entry, LineProblem> {
     let prompt = match v.get("prompt") {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -137,7 +137,7 @@ fn entry(v: &Value, api: Api) -> Result<Entry, LineProblem> {
     };
     match (&prompt, &messages, api) {
         (None, None, _) => Err(LineProblem::Neither),
-        (None, Some(_), Api::Completions) => Err(LineProblem::ChatOnly),
+        (None, Some(_), ApiSpec::Completions) => Err(LineProblem::ChatOnly),
         _ => Ok(Entry {
             prompt,
             messages,
@@ -189,38 +189,38 @@ mod tests {
     #[test]
     fn lines_are_checked_one_by_one() {
         let cases = [
-            ("{\"prompt\": \"hi\"}\n", Api::Completions, None),
+            ("{\"prompt\": \"hi\"}\n", ApiSpec::Completions, None),
             (
                 "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"output_tokens\": 8}\n",
-                Api::Chat,
+                ApiSpec::Chat,
                 None,
             ),
             (
                 "\n{\"prompt\": \"a\"}\nnot json\n",
-                Api::Completions,
+                ApiSpec::Completions,
                 Some("line 3: not JSON"),
             ),
             (
                 "{\"prompt\": 3}\n",
-                Api::Completions,
+                ApiSpec::Completions,
                 Some("line 1: `prompt` must be a string"),
             ),
             (
                 "{\"text\": \"x\"}\n",
-                Api::Completions,
+                ApiSpec::Completions,
                 Some("needs `prompt`"),
             ),
             (
                 "{\"prompt\": \"x\", \"output_tokens\": 0}\n",
-                Api::Completions,
+                ApiSpec::Completions,
                 Some("above 0"),
             ),
             (
                 "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n",
-                Api::Completions,
+                ApiSpec::Completions,
                 Some("set `api: chat`"),
             ),
-            ("\n\n", Api::Completions, Some("has no requests")),
+            ("\n\n", ApiSpec::Completions, Some("has no requests")),
         ];
         for (text, api, want) in cases {
             let got = parse(text, "d.jsonl", api);

@@ -5,14 +5,14 @@
 
 use super::diag::Problem;
 use super::engine::EngineKind;
-use super::workload::Api;
+use super::workload::ApiSpec;
 use serde_json::Value;
 
 /// The problems of `workload.tokenizer` and `ignore_eos` for the spec's engine kinds (the
 /// base kind and every variant's); `resolve` finds the tokenizer's files.
 pub fn check(json: &Value, resolve: &super::files::Resolve) -> Vec<Problem> {
     let at = |p: &str| json.pointer(p);
-    let api: Api = parse(at("/workload/api")).unwrap_or_default();
+    let api: ApiSpec = parse(at("/workload/api")).unwrap_or_default();
     let tokenizer = at("/workload/tokenizer")
         .and_then(Value::as_str)
         .unwrap_or("server");
@@ -48,11 +48,11 @@ fn parse<T: serde::de::DeserializeOwned>(v: Option<&Value>) -> Option<T> {
 }
 
 /// Why `kind` cannot count the prompts of `api` itself, when it cannot.
-pub fn cannot_count(kind: EngineKind, api: Api) -> Option<&'static str> {
+pub fn cannot_count(kind: EngineKind, api: ApiSpec) -> Option<&'static str> {
     match (kind, api) {
         (EngineKind::Trtllm, _) => Some("`trtllm-serve` has no `/tokenize`"),
         (EngineKind::Openai, _) => Some("an OpenAI-compatible API has no `/tokenize`"),
-        (EngineKind::Sglang, Api::Chat) => {
+        (EngineKind::Sglang, ApiSpec::Chat) => {
             Some("SGLang's `/tokenize` counts a prompt, not chat messages")
         }
         _ => None,
@@ -60,7 +60,7 @@ pub fn cannot_count(kind: EngineKind, api: Api) -> Option<&'static str> {
 }
 
 /// A local tokenizer must exist (and, for chat prompts, its config beside it).
-fn local(name: &str, api: Api, resolve: &super::files::Resolve) -> Vec<Problem> {
+fn local(name: &str, api: ApiSpec, resolve: &super::files::Resolve) -> Vec<Problem> {
     let ptr = "/workload/tokenizer";
     let path = resolve(super::files::FileRef::Tokenizer, name);
     let file = if path.is_dir() {
@@ -85,7 +85,7 @@ fn local(name: &str, api: Api, resolve: &super::files::Resolve) -> Vec<Problem> 
         )];
     }
     let config = file.with_file_name("tokenizer_config.json");
-    if api == Api::Chat && !config.is_file() {
+    if api == ApiSpec::Chat && !config.is_file() {
         return vec![Problem::error(
             ptr,
             format!(

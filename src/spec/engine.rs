@@ -15,7 +15,8 @@ pub type SimPatch = serde_json::Map<String, serde_json::Value>;
 /// The serving engine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Engine {
+#[schemars(rename = "Engine")]
+pub struct EngineSpec {
     /// Which engine serves the API; it decides the tokenize and usage dialect.
     pub kind: EngineKind,
     /// The engine version; recorded, and compared with what the server reports.
@@ -53,7 +54,7 @@ pub struct Engine {
     pub endpoints: Vec<String>,
     /// How requests are spread over replicas or endpoints.
     #[serde(default, skip_serializing_if = "is_default_balance")]
-    pub balance: Balance,
+    pub balance: BalanceSpec,
     /// The NAME of the environment variable holding the API key. A key never appears in a spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
@@ -89,14 +90,15 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
-fn is_default_balance(b: &Balance) -> bool {
-    *b == Balance::default()
+fn is_default_balance(b: &BalanceSpec) -> bool {
+    *b == BalanceSpec::default()
 }
 
 /// How requests are spread over several endpoints.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Balance {
+#[schemars(rename = "Balance")]
+pub enum BalanceSpec {
     /// Each request to the endpoint with the fewest requests in flight (ties in turn).
     #[default]
     LeastOutstanding,
@@ -104,12 +106,12 @@ pub enum Balance {
     RoundRobin,
 }
 
-impl Balance {
+impl BalanceSpec {
     /// The name as written in a spec.
     pub fn as_str(self) -> &'static str {
         match self {
-            Balance::LeastOutstanding => "least-outstanding",
-            Balance::RoundRobin => "round-robin",
+            BalanceSpec::LeastOutstanding => "least-outstanding",
+            BalanceSpec::RoundRobin => "round-robin",
         }
     }
 }
@@ -169,7 +171,7 @@ pub struct SimEngine {
     /// honoured), `llama-cpp` (usage inside the last chunk only), `sglang`, `trtllm` or
     /// `openai` (a hosted API: no `/tokenize`, `ignore_eos` refused).
     #[serde(default)]
-    pub dialect: SimDialect,
+    pub dialect: SimDialectSpec,
     /// Faults to inject, for testing how a run copes with them.
     #[serde(default)]
     pub faults: SimFaults,
@@ -214,7 +216,8 @@ fn unit_scale() -> f64 {
     Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
 )]
 #[serde(rename_all = "kebab-case")]
-pub enum SimDialect {
+#[schemars(rename = "SimDialect")]
+pub enum SimDialectSpec {
     /// vLLM's.
     #[default]
     Vllm,
@@ -294,7 +297,7 @@ impl Default for SimEngine {
             profile: default_sim_profile(),
             reasoning_tokens: 0,
             tokens_per_chunk: one_token(),
-            dialect: SimDialect::default(),
+            dialect: SimDialectSpec::default(),
             faults: SimFaults::default(),
             kv_tokens: None,
             max_num_seqs: None,
@@ -314,7 +317,7 @@ pub struct Launch {
     /// The command: a string split like a shell does (no shell is run) or a list of
     /// arguments. `$VAR` and `${VAR}` are replaced from the environment as a shell does it
     /// (`$$` is one `$`; no other shell feature is read).
-    pub command: Command,
+    pub command: LaunchCommand,
     /// Extra environment variables for the engine; `$VAR` and `${VAR}` in values are
     /// replaced as in `command`.
     #[serde(default)]
@@ -341,7 +344,8 @@ fn default_stop_timeout() -> Span {
 /// A launch command.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum Command {
+#[schemars(rename = "Command")]
+pub enum LaunchCommand {
     /// One string, split into arguments like a shell would (quotes, backslashes).
     Line(#[schemars(length(min = 1))] String),
     /// The arguments, the program first.
@@ -365,7 +369,7 @@ pub struct Variant {
     pub env: BTreeMap<String, String>,
     /// A whole launch command instead of `launch.command` (`args` then apply to it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<Command>,
+    pub command: Option<LaunchCommand>,
     /// Another engine kind (e.g. `sglang` beside `vllm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<EngineKind>,

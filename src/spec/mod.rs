@@ -11,8 +11,8 @@ mod doc;
 mod engine;
 pub mod files;
 mod json;
+mod load;
 mod model;
-mod open;
 pub mod schema;
 mod sessions;
 pub mod telemetry;
@@ -24,19 +24,19 @@ mod workload;
 pub use checks::Stage;
 pub use diag::{Diagnostic, Problem, Severity};
 pub use engine::{
-    Balance, Command, DEFAULT_SIM_PROFILE, Engine, EngineKind, Launch, SimDialect, SimEngine,
-    SimFaults,
+    BalanceSpec, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, LaunchCommand,
+    SimDialectSpec, SimEngine, SimFaults,
+};
+pub use load::{
+    Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Objective, Rate, SearchAxis,
+    Slo, SloMetric, Spread,
 };
 pub use model::{Hardware, HardwareType, Model, Spec};
-pub use open::{
-    Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Metric, Objective, Rate,
-    SearchAxis, Slo, Spread,
-};
 pub use sessions::{DEFAULT_SESSIONS_DURATION, Sessions, Think, ThinkDist, Turns};
 pub use units::{Size, Span, Tokens, UnitError};
 pub use workload::{
-    Api, Decode, DecodeMode, Format, Matrix, Phases, Prefill, PrefillMode, Prefix, PromptCache,
-    Report, ResumeRepeats, Validity, Workload,
+    ApiSpec, DecodeMode, DecodeSpec, Format, Matrix, Phases, PrefillMode, PrefillSpec, Prefix,
+    PromptCache, Report, ResumeRepeats, Validity, WorkloadSpec,
 };
 
 use std::path::Path;

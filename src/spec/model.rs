@@ -2,9 +2,9 @@
 //! single source of the JSON Schema (`benchspec schema`); every field's `///` becomes its
 //! description there, so editors show it while a spec is written.
 
-use super::engine::{Engine, one_repeat};
+use super::engine::{EngineSpec, one_repeat};
 use super::units::{Size, Tokens};
-use super::workload::{Matrix, Phases, Report, Validity, Workload};
+use super::workload::{Matrix, Phases, Report, Validity, WorkloadSpec};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -30,12 +30,12 @@ pub struct Spec {
     #[serde(default)]
     pub hardware: Hardware,
     /// The serving engine, how to reach it and, optionally, how to launch it.
-    pub engine: Engine,
+    pub engine: EngineSpec,
     /// The model the engine serves.
     pub model: Model,
     /// How requests are shaped.
     #[serde(default)]
-    pub workload: Workload,
+    pub workload: WorkloadSpec,
     /// The axes of the benchmark: context lengths and concurrency levels.
     pub matrix: Matrix,
     /// Which phases run, and on which part of the matrix.
@@ -45,8 +45,8 @@ pub struct Spec {
     #[serde(default)]
     pub validity: Validity,
     /// Latency objectives: every load and decode cell gets goodput and `slo_met`.
-    #[serde(default, skip_serializing_if = "super::open::Slo::is_empty")]
-    pub slo: super::open::Slo,
+    #[serde(default, skip_serializing_if = "super::load::Slo::is_empty")]
+    pub slo: super::load::Slo,
     /// Measure every prefill, decode and load cell this many times; records carry the
     /// mean with a 95% confidence interval (`ci95`). `phases.<name>.repeats` overrides it.
     #[serde(default = "one_repeat")]

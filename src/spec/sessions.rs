@@ -3,7 +3,7 @@
 //! sessions per second: `sessions/<ctx>/r<R>`). Each later turn resends the whole
 //! conversation so far, every answer exactly as received, plus a new user message.
 
-use super::open::Rate;
+use super::load::Rate;
 use super::units::{Span, Tokens};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

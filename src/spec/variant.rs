@@ -4,7 +4,7 @@
 //! its own (the base spec with the variant applied), measured over the whole plan with its
 //! cells prefixed `<variant>/`.
 
-use super::engine::Command;
+use super::engine::LaunchCommand;
 pub use super::engine::{ArgValue, Variant};
 use super::model::Spec;
 use std::collections::BTreeMap;
@@ -69,7 +69,7 @@ impl Spec {
                 for (flag, value) in &v.args {
                     set_arg(&mut words, flag, value.as_ref());
                 }
-                launch.command = Command::Args(words);
+                launch.command = LaunchCommand::Args(words);
             }
             launch
                 .env

@@ -9,10 +9,11 @@ use std::time::Duration;
 /// How requests are shaped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Workload {
+#[schemars(rename = "Workload")]
+pub struct WorkloadSpec {
     /// Which endpoint is measured: `/v1/completions` or `/v1/chat/completions`.
     #[serde(default)]
-    pub api: Api,
+    pub api: ApiSpec,
     /// The `max_tokens` of every decode request.
     #[serde(default = "default_max_output")]
     pub max_output_tokens: Tokens,
@@ -61,10 +62,10 @@ pub struct Prefix {
     pub prime: bool,
 }
 
-impl Default for Workload {
+impl Default for WorkloadSpec {
     fn default() -> Self {
-        Workload {
-            api: Api::default(),
+        WorkloadSpec {
+            api: ApiSpec::default(),
             max_output_tokens: default_max_output(),
             ignore_eos: true,
             prompt_cache: PromptCache::default(),
@@ -99,7 +100,8 @@ fn default_seed() -> u64 {
 /// The measured endpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Api {
+#[schemars(rename = "Api")]
+pub enum ApiSpec {
     /// `/v1/completions`.
     #[default]
     Completions,
@@ -156,16 +158,16 @@ pub type Concurrency = u32;
 pub struct Phases {
     /// Prompt processing speed by context, at concurrency 1.
     #[serde(default)]
-    pub prefill: Prefill,
+    pub prefill: PrefillSpec,
     /// Sustained generation speed for each context × concurrency.
     #[serde(default)]
-    pub decode: Decode,
+    pub decode: DecodeSpec,
     /// Open-loop load: requests arriving at set rates (cells `load/<context>/r<rate>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<super::open::Load>,
+    pub load: Option<super::load::Load>,
     /// The highest concurrency or rate that meets the `slo`, searched by bisection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<super::open::Capacity>,
+    pub capacity: Option<super::load::Capacity>,
     /// Multi-turn conversations (cells `sessions/<context>/u<users>` and `.../r<rate>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<super::sessions::Sessions>,
@@ -177,7 +179,8 @@ pub struct Phases {
 /// The prefill phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Prefill {
+#[schemars(rename = "Prefill")]
+pub struct PrefillSpec {
     /// Whether prefill is measured.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -195,9 +198,9 @@ pub struct Prefill {
     pub repeats: Option<u32>,
 }
 
-impl Default for Prefill {
+impl Default for PrefillSpec {
     fn default() -> Self {
-        Prefill {
+        PrefillSpec {
             enabled: true,
             contexts: None,
             mode: PrefillMode::default(),
@@ -220,7 +223,8 @@ pub enum PrefillMode {
 /// The decode phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Decode {
+#[schemars(rename = "Decode")]
+pub struct DecodeSpec {
     /// Whether decode is measured.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -246,9 +250,9 @@ pub struct Decode {
     pub repeats: Option<u32>,
 }
 
-impl Default for Decode {
+impl Default for DecodeSpec {
     fn default() -> Self {
-        Decode {
+        DecodeSpec {
             enabled: true,
             mode: DecodeMode::default(),
             duration: default_duration(),

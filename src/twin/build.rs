@@ -16,7 +16,7 @@ use std::path::Path;
 /// launch flags, its simulator's options), else vLLM's defaults.
 fn base(run: &Run) -> Params {
     let e = &run.manifest.engine;
-    let set = super::settings::Settings::of(&run.spec);
+    let set = super::settings::TwinSettings::of(&run.spec);
     Params {
         step_s: 0.0,
         per_seq_s: 0.0,

@@ -41,7 +41,7 @@ fn unseen(twin: &Twin, phase: Phase) -> f64 {
 
 /// One predicted cell.
 #[derive(Debug, Clone, Serialize)]
-pub struct Cell {
+pub struct PredictedCell {
     /// The cell id.
     pub cell: String,
     /// `prefill` or `decode`.
@@ -73,9 +73,9 @@ pub struct Cell {
     pub unknown: Vec<&'static str>,
 }
 
-impl Cell {
+impl PredictedCell {
     /// `self` with the values the twin cannot know blanked and named in `unknown`.
-    fn blank(mut self, unknown: Vec<&'static str>) -> Cell {
+    fn blank(mut self, unknown: Vec<&'static str>) -> PredictedCell {
         for m in &unknown {
             let (v, h) = match *m {
                 "total_tok_s" => (&mut self.total_tok_s, &mut self.interval.total_tok_s),
@@ -107,7 +107,7 @@ impl Cell {
 
 /// The capacity under the spec's SLO, by the twin.
 #[derive(Debug, Clone, Serialize)]
-pub struct Capacity {
+pub struct PredictedCapacity {
     /// `concurrency` or `rate`.
     pub search: String,
     /// One per searched context.
@@ -133,9 +133,9 @@ pub struct CapacityAt {
 #[derive(Debug, Clone, Serialize)]
 pub struct Prediction {
     /// The predicted cells, in plan order.
-    pub cells: Vec<Cell>,
+    pub cells: Vec<PredictedCell>,
     /// Capacity under the spec's SLO, when the spec searches for it.
-    pub capacity: Option<Capacity>,
+    pub capacity: Option<PredictedCapacity>,
     /// The twin's interval inside its fitted range, percent (absent: none was earned).
     pub interval_pct: Option<f64>,
     /// What the twin's intervals rest on (cells left out, phases fitted).
@@ -156,7 +156,7 @@ fn round(v: Option<f64>, d: i32) -> Option<f64> {
     v.map(|x| (x * f).round() / f)
 }
 
-fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> Cell {
+fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> PredictedCell {
     let (ctx, n) = (c.prompt_tokens as f64, f64::from(c.concurrency.max(1)));
     let window = match c.measure {
         Measure::Decode(Decode::FixedDuration(d)) => Some(d.as_secs_f64()),
@@ -188,7 +188,7 @@ fn cell(p: &Params, twin: &Twin, c: &crate::plan::Cell, output: f64) -> Cell {
             .map(|(x, f)| x * f * w),
         1,
     );
-    Cell {
+    PredictedCell {
         cell: c.id.clone(),
         phase: c.phase().as_str().into(),
         context: c.prompt_tokens,
@@ -352,7 +352,7 @@ fn add_capacity(p: &mut Prediction, r: &Record, twin: &Twin) {
     };
     let search = r.open.search.clone().unwrap_or_default();
     p.capacity
-        .get_or_insert_with(|| Capacity {
+        .get_or_insert_with(|| PredictedCapacity {
             search,
             cells: Vec::new(),
         })
@@ -361,7 +361,7 @@ fn add_capacity(p: &mut Prediction, r: &Record, twin: &Twin) {
 }
 
 /// The simulated cell `sim`, each metric unknown where the closed form's `closed` is.
-fn keep_unknown(closed: &Cell, mut sim: Cell) -> Cell {
+fn keep_unknown(closed: &PredictedCell, mut sim: PredictedCell) -> PredictedCell {
     let pairs = [
         (
             closed.total_tok_s,
@@ -394,7 +394,7 @@ fn keep_unknown(closed: &Cell, mut sim: Cell) -> Cell {
     sim
 }
 
-fn simulated_cell(r: &Record, twin: &Twin) -> Cell {
+fn simulated_cell(r: &Record, twin: &Twin) -> PredictedCell {
     // A closed loop's concurrency is what was fitted on; an open loop's, its requests in flight.
     let closed = matches!(r.phase, Phase::Prefill | Phase::Decode);
     let n = r
@@ -415,7 +415,7 @@ fn simulated_cell(r: &Record, twin: &Twin) -> Cell {
             d,
         )
     };
-    Cell {
+    PredictedCell {
         cell: r.cell.clone(),
         phase: r.phase.as_str().into(),
         context: r.prompt_tokens,

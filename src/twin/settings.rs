@@ -27,7 +27,7 @@ const MODELLED_SIM: [&str; 4] = ["max_num_seqs", "kv_tokens", "twin", "profile"]
 
 /// The limits one spec (or variant) sets; `None` keeps the twin's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Settings {
+pub struct TwinSettings {
     /// Requests scheduled at once.
     pub max_num_seqs: Option<u64>,
     /// Tokens per engine step.
@@ -38,9 +38,9 @@ pub struct Settings {
     pub max_model_len: Option<u64>,
 }
 
-impl Settings {
+impl TwinSettings {
     /// What `spec` sets: its launch command's flags, its simulator's options, its model's.
-    pub fn of(spec: &Spec) -> Settings {
+    pub fn of(spec: &Spec) -> TwinSettings {
         let args = spec
             .engine
             .launch
@@ -49,7 +49,7 @@ impl Settings {
             .unwrap_or_default();
         let flag = |f: &str| flag_value(&args, f).and_then(|v| Tokens::parse(v).ok().map(|t| t.0));
         let sim = spec.engine.sim.as_ref();
-        Settings {
+        TwinSettings {
             max_num_seqs: flag("--max-num-seqs")
                 .or_else(|| sim.and_then(|s| s.max_num_seqs).map(u64::from)),
             max_batched_tokens: flag("--max-num-batched-tokens"),
@@ -78,26 +78,26 @@ impl Settings {
 #[derive(Debug, Clone, Default)]
 pub struct SpecSettings {
     /// The spec's own.
-    pub base: Settings,
+    pub base: TwinSettings,
     /// Each variant's.
-    pub variants: Vec<(String, Settings)>,
+    pub variants: Vec<(String, TwinSettings)>,
 }
 
 impl SpecSettings {
     /// Read from `spec` and its variants.
     pub fn of(spec: &Spec) -> SpecSettings {
         SpecSettings {
-            base: Settings::of(spec),
+            base: TwinSettings::of(spec),
             variants: spec
                 .variants()
                 .into_iter()
-                .map(|v| (v.name, Settings::of(&v.spec)))
+                .map(|v| (v.name, TwinSettings::of(&v.spec)))
                 .collect(),
         }
     }
 
     /// The settings of `variant` (the spec's own without one).
-    pub fn get(&self, variant: Option<&str>) -> Settings {
+    pub fn get(&self, variant: Option<&str>) -> TwinSettings {
         variant
             .and_then(|n| self.variants.iter().find(|(v, _)| v == n))
             .map_or(self.base, |(_, s)| *s)
@@ -176,7 +176,7 @@ mod tests {
             ["launch --dtype", "variant b: --enforce-eager"]
         );
         let sim = spec("engine: {kind: sim, sim: {max_num_seqs: 2, kv_tokens: 4K, noise: 0.1}}");
-        let got = Settings::of(&sim);
+        let got = TwinSettings::of(&sim);
         assert_eq!((got.max_num_seqs, got.kv_tokens), (Some(2), Some(4096)));
         assert_eq!(not_modelled(&sim), ["sim.noise"]);
     }

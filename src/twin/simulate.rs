@@ -7,7 +7,7 @@ use super::{Twin, TwinError};
 use crate::plan::RunConfig;
 use crate::results::Record;
 use crate::run::{self, Interrupt, RunOptions};
-use crate::rundir::Predicted;
+use crate::rundir::PredictedBy;
 use crate::spec::{EngineKind, Loaded, SimEngine};
 use std::path::Path;
 
@@ -76,7 +76,7 @@ pub fn simulate(
         .map_err(|e| TwinError::Simulate(e.to_string()))?;
     let dir = crate::rundir::RunDir::open(out)?;
     let mut manifest = dir.manifest()?;
-    manifest.predicted_by = Some(Predicted {
+    manifest.predicted_by = Some(PredictedBy {
         twin: twin.0.display().to_string(),
         engine: twin.1.engine.clone(),
         fitted_on: twin.1.fitted_on.len(),

@@ -2,10 +2,10 @@
 //! (simulated, extrapolated, phase not fitted), then capacity, what was not predicted, not
 //! identified and not modelled.
 
-use super::predict::{Cell, Prediction};
+use super::predict::{PredictedCell, Prediction};
 
 /// A cell's marks in the table's last column.
-fn marks(c: &Cell) -> String {
+fn marks(c: &PredictedCell) -> String {
     let mut m = Vec::new();
     if c.method == "simulated" {
         m.push("simulated");

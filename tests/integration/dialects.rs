@@ -7,10 +7,10 @@
 
 use super::cli::{Bench, tempdir::Dir};
 use benchspec::results::{Record, Status, TokenSource};
-use benchspec::sim::{Dialect, Options, Sim, profile};
+use benchspec::sim::{Options, Sim, SimDialect, profile};
 use std::time::Duration;
 
-fn sim(dialect: Dialect, f: impl FnOnce(&mut Options)) -> (tokio::runtime::Runtime, Sim) {
+fn sim(dialect: SimDialect, f: impl FnOnce(&mut Options)) -> (tokio::runtime::Runtime, Sim) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let sim = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -41,7 +41,7 @@ fn run(spec: &str, url: &str) -> (Vec<Record>, serde_json::Value, String, i32) {
 
 #[test]
 fn sglang_streams_usage_at_the_end_and_states_its_kv_capacity() {
-    let (rt, sim) = sim(Dialect::Sglang, |_| {});
+    let (rt, sim) = sim(SimDialect::Sglang, |_| {});
     let spec = "version: 1\nname: sglang\nengine: {kind: sglang, base_url: '{url}'}\nmodel: {served_name: tiny}\nworkload: {max_output_tokens: 32}\nmatrix: {contexts: [512], concurrency: [2]}\nphases: {decode: {duration: 1s}}\n";
     let (records, manifest, stderr, code) = run(spec, &sim.base_url());
     assert_eq!(code, 0, "{stderr}");
@@ -75,7 +75,7 @@ fn sglang_streams_usage_at_the_end_and_states_its_kv_capacity() {
 
 #[test]
 fn trtllm_has_no_tokenize_and_a_local_tokenizer_sizes_prompts() {
-    let (rt, sim) = sim(Dialect::Trtllm, |_| {});
+    let (rt, sim) = sim(SimDialect::Trtllm, |_| {});
     let spec = "version: 1\nname: trtllm\nengine: {kind: trtllm, base_url: '{url}'}\nmodel: {served_name: tiny, max_model_len: 4096}\nworkload: {max_output_tokens: 32, tokenizer: '{tokenizer}'}\nmatrix: {contexts: [512], concurrency: [2]}\nphases: {decode: {duration: 1s}}\ntelemetry: {interval: 100ms}\n";
     for api in ["completions", "chat"] {
         let spec = spec.replace(
@@ -132,7 +132,7 @@ const OPENAI: &str = "version: 1\nname: hosted\nengine: {kind: openai, base_url:
 fn a_hosted_api_gets_no_ignore_eos_and_its_lengths_vary() {
     // The simulator refuses `ignore_eos` and `continuous_usage_stats` with HTTP 400 here,
     // and `max_tokens` on chat (OpenAI's newer models take only `max_completion_tokens`).
-    let (rt, sim) = sim(Dialect::Openai, |_| {});
+    let (rt, sim) = sim(SimDialect::Openai, |_| {});
     for api in ["completions", "chat"] {
         let spec = OPENAI.replace(
             "max_output_tokens: 200",
@@ -154,7 +154,7 @@ fn a_hosted_api_gets_no_ignore_eos_and_its_lengths_vary() {
 #[test]
 fn a_429_storm_is_counted_and_retry_after_respected() {
     let wait = Duration::from_millis(400);
-    let (rt, sim) = sim(Dialect::Openai, |o| {
+    let (rt, sim) = sim(SimDialect::Openai, |o| {
         o.faults.rate_limit_rate = 0.6;
         o.faults.retry_after = wait;
     });
@@ -199,7 +199,7 @@ fn the_sim_tokenizer_fixture_counts_as_the_simulator_does() {
 
 #[test]
 fn open_loop_arrivals_wait_out_a_rate_limit_as_queue_time() {
-    let (rt, sim) = sim(Dialect::Openai, |o| {
+    let (rt, sim) = sim(SimDialect::Openai, |o| {
         o.faults.rate_limit_rate = 0.5;
         o.faults.retry_after = Duration::from_millis(500);
     });

@@ -4,10 +4,10 @@
 use super::Edit;
 use super::cli::{Bench, tempdir::Dir};
 use benchspec::results::Status;
-use benchspec::sim::{Dialect, Options, Sim, profile};
+use benchspec::sim::{Options, Sim, SimDialect, profile};
 
 /// The simulator on a free port of 127.0.0.1, speaking `dialect`, serving `served`.
-fn sim(dialect: Dialect, served: &str) -> Sim {
+fn sim(dialect: SimDialect, served: &str) -> Sim {
     let mut opts = Options::new(profile::profile("tiny").unwrap());
     opts.dialect = dialect;
     opts.served_name = served.to_string();
@@ -48,7 +48,7 @@ fn init_writes_the_quickstart_and_refuses_to_overwrite() {
 
 #[test]
 fn init_from_the_simulator_writes_a_spec_that_validates_and_runs() {
-    let sim = sim(Dialect::Vllm, "tiny-model");
+    let sim = sim(SimDialect::Vllm, "tiny-model");
     let dir = Dir::new();
     let spec = dir.path().join("tiny.yaml");
     let done = Bench::new(&["init", "--from", &sim.base_url(), "--duration", "1s"])
@@ -87,7 +87,7 @@ fn init_from_the_simulator_writes_a_spec_that_validates_and_runs() {
 #[test]
 fn init_from_recognises_sglang_and_trtllm() {
     let dir = Dir::new();
-    let sglang = sim(Dialect::Sglang, "m");
+    let sglang = sim(SimDialect::Sglang, "m");
     let spec = dir.path().join("sglang.yaml");
     let done = Bench::new(&["init", "--from", &sglang.base_url()])
         .arg("--out")
@@ -99,7 +99,7 @@ fn init_from_recognises_sglang_and_trtllm() {
         written.contains("kind: sglang") && written.contains("max_model_len: 8192"),
         "{written}"
     );
-    let trtllm = sim(Dialect::Trtllm, "m");
+    let trtllm = sim(SimDialect::Trtllm, "m");
     let spec = dir.path().join("trtllm.yaml");
     let refused = Bench::new(&["init", "--from", &trtllm.base_url()])
         .arg("--out")

@@ -1,7 +1,8 @@
 //! The layering docs/architecture.md states, read from the source tree: telemetry imports
 //! nothing of `run` (its notes go back through a callback), `plan` knows nothing of the run
-//! directory, and no module under `src/run/` imports an item defined in `run/mod.rs` itself
-//! (an arrow back up to the entry point: the shared types live in files of their own).
+//! directory, no module under `src/run/` imports an item defined in `run/mod.rs` itself
+//! (an arrow back up to the entry point: the shared types live in files of their own), and no
+//! two public types share a name (Names).
 
 use std::path::{Path, PathBuf};
 
@@ -131,4 +132,44 @@ fn no_module_of_run_imports_from_its_entry_point() {
         }
     }
     assert_eq!(arrows, Vec::<String>::new(), "arrows back up to run/mod.rs");
+}
+
+/// The public types (`pub struct`, `pub enum`, `pub type`) under `src/` by name, each with
+/// the files that define one.
+fn public_types() -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut by_name = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for (p, code) in files(&src()) {
+        let rel = p.strip_prefix(src()).unwrap_or(&p).display().to_string();
+        for line in code.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let ["pub", "struct" | "enum" | "type", name, ..] = words[..] else {
+                continue;
+            };
+            let name: String = name
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            by_name.entry(name).or_default().push(rel.clone());
+        }
+    }
+    by_name
+}
+
+/// docs/architecture.md, Names: a type's name says which stage it is (the spec's `Engine` is
+/// `EngineSpec`, the simulator's `Scheduler`, the launched process `LaunchedEngine`), so no
+/// two public types share one.
+#[test]
+fn no_two_public_types_share_a_name() {
+    let types = public_types();
+    assert!(
+        types.contains_key("EngineSpec") && types.contains_key("Plan"),
+        "the scan found the crate's types: {} names",
+        types.len()
+    );
+    let shared: Vec<String> = types
+        .into_iter()
+        .filter(|(_, files)| files.len() > 1)
+        .map(|(name, files)| format!("{name}: {}", files.join(", ")))
+        .collect();
+    assert_eq!(shared, Vec::<String>::new(), "public types sharing a name");
 }

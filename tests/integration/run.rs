@@ -316,7 +316,7 @@ fn llama_cpp_dialect_counts_chunks_and_reconciles_with_the_final_usage() {
     let sim = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut opts = benchspec::sim::Options::new(p.clone());
-        opts.dialect = benchspec::sim::Dialect::LlamaCpp;
+        opts.dialect = benchspec::sim::SimDialect::LlamaCpp;
         opts.tokens_per_chunk = 2;
         benchspec::sim::start(listener, opts).unwrap()
     });

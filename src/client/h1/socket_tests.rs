@@ -4,7 +4,7 @@
 //! delimited, and the statuses that never have a body.
 
 use super::*;
-use crate::client::{Api, Client, Dialect, Failure, Outcome, SEND_TRIES, Settings};
+use crate::client::{Api, Client, ClientDialect, Failure, Outcome, SEND_TRIES, Settings};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::net::TcpListener;
@@ -69,7 +69,7 @@ fn client(base: &str) -> Client {
         balance: Default::default(),
         model: "m".into(),
         api: Api::Completions,
-        dialect: Dialect::Serving,
+        dialect: ClientDialect::Serving,
         key: None,
         stall: LIMIT,
         ignore_eos: false,

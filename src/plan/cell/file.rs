@@ -3,7 +3,7 @@
 //! bracket), converted at the serialization boundary and nowhere else.
 
 use super::{Cell, Decode, Measure, Mode, Phase, Prefill};
-use crate::plan::open::{Bound, OpenLoad, Search};
+use crate::plan::load_cells::{Bound, OpenLoad, Search};
 use crate::plan::sessions::SessionLoad;
 use crate::spec::{Arrivals, Rate, SearchAxis, Spread};
 use serde::{Deserialize, Serialize};

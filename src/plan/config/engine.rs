@@ -10,7 +10,7 @@ use crate::plan::{Limits, Plan};
 use crate::sim::{Options, SimError};
 use crate::spec::command::{CommandError, parse_url};
 use crate::spec::telemetry::Telemetry;
-use crate::spec::{Api, EngineKind, Spec};
+use crate::spec::{ApiSpec, EngineKind, Spec};
 use std::collections::BTreeMap;
 
 /// Why an engine's settings could not be resolved from the environment (exit 3, as an
@@ -67,7 +67,7 @@ pub struct EngineConfig {
     /// (`base_url`'s port + its index), or `engine.endpoints`.
     pub endpoints: Vec<String>,
     /// How requests are spread over `endpoints`.
-    pub balance: crate::spec::Balance,
+    pub balance: crate::spec::BalanceSpec,
     /// How many replicas benchspec launches (1 when it launches one, or none).
     pub replicas: u32,
     /// `model.served_name`.
@@ -187,18 +187,18 @@ impl EngineConfig {
             base,
             others: self.endpoints.iter().skip(1).cloned().collect(),
             balance: match self.balance {
-                crate::spec::Balance::LeastOutstanding => client::Balance::LeastOutstanding,
-                crate::spec::Balance::RoundRobin => client::Balance::RoundRobin,
+                crate::spec::BalanceSpec::LeastOutstanding => client::Balance::LeastOutstanding,
+                crate::spec::BalanceSpec::RoundRobin => client::Balance::RoundRobin,
             },
             model: self.served_name.clone(),
             api: match w.api {
-                Api::Completions => client::Api::Completions,
-                Api::Chat => client::Api::Chat,
+                ApiSpec::Completions => client::Api::Completions,
+                ApiSpec::Chat => client::Api::Chat,
             },
             dialect: match self.spec.engine.kind {
-                EngineKind::LlamaCpp => client::Dialect::LlamaCpp,
-                EngineKind::Openai => client::Dialect::Hosted,
-                _ => client::Dialect::Serving,
+                EngineKind::LlamaCpp => client::ClientDialect::LlamaCpp,
+                EngineKind::Openai => client::ClientDialect::Hosted,
+                _ => client::ClientDialect::Serving,
             },
             key,
             stall: w.stall_timeout.0,

@@ -149,12 +149,12 @@ pub fn redact(args: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Command, Span};
+    use crate::spec::{LaunchCommand, Span};
     use std::collections::BTreeMap;
 
     fn launch(command: &str, env: &[(&str, &str)]) -> Launch {
         Launch {
-            command: Command::Line(command.into()),
+            command: LaunchCommand::Line(command.into()),
             env: env
                 .iter()
                 .map(|(k, v)| ((*k).to_string(), (*v).to_string()))

@@ -16,7 +16,7 @@ pub use launch::{LaunchConfig, redact};
 use super::{Plan, Rates};
 use crate::spec::dataset::{self, DatasetError, Entry};
 use crate::spec::files::{self, FileRef};
-use crate::spec::{Api, Loaded, ResumeRepeats, Spec};
+use crate::spec::{ApiSpec, Loaded, ResumeRepeats, Spec};
 use std::path::{Path, PathBuf};
 
 /// The run's settings, resolved from a loaded spec.
@@ -61,7 +61,7 @@ pub struct DatasetFile {
     pub name: String,
     /// Where it is.
     pub path: PathBuf,
-    api: Api,
+    api: ApiSpec,
 }
 
 /// The replay phase's trace (`phases.replay.trace`).
@@ -87,7 +87,7 @@ impl RunConfig {
         let w = &spec.workload;
         let tokenizer = (w.tokenizer != "server").then(|| TokenizerFile {
             path: loaded.resolve(FileRef::Tokenizer, &w.tokenizer),
-            chat: w.api == Api::Chat,
+            chat: w.api == ApiSpec::Chat,
         });
         let dataset = spec
             .phases

@@ -33,7 +33,7 @@ struct Hists {
 }
 
 /// One request's latencies for the SLO, and its place in the distributions.
-fn add(h: &mut Hists, d: &Done, capped: bool) -> slo::Request {
+fn add(h: &mut Hists, d: &Done, capped: bool) -> slo::RequestLatencies {
     h.late
         .record_us(us(d.sent.saturating_duration_since(d.admitted)));
     if capped {
@@ -48,10 +48,10 @@ fn add(h: &mut Hists, d: &Done, capped: bool) -> slo::Request {
     for &g in &d.gaps {
         h.itl.record_us(u64::from(g));
     }
-    let mut r = slo::Request {
+    let mut r = slo::RequestLatencies {
         ok,
         ttft: ttft.map(|t| t.as_secs_f64() * 1e3),
-        ..slo::Request::default()
+        ..slo::RequestLatencies::default()
     };
     if !ok {
         return r;
@@ -92,7 +92,8 @@ pub fn fill(rec: &mut Record, f: &Finished, load: &OpenLoad, slo: &Slo) {
     // A queue: the cap, or a rate limit's `retry-after` that held sends back.
     let capped = load.max_concurrency.is_some() || f.done.iter().any(|d| d.admitted > d.due);
     let mut h = Hists::default();
-    let requests: Vec<slo::Request> = f.done.iter().map(|d| add(&mut h, d, capped)).collect();
+    let requests: Vec<slo::RequestLatencies> =
+        f.done.iter().map(|d| add(&mut h, d, capped)).collect();
     let end = f.done.iter().map(|d| d.end).max().unwrap_or(f.start);
     let span = secs(f.start, end);
     throughput(rec, f, &requests, span);
@@ -137,7 +138,7 @@ fn saturated(f: &Finished) -> Option<String> {
 }
 
 /// Tokens, rates, requests in flight and errors over the cell's `span` seconds.
-fn throughput(rec: &mut Record, f: &Finished, requests: &[slo::Request], span: f64) {
+fn throughput(rec: &mut Record, f: &Finished, requests: &[slo::RequestLatencies], span: f64) {
     let done = &f.done;
     let completed = requests.iter().filter(|r| r.ok).count() as u64;
     let tokens: u64 = done.iter().map(|d| d.tokens).sum();

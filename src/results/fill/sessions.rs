@@ -45,7 +45,7 @@ pub struct Turn {
 
 /// What a session cell's turns are judged with besides themselves: its sessions' counts,
 /// the servers' URLs, the SLO and the window's length.
-pub struct Seen<'a> {
+pub struct SessionContext<'a> {
     /// Sessions begun inside the window.
     pub started: u64,
     /// Sessions that ran all their turns inside the window.
@@ -108,7 +108,7 @@ fn sum<'a>(rec: &mut Record, turns: &'a [Turn]) -> (Sums, BTreeMap<u32, Vec<&'a 
 }
 
 /// Fill `rec` from the `turns` that ended in the window `seen` describes.
-pub fn fill(rec: &mut Record, turns: &[Turn], seen: &Seen) {
+pub fn fill(rec: &mut Record, turns: &[Turn], seen: &SessionContext) {
     let window_s = seen.window_s;
     let slo = seen.slo;
     let (s, by) = sum(rec, turns);
@@ -178,7 +178,7 @@ fn shares(turns: &[Turn]) -> crate::results::Shares {
 
 /// The cell against the SLO: every finished turn a request, the cell's percentiles.
 fn judge(rec: &mut Record, turns: &[Turn], slo: &Slo, window_s: f64) {
-    let requests: Vec<slo::Request> = turns.iter().map(slo_request).collect();
+    let requests: Vec<slo::RequestLatencies> = turns.iter().map(slo_request).collect();
     let summaries = Summaries {
         ttft: rec.ttft_ms,
         tpot: rec.open.tpot_ms,
@@ -197,10 +197,10 @@ fn end_to_end_s(t: &Turn) -> Option<f64> {
 }
 
 /// A turn as the SLO judges a request (milliseconds).
-fn slo_request(t: &Turn) -> slo::Request {
+fn slo_request(t: &Turn) -> slo::RequestLatencies {
     let mut itl: Vec<f64> = t.gaps.iter().map(|&g| f64::from(g) / 1e3).collect();
     itl.sort_by(f64::total_cmp);
-    slo::Request {
+    slo::RequestLatencies {
         ok: t.failure.is_none() && t.tokens > 0,
         ttft: first_token_s(t).map(|v| v * 1e3),
         tpot: per_token_s(t).map(|v| v * 1e3),

@@ -44,7 +44,7 @@ pub struct Totals {
     /// Request-seconds in flight inside the window (the slots' sum).
     pub active_s: f64,
     /// Latencies of the requests that ended inside the window, for the SLO.
-    pub judged: Vec<slo::Request>,
+    pub judged: Vec<slo::RequestLatencies>,
     /// Requests, tokens and TTFT server by server.
     pub shares: Shares,
 }

@@ -11,7 +11,7 @@ use crate::plan::vocab::Entry;
 use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::rng::Rng;
-use crate::run::open::dispatch::Progress;
+use crate::run::pacer::dispatch::Progress;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 

@@ -1,5 +1,5 @@
 //! The open-loop cell skeleton that load and replay cells share: given every request's body,
-//! its exact prompt length and when it is due, the driver sends them (`run/open/`) while the
+//! its exact prompt length and when it is due, the driver sends them (`run/pacer/`) while the
 //! client's own footprint and the engine's window are marked, progress is reported, the
 //! record is filled from the requests' times (`results::fill`), the times are kept for
 //! `requests.jsonl`, and the cell ends with its verdict.
@@ -11,7 +11,7 @@ use crate::plan::{Cell, OpenLoad};
 use crate::results::Record;
 use crate::results::fill::verdict::{open_reasons, verdict};
 use crate::results::fill::{Finished, fill, shares};
-use crate::run::open::dispatch::{Progress, dispatch};
+use crate::run::pacer::dispatch::{Progress, dispatch};
 use crate::rundir::{OpenRequest, Request, RequestLine};
 use std::sync::Arc;
 use std::time::Duration;

@@ -14,7 +14,7 @@ use crate::prompt::{PromptError, user_words};
 use crate::results::fill::Finished;
 use crate::results::stats::round;
 use crate::results::{Record, TraceInfo};
-use crate::run::open::dispatch::Progress;
+use crate::run::pacer::dispatch::Progress;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;

@@ -12,10 +12,10 @@ use crate::plan::sessions::SessionLoad;
 use crate::plan::{Bound, OpenLoad};
 use crate::prompt::user_words;
 use crate::results::Record;
-use crate::results::fill::sessions::{Seen, Turn, fill, first_turn_reason};
+use crate::results::fill::sessions::{SessionContext, Turn, fill, first_turn_reason};
 use crate::results::fill::verdict::{open_reasons, verdict};
 use crate::rng::Rng;
-use crate::run::open::dispatch::Progress;
+use crate::run::pacer::dispatch::Progress;
 use crate::rundir::{Request, RequestLine, TurnRequest};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -77,7 +77,7 @@ pub async fn sessions(
     cpu.close = cx.probe.sample();
     cx.marks.close(end);
     let turns = shared.turns.lock().map(|t| t.clone()).unwrap_or_default();
-    let seen = Seen {
+    let seen = SessionContext {
         started: shared.started.load(Relaxed),
         completed: shared.completed.load(Relaxed),
         completed_turns: shared.completed_turns.load(Relaxed),

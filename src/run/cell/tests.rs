@@ -29,7 +29,7 @@ fn ctx(plan: &Plan, script: Scripted) -> Arc<Ctx> {
         balance: crate::client::Balance::default(),
         model: "m".into(),
         api: crate::client::Api::Completions,
-        dialect: crate::client::Dialect::Serving,
+        dialect: crate::client::ClientDialect::Serving,
         key: None,
         stall: Duration::from_secs(30),
         ignore_eos: true,

@@ -2,8 +2,8 @@
 //! the plan: split like a shell, `${VAR}` replaced): the command in its own process group,
 //! stdout and stderr into `engine.log`, readiness (`/health`, then `/v1/models` listing the
 //! served model) within `ready_timeout`, and a stop that sends SIGTERM to the group, waits
-//! `stop_timeout`, then SIGKILLs it. Dropping an [`Engine`] kills its group, so no process is
-//! left behind on any exit path.
+//! `stop_timeout`, then SIGKILLs it. Dropping a [`LaunchedEngine`] kills its group, so no
+//! process is left behind on any exit path.
 
 use crate::client::Client;
 use crate::plan::LaunchConfig;
@@ -17,7 +17,7 @@ use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
 /// A launched engine.
-pub struct Engine {
+pub struct LaunchedEngine {
     child: Child,
     pgid: Option<Pid>,
     log: PathBuf,
@@ -81,10 +81,10 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-impl Engine {
+impl LaunchedEngine {
     /// Start the engine (one replica), its output going to `out/engine.log` (a replica's to
     /// `engine-<i>.log`).
-    pub fn start(launch: &LaunchConfig, out: &Path) -> Result<Engine, RunError> {
+    pub fn start(launch: &LaunchConfig, out: &Path) -> Result<LaunchedEngine, RunError> {
         let program = &launch.program;
         let log = out.join(log_name(launch));
         let io = |source| {
@@ -129,7 +129,7 @@ impl Engine {
         if let Some(err) = child.stderr.take() {
             copies.push(tokio::spawn(copy_redacted(err, file, secrets)));
         }
-        Ok(Engine {
+        Ok(LaunchedEngine {
             child,
             pgid,
             log,
@@ -217,7 +217,7 @@ impl Engine {
     }
 }
 
-impl Drop for Engine {
+impl Drop for LaunchedEngine {
     fn drop(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             let _ = killpg(pgid, Signal::SIGKILL);

@@ -22,7 +22,7 @@ pub(in crate::run) struct EngineSide {
     launches: Vec<LaunchConfig>,
     served_name: String,
     /// Each replica's engine, while it runs.
-    launched: Vec<Option<launch::Engine>>,
+    launched: Vec<Option<launch::LaunchedEngine>>,
     out: PathBuf,
     interrupt: Interrupt,
 }
@@ -139,7 +139,7 @@ impl EngineSide {
             ),
         }));
         for &i in which {
-            let engine = launch::Engine::start(&self.launches[i], &self.out)?;
+            let engine = launch::LaunchedEngine::start(&self.launches[i], &self.out)?;
             self.interrupt.add_engine_group(engine.group().unwrap_or(0));
             self.launched[i] = Some(engine);
         }
@@ -285,7 +285,7 @@ impl EngineSide {
     pub(in crate::run) fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
         self.launched
             .iter_mut()
-            .find_map(|e| e.as_mut().and_then(launch::Engine::exited))
+            .find_map(|e| e.as_mut().and_then(launch::LaunchedEngine::exited))
     }
 
     pub(in crate::run) async fn down(mut self) {

@@ -16,7 +16,7 @@ fn prompt(seed: u32, n: usize) -> Vec<u32> {
 
 #[test]
 fn one_request_prefills_then_decodes_to_its_target() {
-    let mut e = Engine::new(tiny());
+    let mut e = Scheduler::new(tiny());
     let id = e.add(NewRequest {
         tokens: prompt(1, 1000),
         target: 5,
@@ -33,8 +33,8 @@ fn one_request_prefills_then_decodes_to_its_target() {
 
 #[test]
 fn prefix_cache_makes_the_second_prefill_cheap() {
-    let mut e = Engine::new(tiny());
-    let ttft = |e: &mut Engine| {
+    let mut e = Scheduler::new(tiny());
+    let ttft = |e: &mut Scheduler| {
         let start = e.now;
         e.add(NewRequest {
             tokens: prompt(2, 4000),
@@ -67,7 +67,7 @@ fn decode_step_grows_with_batch_and_context() {
 
 #[test]
 fn requests_wait_when_the_kv_cache_is_full() {
-    let mut e = Engine::new(tiny());
+    let mut e = Scheduler::new(tiny());
     // 16 prompts of 6000 tokens need 96K KV tokens; tiny holds 64K.
     for s in 0..16 {
         e.add(NewRequest {
@@ -92,7 +92,7 @@ fn requests_wait_when_the_kv_cache_is_full() {
 
 #[test]
 fn cancel_frees_everything() {
-    let mut e = Engine::new(tiny());
+    let mut e = Scheduler::new(tiny());
     let a = e.add(NewRequest {
         tokens: prompt(3, 3000),
         target: 1000,
@@ -109,7 +109,7 @@ fn cancel_frees_everything() {
 #[test]
 fn a_finished_completions_answer_is_kept_after_its_prompt() {
     use crate::sim::tokenizer::{output_piece, token_id};
-    let run = |e: &mut Engine, tokens: Vec<u32>, target: usize, seed: Option<u64>| {
+    let run = |e: &mut Scheduler, tokens: Vec<u32>, target: usize, seed: Option<u64>| {
         let id = e.add(NewRequest {
             tokens,
             target,
@@ -124,7 +124,7 @@ fn a_finished_completions_answer_is_kept_after_its_prompt() {
     };
     // A 1000-token prompt (62 full blocks and 8 tokens), a 40-token answer.
     for (seed, kept) in [(Some(9), true), (None, false)] {
-        let mut e = Engine::new(tiny());
+        let mut e = Scheduler::new(tiny());
         let first = prompt(3, 1000);
         assert_eq!(run(&mut e, first.clone(), 40, seed), 0);
         let mut next = first;

@@ -4,7 +4,7 @@
 
 use super::{Checker, Problem};
 use crate::spec::command::{env_refs, parse_url};
-use crate::spec::engine::{Command, EngineKind};
+use crate::spec::engine::{EngineKind, LaunchCommand};
 use std::collections::BTreeMap;
 
 /// The variables benchspec sets itself in a launch command (not read from the environment).
@@ -60,7 +60,7 @@ fn replicas_launched(
     if !launch {
         return out.push(Problem::error(at, "replicas are started from `engine.launch`; add it (or list servers already running in `engine.endpoints`)"));
     }
-    let Ok(Some(command)) = cx.field::<Command>("/engine/launch/command") else {
+    let Ok(Some(command)) = cx.field::<LaunchCommand>("/engine/launch/command") else {
         return;
     };
     let env: BTreeMap<String, String> = cx

@@ -4,7 +4,7 @@
 
 use super::Checker;
 use crate::spec::diag::Problem;
-use crate::spec::engine::{Command, EngineKind, SimEngine};
+use crate::spec::engine::{EngineKind, LaunchCommand, SimEngine};
 use crate::spec::variant::{ArgValue, SimPatch, Variant, patched_sim};
 use std::collections::BTreeMap;
 
@@ -112,7 +112,7 @@ fn variant(
             out.push(Problem::error(&at(field), format!("a variant's `{field}` change how benchspec launches the engine: it needs `engine.launch`")));
         }
     }
-    if let Some(Err(e)) = v.command.as_ref().map(Command::args) {
+    if let Some(Err(e)) = v.command.as_ref().map(LaunchCommand::args) {
         out.push(Problem::error(&at("command"), e.to_string()));
     }
 }

@@ -70,7 +70,7 @@ pub struct Tally {
     /// The request still in flight when the window closed.
     pub(super) leftover: Option<Track>,
     /// The latencies of requests that ended inside the window, for the SLO.
-    pub(super) judged: Vec<slo::Request>,
+    pub(super) judged: Vec<slo::RequestLatencies>,
     /// Requests, tokens and TTFT server by server (`by_endpoint`).
     pub(super) shares: Shares,
     keep_itl: bool,
@@ -267,7 +267,7 @@ impl Tally {
             self.completed += 1;
             self.judge(&t, out.usage_completion.unwrap_or(out.counted), factor);
         } else if out.failure.is_some() && self.clock.place(at) == Where::Inside {
-            self.judged.push(slo::Request::default());
+            self.judged.push(slo::RequestLatencies::default());
         }
         t.rate_tokens = (t.rate_tokens as f64 * factor).round() as u64;
         self.finish_track(&mut t, factor);
@@ -288,7 +288,7 @@ impl Tally {
         };
         let mut itl: Vec<f64> = t.itl.iter().map(|&g| f64::from(g) / 1e3 / factor).collect();
         itl.sort_by(f64::total_cmp);
-        self.judged.push(slo::Request {
+        self.judged.push(slo::RequestLatencies {
             ok: true,
             ttft: Some(ms(t.wrote.unwrap_or(t.sent), first)),
             tpot: (tokens > 1).then(|| ms(first, last) / (tokens - 1) as f64),

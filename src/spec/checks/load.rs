@@ -3,7 +3,7 @@
 
 use super::{Checker, ascending, subset};
 use crate::spec::diag::Problem;
-use crate::spec::open::{Arrivals, Distribution, Rate, SearchAxis, Slo, Spread};
+use crate::spec::load::{Arrivals, Distribution, Rate, SearchAxis, Slo, Spread};
 use crate::spec::units::{Span, Tokens};
 
 /// Every problem of `phases.load`, `phases.capacity` and `slo`.

@@ -318,12 +318,12 @@ impl Slo {
     }
 
     /// Every threshold: (metric, percentile, limit).
-    pub fn terms(&self) -> impl Iterator<Item = (Metric, u8, Duration)> + '_ {
+    pub fn terms(&self) -> impl Iterator<Item = (SloMetric, u8, Duration)> + '_ {
         [
-            (Metric::Ttft, &self.ttft),
-            (Metric::Tpot, &self.tpot),
-            (Metric::Itl, &self.itl),
-            (Metric::E2e, &self.e2e),
+            (SloMetric::Ttft, &self.ttft),
+            (SloMetric::Tpot, &self.tpot),
+            (SloMetric::Itl, &self.itl),
+            (SloMetric::E2e, &self.e2e),
         ]
         .into_iter()
         .filter_map(|(m, o)| o.as_ref().map(|o| (m, o)))
@@ -338,7 +338,7 @@ impl Slo {
 /// A latency metric an objective is set on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Metric {
+pub enum SloMetric {
     /// Time to first token.
     Ttft,
     /// Time per output token.
@@ -349,14 +349,14 @@ pub enum Metric {
     E2e,
 }
 
-impl Metric {
+impl SloMetric {
     /// The name as written in a spec and in reports (`TTFT`).
     pub fn as_str(self) -> &'static str {
         match self {
-            Metric::Ttft => "ttft",
-            Metric::Tpot => "tpot",
-            Metric::Itl => "itl",
-            Metric::E2e => "e2e",
+            SloMetric::Ttft => "ttft",
+            SloMetric::Tpot => "tpot",
+            SloMetric::Itl => "itl",
+            SloMetric::E2e => "e2e",
         }
     }
 }

@@ -8,7 +8,7 @@ use super::view::{CellView, SloValue};
 use crate::plan::Phase;
 use crate::results::Record;
 use crate::results::slo::at;
-use crate::spec::{Metric, Slo};
+use crate::spec::{Slo, SloMetric};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -28,12 +28,12 @@ pub struct SloTerm {
 }
 
 /// `TTFT`, `TPOT`, `ITL` or `E2E`.
-pub(super) fn name(m: Metric) -> &'static str {
+pub(super) fn name(m: SloMetric) -> &'static str {
     match m {
-        Metric::Ttft => "TTFT",
-        Metric::Tpot => "TPOT",
-        Metric::Itl => "ITL",
-        Metric::E2e => "E2E",
+        SloMetric::Ttft => "TTFT",
+        SloMetric::Tpot => "TPOT",
+        SloMetric::Itl => "ITL",
+        SloMetric::E2e => "E2E",
     }
 }
 
@@ -72,12 +72,12 @@ pub fn slo_terms(slo: &Slo) -> Vec<SloTerm> {
 }
 
 /// A record's value of `m` at `p`, milliseconds.
-pub(super) fn value(r: &Record, m: Metric, p: u8) -> Option<f64> {
+pub(super) fn value(r: &Record, m: SloMetric, p: u8) -> Option<f64> {
     let s = match m {
-        Metric::Ttft => r.ttft_ms,
-        Metric::Tpot => r.open.tpot_ms,
-        Metric::Itl => r.open.itl_ms.or(r.tbt_ms),
-        Metric::E2e => r.open.e2e_ms,
+        SloMetric::Ttft => r.ttft_ms,
+        SloMetric::Tpot => r.open.tpot_ms,
+        SloMetric::Itl => r.open.itl_ms.or(r.tbt_ms),
+        SloMetric::E2e => r.open.e2e_ms,
     };
     s.map(|s| at(&s, p))
 }
