@@ -307,8 +307,8 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
             .into());
         }
         let mut records = twin::simulate::simulate(&loaded, (&args.twin, &t), dir, None)?;
-        predict::add_simulated(&mut p, &records, &t);
-        predict::blank_records(&p, &mut records);
+        twin::answer::add_simulated(&mut p, &records, &t);
+        twin::answer::blank_records(&p, &mut records);
         crate::rundir::RunDir::open(dir)
             .and_then(|d| d.rewrite_records(&records))
             .map_err(twin::TwinError::from)?;
@@ -324,7 +324,7 @@ pub fn predict(args: &PredictArgs, out: &Out) -> Result<i32, Error> {
         let scratch = scratch_dir();
         let simulated = twin::simulate::simulate(&loaded, (&args.twin, &t), &scratch, None);
         let _ = std::fs::remove_dir_all(&scratch);
-        predict::add_simulated(&mut p, &simulated?, &t);
+        twin::answer::add_simulated(&mut p, &simulated?, &t);
     }
     if !p.cells.iter().any(predict::PredictedCell::known) && p.capacity.is_none() {
         return Err(twin::TwinError::Usage(format!(

@@ -4,6 +4,7 @@
 //! --twin TWIN.toml` gives every prefill and decode cell of a plan a predicted value with a 90%
 //! interval, saying where it extrapolates ([`predict`]).
 
+pub mod answer;
 pub mod describe;
 pub mod fit;
 pub mod identify;

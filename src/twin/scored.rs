@@ -44,7 +44,7 @@ pub fn score(
     let only = format!("{{{}}}", held.join(","));
     let records = super::simulate::simulate(loaded, (path, twin), &scratch, Some(only));
     let _ = std::fs::remove_dir_all(&scratch);
-    predict::add_simulated(&mut p, &records?, twin);
+    super::answer::add_simulated(&mut p, &records?, twin);
     Ok(against(&p, held, measured))
 }
 
