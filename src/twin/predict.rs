@@ -64,7 +64,7 @@ pub struct PredictedCell {
     /// other phases, is doubled).
     pub phase_fitted: bool,
     /// `simulated`: the spec run against the twin as an engine on a paused clock (`closed
-    /// form` only before [`add_simulated`] replaces the prefill and decode cells' values).
+    /// form` only before `answer::add_simulated` replaces the prefill and decode cells' values).
     pub method: &'static str,
     /// The metrics the fitted cells do not fix (a parameter they depend on is not
     /// identified): `null` above, `unknown` in the table.

@@ -13,7 +13,17 @@ fn marks(c: &PredictedCell) -> String {
     if c.extrapolated {
         m.push("extrapolated");
     }
-    if !c.phase_fitted && c.known() {
+    let iv = &c.interval;
+    let has_interval = [
+        iv.total_tok_s,
+        iv.per_request_tok_s,
+        iv.ttft_ms_p50,
+        iv.tbt_ms_p50,
+    ]
+    .iter()
+    .any(Option::is_some);
+    // Only an interval there is can be doubled.
+    if !c.phase_fitted && c.known() && has_interval {
         m.push("phase not fitted: interval doubled");
     }
     m.join(", ")
@@ -76,4 +86,39 @@ pub fn table(p: &Prediction) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::twin::model::Predicted;
+
+    #[test]
+    fn a_cell_of_an_unseen_phase_is_marked_doubled_only_with_an_interval() {
+        let none = Predicted {
+            total_tok_s: None,
+            per_request_tok_s: None,
+            ttft_ms_p50: None,
+            tbt_ms_p50: None,
+        };
+        let mut c = PredictedCell {
+            cell: "prefill/1K".into(),
+            phase: "prefill".into(),
+            context: 1024,
+            concurrency: 1,
+            total_tok_s: None,
+            per_request_tok_s: None,
+            ttft_ms_p50: Some(38.0),
+            tbt_ms_p50: None,
+            interval: none,
+            extrapolated: false,
+            phase_fitted: false,
+            method: "simulated",
+            unknown: Vec::new(),
+        };
+        // A one-cell twin earned no interval: there is nothing to double.
+        assert!(!marks(&c).contains("interval doubled"), "{}", marks(&c));
+        c.interval.ttft_ms_p50 = Some(4.0);
+        assert!(marks(&c).contains("phase not fitted: interval doubled"));
+    }
 }
