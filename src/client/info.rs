@@ -309,15 +309,6 @@ mod tests {
     use super::*;
     use crate::client::replay::{Answer, replaying};
 
-    fn get(path: &'static str, body: &'static str) -> Answer {
-        Answer {
-            path,
-            needle: "",
-            status: 200,
-            body,
-        }
-    }
-
     /// llama.cpp's answers (its `/v1/models` and `/props` as b6000 serves them): what
     /// answered JSON objects is kept, what did not (`/version`, `/get_server_info`, a 418 of
     /// the replay) is `None`; a `/version` that is no object is `None` too.
@@ -326,16 +317,16 @@ mod tests {
         let client = replaying(
             Api::Completions,
             vec![
-                get(
+                Answer::get(
                     "/v1/models",
                     r#"{"data":[{"id":"smollm2","owned_by":"llamacpp","meta":{"n_ctx":4096}},{"id":"b"}]}"#,
                 ),
-                get(
+                Answer::get(
                     "/props",
                     r#"{"default_generation_settings":{"n_ctx":2048},"total_slots":2}"#,
                 ),
-                get("/version", "[1]"),
-                get("/metrics", "llamacpp:prompt_tokens_total 0\n"),
+                Answer::get("/version", "[1]"),
+                Answer::get("/metrics", "llamacpp:prompt_tokens_total 0\n"),
             ],
         );
         let a = client.introspect().await.expect("the models answered");

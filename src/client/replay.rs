@@ -24,6 +24,18 @@ pub(crate) struct Answer {
     pub body: &'static str,
 }
 
+impl Answer {
+    /// A 200 with `body` to any request on `path` (a GET).
+    pub(crate) fn get(path: &'static str, body: &'static str) -> Answer {
+        Answer {
+            path,
+            needle: "",
+            status: 200,
+            body,
+        }
+    }
+}
+
 /// Recorded answers; a request none matches gets HTTP 418 (the test then fails on it).
 #[derive(Debug, Clone)]
 pub(crate) struct Replay(pub Vec<Answer>);

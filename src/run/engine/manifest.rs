@@ -215,15 +215,6 @@ mod tests {
     use crate::client::Api;
     use crate::client::replay::{Answer, replaying};
 
-    fn get(path: &'static str, body: &'static str) -> Answer {
-        Answer {
-            path,
-            needle: "",
-            status: 200,
-            body,
-        }
-    }
-
     /// Real vLLM's `/v1/models`, `/version` and `/metrics` (tests/fixtures/vllm): the served
     /// model's max_model_len 4096, version 0.32.0, and the KV cache of 4,096 blocks of 128
     /// tokens that `cache_config_info` also states as `kv_cache_size_tokens="524288"`.
@@ -232,15 +223,15 @@ mod tests {
         let client = replaying(
             Api::Completions,
             vec![
-                get(
+                Answer::get(
                     "/v1/models",
                     include_str!("../../../tests/fixtures/vllm/models.json"),
                 ),
-                get(
+                Answer::get(
                     "/version",
                     include_str!("../../../tests/fixtures/vllm/version.json"),
                 ),
-                get(
+                Answer::get(
                     "/metrics",
                     include_str!("../../../tests/fixtures/vllm/metrics-before.txt"),
                 ),
@@ -263,8 +254,8 @@ mod tests {
         let client = replaying(
             Api::Completions,
             vec![
-                get("/v1/models", r#"{"data":[{"id":"smollm2"}]}"#),
-                get(
+                Answer::get("/v1/models", r#"{"data":[{"id":"smollm2"}]}"#),
+                Answer::get(
                     "/props",
                     r#"{"default_generation_settings":{"n_ctx":2048},"total_slots":2,"build_info":"b6000"}"#,
                 ),
