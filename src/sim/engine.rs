@@ -350,7 +350,8 @@ impl Scheduler {
                 continue;
             };
             let mut hit = self.kv.hit_blocks(&req.hashes);
-            if hit * block >= req.context() {
+            let whole = hit * block >= req.context();
+            if whole {
                 hit = (req.context() - 1) / block;
             }
             let blocks = (req.context() + 1).div_ceil(block) - hit;
@@ -367,7 +368,15 @@ impl Scheduler {
                 req.referenced = hit;
                 req.private = blocks;
                 req.hit = hit;
-                req.state = State::Prefill { done: hit * block };
+                // The recomputed tail of a whole cached prompt: its last token only, when the
+                // profile's cached costs already hold the rest (a twin's).
+                let tail_free = whole && self.profile.cached_tail_free;
+                let done = if tail_free {
+                    req.context() - 1
+                } else {
+                    hit * block
+                };
+                req.state = State::Prefill { done };
             }
             if hit > 0 {
                 cost += self.profile.cached_request_s

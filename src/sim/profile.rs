@@ -69,6 +69,10 @@ pub struct Profile {
     /// own API time is done — as a twin, fitted on the requests in flight, needs; the
     /// built-in profiles count the engine's running requests at arrival.
     pub api_load_all: bool,
+    /// Whether a prompt found whole in the prefix cache recomputes its last block without
+    /// engine prefill time: a twin's cached costs (`cached_request_s`, fitted to such prompts'
+    /// TTFT) already hold it; the built-in profiles charge it as prefill, as vLLM computes it.
+    pub cached_tail_free: bool,
 }
 
 impl Profile {
@@ -153,6 +157,7 @@ fn h200_gemma() -> Profile {
         api_stream_s: 0.12,
         cached_stream_s: 0.0,
         api_load_all: false,
+        cached_tail_free: false,
     }
 }
 
@@ -182,6 +187,7 @@ fn tiny() -> Profile {
         api_stream_s: 0.0,
         cached_stream_s: 0.0,
         api_load_all: false,
+        cached_tail_free: false,
     }
 }
 
@@ -211,6 +217,7 @@ fn instant() -> Profile {
         api_stream_s: 0.0,
         cached_stream_s: 0.0,
         api_load_all: false,
+        cached_tail_free: false,
     }
 }
 
@@ -287,6 +294,7 @@ pub fn from_twin(text: &str) -> Result<Profile, super::SimError> {
         cached_request_s: 0.0,
         cached_stream_s: p.cached_request_s,
         api_load_all: true,
+        cached_tail_free: true,
         api_s: p.api_s,
         api_token_s: p.cached_token_s,
         api_quadratic_s: p.cached_quadratic_s,

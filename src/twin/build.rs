@@ -326,11 +326,11 @@ const UNITS: [(&str, &str); 15] = [
     ),
     (
         "max_batched_tokens",
-        "tokens per engine step; prefills are chunked to it (assumed: vLLM's default)",
+        "tokens per engine step; prefills are chunked to it (the spec's launch flag, else vLLM's default)",
     ),
     (
         "max_num_seqs",
-        "requests scheduled at once (assumed: vLLM's default)",
+        "requests scheduled at once (the spec's launch flag or simulator, else vLLM's default)",
     ),
     (
         "kv_tokens",

@@ -85,7 +85,7 @@ const GROUPS: [(&str, &[&str], &str); 3] = [
             "api_stream_s",
             "tokenizer_token_s",
         ],
-        "closed-loop decode cells with a TTFT at 2 or more contexts and 2 or more concurrencies",
+        "closed-loop decode cells with a TTFT at 3 or more contexts (a quadratic in the context) and 2 or more concurrencies",
     ),
 ];
 

@@ -9,18 +9,27 @@ use crate::spec::Spec;
 use crate::spec::Tokens;
 use crate::spec::command::flag_value;
 
-/// The launch flags the twin models, beside flags that only say where the server listens.
-const MODELLED_FLAGS: [&str; 3] = [
+/// The launch flags the twin models, each setting under every engine's name for it: vLLM's,
+/// llama.cpp's (`--parallel` slots; `--ctx-size` the KV cache all slots share; `--ctx` in
+/// scripts/llamacpp-server.py) and SGLang's.
+const SEQS_FLAGS: [&str; 4] = [
     "--max-num-seqs",
-    "--max-num-batched-tokens",
-    "--max-model-len",
+    "--parallel",
+    "-np",
+    "--max-running-requests",
 ];
-const PLACE_FLAGS: [&str; 5] = [
+const BATCHED_FLAGS: [&str; 2] = ["--max-num-batched-tokens", "--chunked-prefill-size"];
+const KV_FLAGS: [&str; 3] = ["--ctx-size", "--ctx", "--max-total-tokens"];
+const LEN_FLAGS: [&str; 2] = ["--max-model-len", "--context-length"];
+const MODELLED_FLAGS: [&[&str]; 4] = [&SEQS_FLAGS, &BATCHED_FLAGS, &KV_FLAGS, &LEN_FLAGS];
+/// Flags that only say where the server listens or what it calls the model.
+const PLACE_FLAGS: [&str; 6] = [
     "--port",
     "--host",
     "--served-model-name",
     "--api-key",
     "--model",
+    "--alias",
 ];
 /// The simulator's settings the twin models (or that only pick what the twin replaces).
 const MODELLED_SIM: [&str; 4] = ["max_num_seqs", "kv_tokens", "twin", "profile"];
@@ -47,17 +56,21 @@ impl TwinSettings {
             .as_ref()
             .and_then(|l| l.command.args().ok())
             .unwrap_or_default();
-        let flag = |f: &str| flag_value(&args, f).and_then(|v| Tokens::parse(v).ok().map(|t| t.0));
+        let flag = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|f| flag_value(&args, f))
+                .and_then(|v| Tokens::parse(v).ok().map(|t| t.0))
+        };
         let sim = spec.engine.sim.as_ref();
         TwinSettings {
-            max_num_seqs: flag("--max-num-seqs")
+            max_num_seqs: flag(&SEQS_FLAGS)
                 .or_else(|| sim.and_then(|s| s.max_num_seqs).map(u64::from)),
-            max_batched_tokens: flag("--max-num-batched-tokens"),
-            kv_tokens: sim
-                .and_then(|s| s.kv_tokens)
-                .or(spec.model.kv_tokens)
-                .map(|t| t.0),
-            max_model_len: flag("--max-model-len").or(spec.model.max_model_len.map(|t| t.0)),
+            max_batched_tokens: flag(&BATCHED_FLAGS),
+            kv_tokens: flag(&KV_FLAGS)
+                .or_else(|| sim.and_then(|s| s.kv_tokens).map(|t| t.0))
+                .or(spec.model.kv_tokens.map(|t| t.0)),
+            max_model_len: flag(&LEN_FLAGS).or(spec.model.max_model_len.map(|t| t.0)),
         }
     }
 
@@ -116,7 +129,7 @@ pub fn not_modelled(spec: &Spec) -> Vec<String> {
         .unwrap_or_default();
     for a in args.iter().filter(|a| a.starts_with("--")) {
         let name = a.split('=').next().unwrap_or(a);
-        if !MODELLED_FLAGS.contains(&name) && !PLACE_FLAGS.contains(&name) {
+        if !is_modelled(name) && !PLACE_FLAGS.contains(&name) {
             out.push(format!("launch {name}"));
         }
     }
@@ -133,7 +146,7 @@ pub fn not_modelled(spec: &Spec) -> Vec<String> {
     }
     for v in spec.variants() {
         for change in v.changes {
-            let modelled = MODELLED_FLAGS.iter().any(|f| change.starts_with(f))
+            let modelled = change.split([' ', '=']).next().is_some_and(is_modelled)
                 || MODELLED_SIM
                     .iter()
                     .any(|k| change.starts_with(&format!("sim.{k} ")));
@@ -146,6 +159,11 @@ pub fn not_modelled(spec: &Spec) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     out.retain(|s| seen.insert(s.clone()));
     out
+}
+
+/// Whether the twin models the launch flag `name`.
+fn is_modelled(name: &str) -> bool {
+    MODELLED_FLAGS.iter().any(|names| names.contains(&name))
 }
 
 #[cfg(test)]
@@ -179,5 +197,42 @@ mod tests {
         let got = TwinSettings::of(&sim);
         assert_eq!((got.max_num_seqs, got.kv_tokens), (Some(2), Some(4096)));
         assert_eq!(not_modelled(&sim), ["sim.noise"]);
+    }
+
+    /// llama.cpp's slots and shared context, and SGLang's names, are the same settings: the
+    /// twin of `--parallel 4` schedules 4 at once (it took vLLM's 256 and listed the flag
+    /// as not modelled).
+    #[test]
+    fn other_engines_names_for_the_modelled_settings_are_read() {
+        for (cmd, want) in [
+            (
+                "llama-server -m m.gguf --parallel 4 --ctx-size 16384 --alias m --threads 2",
+                (Some(4), Some(16384), None, vec!["launch --threads"]),
+            ),
+            (
+                "python scripts/llamacpp-server.py --parallel=2 --ctx 8192",
+                (Some(2), Some(8192), None, vec![]),
+            ),
+            (
+                "python -m sglang.launch_server --max-running-requests 32 --max-total-tokens 64K --chunked-prefill-size 4096 --context-length 8K",
+                (Some(32), Some(65536), Some(4096), vec![]),
+            ),
+        ] {
+            let s = spec(&format!(
+                "engine:\n  kind: vllm\n  launch: {{command: '{cmd}'}}"
+            ));
+            let got = TwinSettings::of(&s);
+            let names = not_modelled(&s);
+            assert_eq!(
+                (
+                    got.max_num_seqs,
+                    got.kv_tokens,
+                    got.max_batched_tokens,
+                    names.iter().map(String::as_str).collect::<Vec<_>>()
+                ),
+                want,
+                "{cmd}"
+            );
+        }
     }
 }

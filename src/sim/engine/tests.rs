@@ -136,3 +136,39 @@ fn a_finished_completions_answer_is_kept_after_its_prompt() {
         assert_eq!(cached, want, "answer kept: {kept}");
     }
 }
+
+/// A prompt found whole in the prefix cache: the built-in profile recomputes its last block
+/// (vLLM does), a twin's profile only its last token — its cached costs were fitted to such
+/// prompts' first tokens, and a twin of llama.cpp (2.2 ms a prompt token) charged the 16-token
+/// tail again: 44 ms simulated against 9.5 measured and 9 in the closed form.
+#[test]
+fn a_whole_cached_prompt_costs_a_twin_no_tail_prefill() {
+    let warm_ttft = |p: Profile| {
+        let mut e = Scheduler::new(p);
+        let mut last = 0.0;
+        for _ in 0..2 {
+            let start = e.now;
+            e.add(NewRequest {
+                tokens: prompt(3, 256),
+                target: 1,
+                output_seed: None,
+            });
+            while e.has_work() {
+                e.step();
+            }
+            last = e.now - start;
+        }
+        last
+    };
+    let mut p = tiny();
+    (p.prefill_token_s, p.prefill_quadratic_s) = (2e-3, 0.0);
+    let engine = warm_ttft(p.clone());
+    p.cached_tail_free = true;
+    let twin = warm_ttft(p.clone());
+    // Worked by hand: the tail is 16 tokens (one block) against 1; each token 2 ms.
+    let tail = (16.0 - 1.0) * 2e-3;
+    assert!(
+        (engine - twin - tail).abs() < 1e-9,
+        "engine {engine} twin {twin}"
+    );
+}
