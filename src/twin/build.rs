@@ -201,6 +201,7 @@ fn basis_of(cells: &[Residual], metric: &str, obs: &[Obs]) -> super::interval::B
         cells: e.len(),
         extrapolated: 0,
         level: earned.map_or(0.9, |(_, l)| l),
+        in_sample: 0,
     }
 }
 
