@@ -77,6 +77,39 @@ pub struct Limit {
     pub suggestion: String,
 }
 
+impl Limit {
+    /// `scheduler` or `not judged`.
+    pub fn kind_str(&self) -> &'static str {
+        self.kind.map_or("not judged", LimitKind::as_str)
+    }
+
+    /// The evidence in one line: `server.running_max 2 (decode/512/c4: …), …`.
+    pub fn evidence_line(&self) -> String {
+        let each: Vec<String> = self
+            .evidence
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} ({})",
+                    e.name,
+                    super::stats::round(e.value, 3),
+                    e.source
+                )
+            })
+            .collect();
+        each.join("; ")
+    }
+
+    /// One line for a cell: `decode/8K/c4: scheduler — raise … [evidence]`.
+    pub fn line(&self, cell: &str) -> String {
+        let mut line = format!("{cell}: {} — {}", self.kind_str(), self.suggestion);
+        if !self.evidence.is_empty() {
+            line.push_str(&format!(" [{}]", self.evidence_line()));
+        }
+        line
+    }
+}
+
 /// The most requests the engine runs at once, as the spec sets it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cap {
