@@ -159,19 +159,7 @@ pub fn judge(j: &Judged) -> Limit {
         evidence,
         suggestion: suggestion(kind, family, j.cap),
     };
-    if let Some(c) = a.client.filter(|c| c.cpu_busy > j.max_client_busy) {
-        let ev = vec![
-            fact(
-                "client.cpu_busy",
-                c.cpu_busy,
-                format!("{}: benchspec's own CPU time", a.cell),
-            ),
-            fact(
-                "validity.max_client_busy",
-                j.max_client_busy,
-                "the spec".into(),
-            ),
-        ];
+    if let Some(ev) = client_busy(j) {
         return done(LimitKind::Client, ev);
     }
     let Some(s) = &a.server else {
@@ -183,18 +171,7 @@ pub fn judge(j: &Judged) -> Limit {
             ),
         );
     };
-    let from = |metric: &str| format!("{}: engine /metrics ({}), {metric}", a.cell, s.source);
-    let mut ev = Vec::new();
-    let mut push = |name: &str, v: Option<f64>, metric: &str| {
-        if let Some(v) = v {
-            ev.push(fact(name, v, from(metric)));
-        }
-    };
-    push("server.running_mean", s.running_mean, "running requests");
-    push("server.running_max", s.running_max, "running requests");
-    push("server.waiting_max", s.waiting_max, "waiting requests");
-    push("server.kv_usage_max", s.kv_usage_max, "KV-cache usage");
-    push("server.preemptions", s.preemptions, "preemptions");
+    let mut ev = server_evidence(a, s);
     let preempted = s.preemptions.is_some_and(|p| p > 0.0);
     if preempted || s.kv_usage_max.is_some_and(|k| k >= KV_FULL) {
         return done(LimitKind::KvCache, ev);
@@ -230,6 +207,38 @@ pub fn judge(j: &Judged) -> Limit {
         };
     }
     latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met): not judged".into()), |(k, ev)| done(k, ev))
+}
+
+/// The client's self-check as evidence, when it says the client was the bottleneck.
+fn client_busy(j: &Judged) -> Option<Vec<Evidence>> {
+    let c = j.at.client.filter(|c| c.cpu_busy > j.max_client_busy)?;
+    Some(vec![
+        fact(
+            "client.cpu_busy",
+            c.cpu_busy,
+            format!("{}: benchspec's own CPU time", j.at.cell),
+        ),
+        fact(
+            "validity.max_client_busy",
+            j.max_client_busy,
+            "the spec".into(),
+        ),
+    ])
+}
+
+/// The engine's gauges and counters of `a` that are there, each named with its source.
+fn server_evidence(a: &Record, s: &super::ServerUse) -> Vec<Evidence> {
+    let from = |metric: &str| format!("{}: engine /metrics ({}), {metric}", a.cell, s.source);
+    let seen = [
+        ("server.running_mean", s.running_mean, "running requests"),
+        ("server.running_max", s.running_max, "running requests"),
+        ("server.waiting_max", s.waiting_max, "waiting requests"),
+        ("server.kv_usage_max", s.kv_usage_max, "KV-cache usage"),
+        ("server.preemptions", s.preemptions, "preemptions"),
+    ];
+    seen.iter()
+        .filter_map(|(name, v, metric)| Some(fact(name, (*v)?, from(metric))))
+        .collect()
 }
 
 /// With nothing held back: prefill interference (TTFT dominated by waiting, TPOT holding) or
