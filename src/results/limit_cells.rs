@@ -11,9 +11,12 @@ use crate::plan::Phase;
 /// A step up in concurrency that adds less than this fraction to total tok/s is a plateau.
 pub const PLATEAU_GAIN: f64 = 0.10;
 
+/// A series: variant, context, and the cell id without its last part.
+type Series<'a> = (Option<&'a str>, u64, &'a str);
+
 /// The series a record belongs to (variant, context, the id without its last part) and its
 /// place on it (concurrency or rate); `None` for records not on a series.
-fn series(r: &Record) -> Option<((Option<&str>, u64, &str), f64)> {
+fn series(r: &Record) -> Option<(Series<'_>, f64)> {
     let (head, last) = r.cell.rsplit_once('/')?;
     let x = match last.as_bytes().first()? {
         b'c' => f64::from(r.concurrency),

@@ -60,20 +60,19 @@ const CAP4: Option<Cap> = Some(Cap {
     from: "--max-num-seqs",
 });
 
-#[test]
-fn each_kind_from_its_evidence_and_none_without() {
-    let base = rec(4, Some((4.0, 4.0, 0.0, 0.3, 0.0)), 4.0, 10.0, 50.0);
+/// One rule's case: name, record, cap, cold TTFT, expected kind.
+type Row = (
+    &'static str,
+    Record,
+    Option<Cap>,
+    Option<f64>,
+    Option<LimitKind>,
+);
+
+/// A record for each rule where requests wait or the KV cache fills.
+fn queue_rows() -> Vec<Row> {
     // (name, record, cap, client busy, cold TTFT, expected kind)
-    let busy = |mut r: Record| {
-        r.client = Some(ClientUse {
-            cpu_busy: 0.97,
-            threads: 2,
-            rss_mb: None,
-            cpu_s: 1.0,
-        });
-        r
-    };
-    let table: Vec<(&str, Record, Option<Cap>, Option<f64>, Option<LimitKind>)> = vec![
+    vec![
         // Held back at the cap of 4: the scheduler.
         (
             "cap",
@@ -114,6 +113,21 @@ fn each_kind_from_its_evidence_and_none_without() {
             None,
             Some(LimitKind::KvCache),
         ),
+    ]
+}
+
+/// The rules with nothing held back, and the client's.
+fn latency_rows() -> Vec<Row> {
+    let busy = |mut r: Record| {
+        r.client = Some(ClientUse {
+            cpu_busy: 0.97,
+            threads: 2,
+            rss_mb: None,
+            cpu_s: 1.0,
+        });
+        r
+    };
+    vec![
         // A waiting blip with nothing held back on average (in flight = running): not held.
         (
             "blip",
@@ -162,7 +176,14 @@ fn each_kind_from_its_evidence_and_none_without() {
             None,
             Some(LimitKind::Client),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn each_kind_from_its_evidence_and_none_without() {
+    let base = rec(4, Some((4.0, 4.0, 0.0, 0.3, 0.0)), 4.0, 10.0, 50.0);
+    let mut table = queue_rows();
+    table.extend(latency_rows());
     for (name, r, cap, cold, want) in table {
         let j = Judged {
             at: &r,
