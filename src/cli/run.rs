@@ -173,7 +173,8 @@ fn options(args: &RunArgs, shard: Option<Shard>) -> RunOptions {
     }
 }
 
-/// The closing lines of a finished run: its counts, and each capacity found.
+/// The closing lines of a finished run: its counts, each capacity found, and what limits
+/// the cells judged (`limit`).
 fn done(summary: &run::RunSummary, probes: &super::probes::Probes, out: &Out) {
     out.info(&format!(
         "done: {} valid, {} invalid, {} failed, {} skipped; results in {}",
@@ -185,6 +186,12 @@ fn done(summary: &run::RunSummary, probes: &super::probes::Probes, out: &Out) {
     ));
     for found in probes.found() {
         out.info(&found);
+    }
+    let records = crate::rundir::read_records(&summary.out.join(crate::rundir::RESULTS));
+    for r in records.unwrap_or_default() {
+        if let Some(l) = &r.limit {
+            out.info(&format!("limit {}", l.line(&r.cell)));
+        }
     }
 }
 

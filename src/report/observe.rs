@@ -2,7 +2,8 @@
 //! cross-check of each measured cell (the engine's running and waiting requests, KV usage,
 //! prefix-cache hits, preemptions, and its own TTFT and ITL beside the client's), the power
 //! and tokens per joule of each cell with GPU telemetry, and the effective concurrency of a
-//! decode cell whose engine ran fewer requests than were sent.
+//! decode cell whose engine ran fewer requests than were sent, and what limits the cells
+//! diagnosed (`limit`).
 
 use super::format::grouped;
 use super::view::{CellStatus, CellView};
@@ -20,6 +21,22 @@ pub struct ObservedView {
     pub gpu: Vec<GpuRow>,
     /// `No GPU telemetry …` when no record has any.
     pub gpu_note: Option<String>,
+    /// Cells with a diagnosis (`limit`), in cell order.
+    pub limits: Vec<LimitRow>,
+}
+
+/// What limits one cell (the record's `limit`), for display.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LimitRow {
+    /// The cell id.
+    pub id: String,
+    /// `scheduler`, `kv_cache`, `prefill_interference`, `compute`, `client`, or
+    /// `not judged`.
+    pub kind: String,
+    /// The numbers it rests on, each with where it was read, in one line.
+    pub evidence: String,
+    /// The flag to turn, or what would let it be judged.
+    pub suggestion: String,
 }
 
 /// One cell as the engine saw it, beside the client's numbers.
@@ -119,6 +136,14 @@ pub fn observed(cells: &[CellView]) -> ObservedView {
                 server_itl_ms: s.itl_ms_p50,
                 server_itl_bucket: s.itl_ms_p50_bucket.map(bucket_label),
                 source: s.source.clone(),
+            });
+        }
+        if let Some(l) = &r.limit {
+            v.limits.push(LimitRow {
+                id: c.id.clone(),
+                kind: l.kind_str().to_string(),
+                evidence: l.evidence_line(),
+                suggestion: l.suggestion.clone(),
             });
         }
         if let Some(g) = r.gpu.as_ref().filter(|g| !g.is_empty()) {

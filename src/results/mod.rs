@@ -4,6 +4,8 @@
 pub(crate) mod bursts;
 pub mod endpoints;
 pub mod fill;
+pub mod limit;
+pub mod limit_cells;
 pub(crate) mod observe;
 pub(crate) mod open_fields;
 pub(crate) mod record;

@@ -137,6 +137,11 @@ pub struct Record {
     /// requests second by second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<super::TraceInfo>,
+    /// What limits the cell, from the engine's metrics and the client's (capacity probes,
+    /// saturated load cells, the last decode cell before a throughput plateau); absent where
+    /// not judged for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<super::limit::Limit>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open_fields::OpenFields,
@@ -240,6 +245,7 @@ impl Record {
             by_turn: None,
             sessions: None,
             trace: None,
+            limit: None,
             open: super::open_fields::OpenFields::default(),
         }
     }

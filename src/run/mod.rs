@@ -17,6 +17,7 @@ pub use error::{EngineError, RunError};
 pub use event::Event;
 mod interrupt;
 pub use interrupt::Interrupt;
+mod limits;
 mod measure;
 mod options;
 pub use options::{RunOptions, RunSummary};
@@ -173,9 +174,11 @@ async fn measure_into(
         in_process,
     };
     let variants = config.variants();
-    if variants.is_empty() {
+    let summary = if variants.is_empty() {
         session.single(earlier).await
     } else {
         session.variants(&variants, earlier).await
-    }
+    }?;
+    limits::fill(config, dir)?;
+    Ok(summary)
 }

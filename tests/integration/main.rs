@@ -21,6 +21,7 @@ mod interop;
 mod known;
 mod launch;
 mod layers;
+mod limit;
 mod llamacpp;
 mod merge;
 mod merge_split;

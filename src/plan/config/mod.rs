@@ -164,6 +164,11 @@ impl RunConfig {
         super::expand(&self.spec, &|_| Rates::default())
     }
 
+    /// The spec as loaded.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
     /// The engine of a spec without variants.
     pub fn engine(&self) -> EngineConfig {
         EngineConfig::new(None, &self.spec, self.attach.as_deref())

@@ -1,0 +1,304 @@
+//! What limits a cell (docs/results.md, `limit`): a diagnosis from the engine's own metrics
+//! (the record's `server`: running, waiting, KV usage, preemptions) and the client's (TTFT,
+//! TPOT, its self-check `client.cpu_busy`), with the numbers it rests on and the launch flag
+//! to turn. A kind is named only when its evidence is there; otherwise `kind` is null and the
+//! evidence says what was missing — a guessed diagnosis would be a false answer.
+//!
+//! Which records are judged, and against which neighbour, is [`super::limit_cells`]'s; this
+//! file is the rules alone, with no I/O.
+
+use super::Record;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// KV-cache usage at or above this is a full cache.
+pub const KV_FULL: f64 = 0.95;
+/// TPOT at this many times the lower step's or more is TPOT rising with the batch; below it,
+/// TPOT holds.
+pub const TPOT_RISE: f64 = 1.2;
+/// TTFT at this many times a cold request's or more is TTFT dominated by waiting (more than
+/// half of it is not the prefill itself).
+pub const TTFT_QUEUED: f64 = 2.0;
+/// The client's requests in flight above the engine's running mean by this many or more,
+/// with requests waiting, is requests held back by the engine.
+pub const HELD_BACK: f64 = 1.0;
+
+/// What limits a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// The engine ran as many requests as it may (`--max-num-seqs`, llama.cpp's slots) and
+    /// held the rest back.
+    Scheduler,
+    /// The KV cache was full: usage at 95% or more, preemptions, or requests held back
+    /// while fewer than the cap ran.
+    KvCache,
+    /// TTFT dominated by waiting while TPOT held: prefills queue behind the running batch.
+    PrefillInterference,
+    /// TPOT rose with the batch and nothing was held back: the hardware's compute.
+    Compute,
+    /// The measuring client itself was the bottleneck (its self-check).
+    Client,
+}
+
+impl LimitKind {
+    /// As records write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::Scheduler => "scheduler",
+            LimitKind::KvCache => "kv_cache",
+            LimitKind::PrefillInterference => "prefill_interference",
+            LimitKind::Compute => "compute",
+            LimitKind::Client => "client",
+        }
+    }
+}
+
+/// One number a diagnosis rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Evidence {
+    /// What it is, as the record names it: `server.running_max`, `tpot_ms.p50`.
+    pub name: String,
+    /// Its value.
+    pub value: f64,
+    /// Where it was read: the cell, and the engine metric or client measurement.
+    pub source: String,
+}
+
+/// A cell's diagnosis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Limit {
+    /// What limits the cell; null when it could not be judged (see `evidence` and
+    /// `suggestion` for what was missing).
+    pub kind: Option<LimitKind>,
+    /// The numbers the verdict rests on, each with where it was read.
+    pub evidence: Vec<Evidence>,
+    /// What to turn (a launch flag), or, when not judged, what would let it be judged.
+    pub suggestion: String,
+}
+
+impl Limit {
+    /// `scheduler` or `not judged`.
+    pub fn kind_str(&self) -> &'static str {
+        self.kind.map_or("not judged", LimitKind::as_str)
+    }
+
+    /// The evidence in one line: `server.running_max 2 (decode/512/c4: …), …`.
+    pub fn evidence_line(&self) -> String {
+        let each: Vec<String> = self
+            .evidence
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {} ({})",
+                    e.name,
+                    super::stats::round(e.value, 3),
+                    e.source
+                )
+            })
+            .collect();
+        each.join("; ")
+    }
+
+    /// One line for a cell: `decode/8K/c4: scheduler — raise … [evidence]`.
+    pub fn line(&self, cell: &str) -> String {
+        let mut line = format!("{cell}: {} — {}", self.kind_str(), self.suggestion);
+        if !self.evidence.is_empty() {
+            line.push_str(&format!(" [{}]", self.evidence_line()));
+        }
+        line
+    }
+}
+
+/// The most requests the engine runs at once, as the spec sets it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cap {
+    /// The value.
+    pub value: f64,
+    /// Where it is set: `--max-num-seqs`, `--parallel`, `engine.sim.max_num_seqs`.
+    pub from: &'static str,
+}
+
+/// What one diagnosis looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct Judged<'a> {
+    /// The record whose metrics show the limit (for a plateau: the step past it).
+    pub at: &'a Record,
+    /// The same series' step below `at` (TPOT's baseline), if any.
+    pub base: Option<&'a Record>,
+    /// A cold request's TTFT at this context, ms, and the cell it is from.
+    pub cold_ttft: Option<(f64, &'a str)>,
+    /// The engine's cap on running requests, when the spec sets it.
+    pub cap: Option<Cap>,
+    /// `validity.max_client_busy`.
+    pub max_client_busy: f64,
+}
+
+fn fact(name: &str, value: f64, source: String) -> Evidence {
+    Evidence {
+        name: name.to_string(),
+        value,
+        source,
+    }
+}
+
+/// A request's time per output token, ms: the open-loop `tpot_ms`, else `tbt_ms`.
+fn tpot(r: &Record) -> Option<(f64, &'static str)> {
+    r.open
+        .tpot_ms
+        .map(|s| (s.p50, "tpot_ms.p50"))
+        .or(r.tbt_ms.map(|s| (s.p50, "tbt_ms.p50")))
+}
+
+/// The diagnosis of `j`.
+pub fn judge(j: &Judged) -> Limit {
+    let a = j.at;
+    let family = a.server.as_ref().map_or("vllm", |s| s.source.as_str());
+    let done = |kind: LimitKind, evidence: Vec<Evidence>| Limit {
+        kind: Some(kind),
+        evidence,
+        suggestion: suggestion(kind, family, j.cap),
+    };
+    if let Some(ev) = client_busy(j) {
+        return done(LimitKind::Client, ev);
+    }
+    let Some(s) = &a.server else {
+        return not_judged(
+            Vec::new(),
+            format!(
+                "{} has no engine metrics (`server`): serve the engine's /metrics and keep `telemetry.server` on so the limit can be judged",
+                a.cell
+            ),
+        );
+    };
+    let mut ev = server_evidence(a, s);
+    let preempted = s.preemptions.is_some_and(|p| p > 0.0);
+    if preempted || s.kv_usage_max.is_some_and(|k| k >= KV_FULL) {
+        return done(LimitKind::KvCache, ev);
+    }
+    let held = match (a.avg_active, s.running_mean, s.waiting_max) {
+        (Some(active), Some(running), Some(waiting)) => {
+            Some((waiting >= 1.0 && active - running >= HELD_BACK, active))
+        }
+        _ => None,
+    };
+    let Some((held, active)) = held else {
+        return not_judged(
+            ev,
+            format!(
+                "{} lacks the engine's running or waiting requests or the client's in flight: not judged",
+                a.cell
+            ),
+        );
+    };
+    if held {
+        ev.push(fact(
+            "avg_active",
+            active,
+            format!("{}: the client's requests in flight", a.cell),
+        ));
+        let Some(cap) = j.cap else {
+            return not_judged(ev, "requests were held back, but the engine's cap on running requests is not in the spec: set it (`--max-num-seqs N`, llama.cpp `--parallel N`, `engine.sim.max_num_seqs`) so a full scheduler can be told from a full KV cache".into());
+        };
+        ev.push(fact("cap", cap.value, format!("the spec's {}", cap.from)));
+        return match s.running_max {
+            Some(r) if r >= cap.value => done(LimitKind::Scheduler, ev),
+            _ => done(LimitKind::KvCache, ev),
+        };
+    }
+    latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met): not judged".into()), |(k, ev)| done(k, ev))
+}
+
+/// The client's self-check as evidence, when it says the client was the bottleneck.
+fn client_busy(j: &Judged) -> Option<Vec<Evidence>> {
+    let c = j.at.client.filter(|c| c.cpu_busy > j.max_client_busy)?;
+    Some(vec![
+        fact(
+            "client.cpu_busy",
+            c.cpu_busy,
+            format!("{}: benchspec's own CPU time", j.at.cell),
+        ),
+        fact(
+            "validity.max_client_busy",
+            j.max_client_busy,
+            "the spec".into(),
+        ),
+    ])
+}
+
+/// The engine's gauges and counters of `a` that are there, each named with its source.
+fn server_evidence(a: &Record, s: &super::ServerUse) -> Vec<Evidence> {
+    let from = |metric: &str| format!("{}: engine /metrics ({}), {metric}", a.cell, s.source);
+    let seen = [
+        ("server.running_mean", s.running_mean, "running requests"),
+        ("server.running_max", s.running_max, "running requests"),
+        ("server.waiting_max", s.waiting_max, "waiting requests"),
+        ("server.kv_usage_max", s.kv_usage_max, "KV-cache usage"),
+        ("server.preemptions", s.preemptions, "preemptions"),
+    ];
+    seen.iter()
+        .filter_map(|(name, v, metric)| Some(fact(name, (*v)?, from(metric))))
+        .collect()
+}
+
+/// With nothing held back: prefill interference (TTFT dominated by waiting, TPOT holding) or
+/// compute (TPOT rising with the batch); `Err` with the evidence when neither is shown.
+fn latency_kind(
+    j: &Judged,
+    mut ev: Vec<Evidence>,
+) -> Result<(LimitKind, Vec<Evidence>), Vec<Evidence>> {
+    let (a, base) = (j.at, j.base);
+    let (Some((t, name)), Some((t0, _))) = (tpot(a), base.and_then(tpot)) else {
+        return Err(ev);
+    };
+    let base_cell = base.map_or("", |b| b.cell.as_str());
+    ev.push(fact(name, t, format!("{}: the client's timings", a.cell)));
+    ev.push(fact(name, t0, format!("{base_cell}: the client's timings")));
+    let ratio = t / t0.max(f64::MIN_POSITIVE);
+    if ratio >= TPOT_RISE {
+        return Ok((LimitKind::Compute, ev));
+    }
+    let ttft = a.ttft_ms.map(|s| s.p50);
+    if let (Some(ttft), Some((cold, cell))) = (ttft, j.cold_ttft)
+        && ttft >= TTFT_QUEUED * cold
+    {
+        ev.push(fact(
+            "ttft_ms.p50",
+            ttft,
+            format!("{}: the client's timings", a.cell),
+        ));
+        ev.push(fact("ttft_ms.p50", cold, format!("{cell}: a cold request")));
+        return Ok((LimitKind::PrefillInterference, ev));
+    }
+    Err(ev)
+}
+
+fn not_judged(evidence: Vec<Evidence>, why: String) -> Limit {
+    Limit {
+        kind: None,
+        evidence,
+        suggestion: why,
+    }
+}
+
+/// The knob a user of `family` (`vllm`, `llamacpp`, `sglang`, `trtllm`) would turn.
+fn suggestion(kind: LimitKind, family: &str, cap: Option<Cap>) -> String {
+    let llama = family == "llamacpp";
+    match kind {
+        LimitKind::Scheduler if llama => "raise `--parallel` (more slots; `--ctx-size` is shared among them, raise it too)".into(),
+        LimitKind::Scheduler => {
+            let flag = cap.map_or("--max-num-seqs", |c| if c.from.starts_with("engine.sim") { "engine.sim.max_num_seqs" } else { c.from });
+            format!("raise `{flag}` (the KV cache must hold the extra requests), or add replicas")
+        }
+        LimitKind::KvCache if llama => "a larger `--ctx-size` (the slots share it), fewer `--parallel` slots, or a quantized KV cache (`--cache-type-k`/`--cache-type-v q8_0`)".into(),
+        LimitKind::KvCache => "more KV memory: raise `--gpu-memory-utilization`, `--kv-cache-dtype fp8`, more GPUs (`--tensor-parallel-size`), or a smaller `--max-model-len`".into(),
+        LimitKind::PrefillInterference if llama => "a larger `--batch-size`/`--ubatch-size` (prompt tokens per step), or a replica for long prompts".into(),
+        LimitKind::PrefillInterference => "tune chunked prefill: `--max-num-batched-tokens` (larger: prefills finish sooner; smaller: decodes stall less), `--enable-chunked-prefill`, or disaggregated prefill".into(),
+        LimitKind::Compute => "the hardware is the limit at this batch: add replicas or GPUs, or a faster (quantized) model; a bigger batch only trades per-user speed for little throughput".into(),
+        LimitKind::Client => "give the client more cores or `--client-threads`, or split the load over machines (`--shard N/M --split-load`)".into(),
+    }
+}
+
+#[cfg(test)]
+#[path = "limit_tests.rs"]
+mod tests;

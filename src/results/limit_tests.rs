@@ -1,0 +1,258 @@
+//! The diagnosis rules, table-driven, and which records of a run get one.
+
+use super::*;
+use crate::results::limit_cells::fill;
+use crate::results::{ClientUse, ServerUse, Status, Summary};
+
+fn summary(p50: f64) -> Summary {
+    Summary {
+        mean: p50,
+        min: p50,
+        p50,
+        p90: p50,
+        p95: p50,
+        p99: p50,
+        max: p50,
+    }
+}
+
+/// A decode record at concurrency `c` with the engine's view (running mean and max,
+/// waiting max, KV usage, preemptions), the client's in flight, TPOT and TTFT p50.
+#[allow(clippy::too_many_arguments)]
+fn rec(c: u32, srv: Option<(f64, f64, f64, f64, f64)>, active: f64, tbt: f64, ttft: f64) -> Record {
+    let cell = crate::plan::Cell {
+        id: format!("decode/1K/c{c}"),
+        variant: None,
+        context: 1024,
+        concurrency: c,
+        prompt_tokens: 1024,
+        clamped: false,
+        measure: crate::plan::Measure::Decode(crate::plan::Decode::FixedDuration(
+            std::time::Duration::from_secs(1),
+        )),
+        skip: None,
+        estimate_s: 1.0,
+        repeats: 1,
+    };
+    let mut r = Record::new(&cell, "t".into(), &Default::default());
+    r.status = Status::Valid;
+    r.avg_active = Some(active);
+    r.tbt_ms = Some(summary(tbt));
+    r.ttft_ms = Some(summary(ttft));
+    r.server = srv.map(|(rm, rx, w, kv, p)| ServerUse {
+        running_mean: Some(rm),
+        running_max: Some(rx),
+        waiting_max: Some(w),
+        kv_usage_max: Some(kv),
+        prefix_hit_rate: None,
+        preemptions: Some(p),
+        ttft_ms_p50: None,
+        ttft_ms_p50_bucket: None,
+        itl_ms_p50: None,
+        itl_ms_p50_bucket: None,
+        source: "vllm".into(),
+    });
+    r
+}
+
+const CAP4: Option<Cap> = Some(Cap {
+    value: 4.0,
+    from: "--max-num-seqs",
+});
+
+/// One rule's case: name, record, cap, cold TTFT, expected kind.
+type Row = (
+    &'static str,
+    Record,
+    Option<Cap>,
+    Option<f64>,
+    Option<LimitKind>,
+);
+
+/// A record for each rule where requests wait or the KV cache fills.
+fn queue_rows() -> Vec<Row> {
+    // (name, record, cap, client busy, cold TTFT, expected kind)
+    vec![
+        // Held back at the cap of 4: the scheduler.
+        (
+            "cap",
+            rec(8, Some((4.0, 4.0, 4.0, 0.5, 0.0)), 8.0, 10.5, 400.0),
+            CAP4,
+            None,
+            Some(LimitKind::Scheduler),
+        ),
+        // The same with no cap in the spec: not judged, never a guess.
+        (
+            "no cap",
+            rec(8, Some((4.0, 4.0, 4.0, 0.5, 0.0)), 8.0, 10.5, 400.0),
+            None,
+            None,
+            None,
+        ),
+        // Held back under the cap: KV.
+        (
+            "under cap",
+            rec(8, Some((2.5, 3.0, 5.0, 0.9, 0.0)), 8.0, 10.5, 400.0),
+            CAP4,
+            None,
+            Some(LimitKind::KvCache),
+        ),
+        // Preemptions: KV, cap or not.
+        (
+            "preempted",
+            rec(8, Some((8.0, 8.0, 0.0, 0.8, 3.0)), 8.0, 12.0, 60.0),
+            None,
+            None,
+            Some(LimitKind::KvCache),
+        ),
+        // 95% used: KV.
+        (
+            "full",
+            rec(8, Some((8.0, 8.0, 0.0, 0.95, 0.0)), 8.0, 12.0, 60.0),
+            None,
+            None,
+            Some(LimitKind::KvCache),
+        ),
+    ]
+}
+
+/// The rules with nothing held back, and the client's.
+fn latency_rows() -> Vec<Row> {
+    let busy = |mut r: Record| {
+        r.client = Some(ClientUse {
+            cpu_busy: 0.97,
+            threads: 2,
+            rss_mb: None,
+            cpu_s: 1.0,
+        });
+        r
+    };
+    vec![
+        // A waiting blip with nothing held back on average (in flight = running): not held.
+        (
+            "blip",
+            rec(8, Some((7.8, 8.0, 1.0, 0.5, 0.0)), 8.0, 19.0, 60.0),
+            CAP4,
+            None,
+            Some(LimitKind::Compute),
+        ),
+        // Nothing held, TPOT 1.9× the lower step's: compute.
+        (
+            "compute",
+            rec(8, Some((8.0, 8.0, 0.0, 0.5, 0.0)), 8.0, 19.0, 60.0),
+            None,
+            None,
+            Some(LimitKind::Compute),
+        ),
+        // TPOT 1.19×: holds; TTFT 3× a cold request's 50 ms: prefill interference.
+        (
+            "prefill",
+            rec(8, Some((8.0, 8.0, 0.0, 0.5, 0.0)), 8.0, 11.9, 150.0),
+            None,
+            Some(50.0),
+            Some(LimitKind::PrefillInterference),
+        ),
+        // TTFT 1.9× a cold one and TPOT holding: no rule met.
+        (
+            "neither",
+            rec(8, Some((8.0, 8.0, 0.0, 0.5, 0.0)), 8.0, 11.9, 95.0),
+            None,
+            Some(50.0),
+            None,
+        ),
+        // No engine metrics: not judged.
+        (
+            "no metrics",
+            rec(8, None, 8.0, 19.0, 400.0),
+            CAP4,
+            Some(50.0),
+            None,
+        ),
+        // The client above validity.max_client_busy: the client, whatever the engine says.
+        (
+            "client",
+            busy(rec(8, Some((4.0, 4.0, 4.0, 0.5, 0.0)), 8.0, 10.5, 400.0)),
+            CAP4,
+            None,
+            Some(LimitKind::Client),
+        ),
+    ]
+}
+
+#[test]
+fn each_kind_from_its_evidence_and_none_without() {
+    let base = rec(4, Some((4.0, 4.0, 0.0, 0.3, 0.0)), 4.0, 10.0, 50.0);
+    let mut table = queue_rows();
+    table.extend(latency_rows());
+    for (name, r, cap, cold, want) in table {
+        let j = Judged {
+            at: &r,
+            base: Some(&base),
+            cold_ttft: cold.map(|c| (c, "prefill/1K")),
+            cap,
+            max_client_busy: 0.9,
+        };
+        let got = judge(&j);
+        assert_eq!(got.kind, want, "{name}: {got:?}");
+        assert!(!got.suggestion.is_empty(), "{name}");
+        if want.is_some() && want != Some(LimitKind::Client) {
+            assert!(!got.evidence.is_empty(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_evidence_quotes_the_record_and_the_flag_follows_the_engine() {
+    let r = rec(8, Some((4.0, 4.0, 4.0, 0.5, 0.0)), 8.0, 10.5, 400.0);
+    let j = Judged {
+        at: &r,
+        base: None,
+        cold_ttft: None,
+        cap: CAP4,
+        max_client_busy: 0.9,
+    };
+    let got = judge(&j);
+    let value = |n: &str| got.evidence.iter().find(|e| e.name == n).map(|e| e.value);
+    assert_eq!(value("server.running_max"), Some(4.0));
+    assert_eq!(value("server.waiting_max"), Some(4.0));
+    assert_eq!(value("cap"), Some(4.0));
+    assert!(
+        got.suggestion.contains("--max-num-seqs"),
+        "{}",
+        got.suggestion
+    );
+    let mut llama = r.clone();
+    if let Some(s) = llama.server.as_mut() {
+        s.source = "llamacpp".into();
+    }
+    let j = Judged { at: &llama, ..j };
+    assert!(judge(&j).suggestion.contains("--parallel"));
+}
+
+#[test]
+fn the_last_cell_before_a_plateau_is_judged_from_the_step_past_it() {
+    // tok/s 100, 190, 200: c2 → c4 adds 5% (< 10%), so c2 is the last before the plateau,
+    // judged from c4's engine view (4 running at the cap of 2? no: held back at cap 2).
+    let mut rs = vec![
+        rec(1, Some((1.0, 1.0, 0.0, 0.1, 0.0)), 1.0, 10.0, 50.0),
+        rec(2, Some((2.0, 2.0, 0.0, 0.2, 0.0)), 2.0, 10.5, 52.0),
+        rec(4, Some((2.0, 2.0, 2.0, 0.2, 0.0)), 4.0, 10.5, 110.0),
+    ];
+    for (r, t) in rs.iter_mut().zip([100.0, 190.0, 200.0]) {
+        r.total_tok_s = Some(t);
+    }
+    let cap = |_: Option<&str>| {
+        Some(Cap {
+            value: 2.0,
+            from: "engine.sim.max_num_seqs",
+        })
+    };
+    fill(&mut rs, &cap, 0.9);
+    assert!(rs[0].limit.is_none() && rs[2].limit.is_none());
+    let l = rs[1].limit.as_ref().map(|l| (l.kind, l.evidence[1].value));
+    assert_eq!(l, Some((Some(LimitKind::Scheduler), 200.0)));
+    // A step adding 10% or more is no plateau.
+    rs[2].total_tok_s = Some(210.0);
+    fill(&mut rs, &cap, 0.9);
+    assert!(rs.iter().all(|r| r.limit.is_none()));
+}

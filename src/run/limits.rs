@@ -1,0 +1,100 @@
+//! The run's last step: each record's `limit` (docs/results.md) judged over the whole run —
+//! a plateau is seen only once the step past it is measured — and `results.jsonl` rewritten
+//! with them. The engine's cap on running requests comes from the spec (each variant's own).
+
+use super::error::RunError;
+use crate::plan::RunConfig;
+use crate::results::limit::Cap;
+use crate::rundir::RunDir;
+use crate::spec::Spec;
+use crate::spec::command::flag_value;
+
+/// The cap on running requests `spec` sets: its launch command's `--max-num-seqs` (vLLM),
+/// `--max-running-requests` (SGLang), `--parallel`/`-np` (llama.cpp), or the simulator's
+/// `engine.sim.max_num_seqs`.
+pub fn cap_of(spec: &Spec) -> Option<Cap> {
+    let args = spec
+        .engine
+        .launch
+        .as_ref()
+        .and_then(|l| l.command.args().ok())
+        .unwrap_or_default();
+    let flags: [(&str, &'static str); 4] = [
+        ("--max-num-seqs", "--max-num-seqs"),
+        ("--max-running-requests", "--max-running-requests"),
+        ("--parallel", "--parallel"),
+        ("-np", "--parallel"),
+    ];
+    let from_flag = flags.iter().find_map(|(flag, name)| {
+        let v: f64 = flag_value(&args, flag)?.parse().ok()?;
+        Some(Cap {
+            value: v,
+            from: name,
+        })
+    });
+    from_flag.or_else(|| {
+        let n = spec.engine.sim.as_ref()?.max_num_seqs?;
+        Some(Cap {
+            value: f64::from(n),
+            from: "engine.sim.max_num_seqs",
+        })
+    })
+}
+
+/// Judge the limits of the records in `dir` and write them back.
+pub(super) fn fill(config: &RunConfig, dir: &RunDir) -> Result<(), RunError> {
+    let spec = config.spec();
+    let base = cap_of(spec);
+    let variants: Vec<(String, Option<Cap>)> = spec
+        .variants()
+        .into_iter()
+        .map(|v| (v.name, cap_of(&v.spec)))
+        .collect();
+    let cap = |variant: Option<&str>| match variant {
+        Some(name) => variants.iter().find(|(n, _)| n == name).and_then(|v| v.1),
+        None => base,
+    };
+    let mut records = dir.records()?;
+    let before = records.clone();
+    crate::results::limit_cells::fill(&mut records, &cap, spec.validity.max_client_busy);
+    if records != before {
+        dir.rewrite_records(&records)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cap_of;
+
+    #[test]
+    fn the_cap_is_read_from_each_engines_flag() {
+        // (engine yaml, cap, where)
+        let cases = [
+            (
+                "kind: vllm\n  launch: {command: 'vllm serve m --max-num-seqs 64 --port 8000'}",
+                Some((64.0, "--max-num-seqs")),
+            ),
+            (
+                "kind: llama-cpp\n  launch: {command: 'llama-server -m x.gguf -np 2 --port 8000'}",
+                Some((2.0, "--parallel")),
+            ),
+            (
+                "kind: sim\n  sim: {max_num_seqs: 3}",
+                Some((3.0, "engine.sim.max_num_seqs")),
+            ),
+            (
+                "kind: vllm\n  launch: {command: 'vllm serve m --port 8000'}",
+                None,
+            ),
+        ];
+        for (engine, want) in cases {
+            let text = format!(
+                "version: 1\nname: t\nengine:\n  {engine}\n  base_url: http://127.0.0.1:8000\nmodel: {{served_name: m, max_model_len: 100000}}\nmatrix: {{contexts: [1K], concurrency: [1]}}\n"
+            );
+            let config = crate::plan::config::of_yaml(&text);
+            let got = cap_of(config.spec()).map(|c| (c.value, c.from));
+            assert_eq!(got, want, "{engine}");
+        }
+    }
+}
