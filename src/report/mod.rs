@@ -13,6 +13,7 @@ mod export;
 mod view;
 pub use export::{CompareFormat, Exported, Exporter, Json, exporter};
 mod facts;
+pub(crate) mod frontier;
 pub(crate) mod format;
 mod matrix;
 mod observe;
