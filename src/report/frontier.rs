@@ -63,6 +63,8 @@ pub struct FrontierView {
     pub gpu_count: u32,
     /// How many cells were points.
     pub cells: usize,
+    /// Every point, on a frontier or not, in run order (what the chart draws).
+    pub all: Vec<FrontierPoint>,
     /// The points on the tok/s-per-GPU frontier, by per-user tok/s ascending.
     pub points: Vec<FrontierPoint>,
     /// The points on the $/Mtok frontier, by per-user tok/s ascending; empty without a cost.
@@ -142,6 +144,7 @@ pub(super) fn frontiers(
                 cells: points.len(),
                 cost_points: on(&points, |p| Some((-p.usd_per_mtok?, p.per_user_tok_s))),
                 points: on(&points, |p| Some((p.tok_s_per_gpu, p.per_user_tok_s))),
+                all: points,
                 left_out,
             }
         })
