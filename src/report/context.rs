@@ -9,9 +9,9 @@ use super::facts::{engine, engine_line, hardware, settings};
 pub use super::run_info::{Counts, RunInfo};
 
 pub use super::capacity::CapacityView;
-pub use super::frontier::FrontierView;
 use super::capacity::capacity;
 use super::cells::cells;
+pub use super::frontier::FrontierView;
 pub use super::matrix::DecodeMatrix;
 use super::matrix::{matrix, matrix_line};
 use super::observe::ObservedView;

@@ -82,7 +82,11 @@ fn candidate(c: &CellView) -> bool {
 fn point(c: &CellView, gpus: u32, cost: Option<f64>) -> Result<FrontierPoint, String> {
     let why = |s: &str| {
         let r = c.reasons.join("; ");
-        if r.is_empty() { s.to_string() } else { format!("{s}: {r}") }
+        if r.is_empty() {
+            s.to_string()
+        } else {
+            format!("{s}: {r}")
+        }
     };
     match c.status {
         CellStatus::Valid => {}
@@ -128,7 +132,10 @@ pub(super) fn frontiers(
         .map(|(context, context_label)| {
             let mut points = Vec::new();
             let mut left_out = Vec::new();
-            for c in cells.iter().filter(|c| candidate(c) && c.context == context) {
+            for c in cells
+                .iter()
+                .filter(|c| candidate(c) && c.context == context)
+            {
                 match point(c, gpus, cost_per_hour) {
                     Ok(p) => points.push(p),
                     Err(reason) => left_out.push(LeftOut {

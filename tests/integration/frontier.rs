@@ -41,9 +41,8 @@ fn brute_frontier(pts: &[(String, f64, f64)]) -> Vec<String> {
     let mut on: Vec<&(String, f64, f64)> = pts
         .iter()
         .filter(|p| {
-            !pts.iter().any(|q| {
-                q.1 >= p.1 && q.2 >= p.2 && (q.1 > p.1 || q.2 > p.2)
-            })
+            !pts.iter()
+                .any(|q| q.1 >= p.1 && q.2 >= p.2 && (q.1 > p.1 || q.2 > p.2))
         })
         .collect();
     on.sort_by(|a, b| a.2.total_cmp(&b.2));
@@ -55,7 +54,11 @@ fn the_reports_frontier_is_the_records_frontier() {
     let (records, dir) = super::open::run_spec_paused(SPEC);
     let run = dir.path().join("run");
     let pts = points(&records);
-    assert_eq!(pts.len(), 8, "3 decode and 1 load cell per variant: {records:#?}");
+    assert_eq!(
+        pts.len(),
+        8,
+        "3 decode and 1 load cell per variant: {records:#?}"
+    );
     // The simulator's own model: one request at a time cannot make more than one request's
     // rate, so `four` at 4 at once out-produces every cell of `one`.
     let rate = |id: &str| pts.iter().find(|p| p.0 == id).map(|p| p.1).unwrap();
@@ -94,7 +97,11 @@ fn the_reports_frontier_is_the_records_frontier() {
     assert_eq!(rows, [want.clone(), want.clone()].concat(), "{md}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     let on_chart = html.matches("on the frontier</title>").count();
-    assert_eq!(on_chart, 2 * want.len(), "one dot per frontier point per chart");
+    assert_eq!(
+        on_chart,
+        2 * want.len(),
+        "one dot per frontier point per chart"
+    );
     compare_of_the_variants(&run, &records);
 }
 
@@ -115,10 +122,16 @@ fn json_and_csv_say_the_same(out: &Path, want: &[String], records: &[Record]) {
     for p in f["points"].as_array().unwrap() {
         let r = records.iter().find(|r| r.cell == p["cell"]).unwrap();
         let per_gpu = r.total_tok_s.unwrap() / 2.0;
-        assert!((p["tok_s_per_gpu"].as_f64().unwrap() - per_gpu).abs() < 0.06, "{p}");
+        assert!(
+            (p["tok_s_per_gpu"].as_f64().unwrap() - per_gpu).abs() < 0.06,
+            "{p}"
+        );
         // $/Mtok by hand: $3.60 an hour over total tok/s.
         let usd = 3.6 / 3600.0 / r.total_tok_s.unwrap() * 1e6;
-        assert!((p["usd_per_mtok"].as_f64().unwrap() - usd).abs() < 1e-3, "{p}");
+        assert!(
+            (p["usd_per_mtok"].as_f64().unwrap() - usd).abs() < 1e-3,
+            "{p}"
+        );
     }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
@@ -158,7 +171,10 @@ fn compare_of_the_variants(run: &Path, records: &[Record]) {
             .count()
     };
     let (ahead, behind) = (beaten(&one, &four), beaten(&four, &one));
-    assert!(ahead >= 1, "four's c4 dominates something of one's: {one:?} {four:?}");
+    assert!(
+        ahead >= 1,
+        "four's c4 dominates something of one's: {one:?} {four:?}"
+    );
     let verdict = match (ahead > 0, behind > 0) {
         (true, false) => "ahead",
         (true, true) => "mixed",
@@ -167,12 +183,23 @@ fn compare_of_the_variants(run: &Path, records: &[Record]) {
     let cmp = Bench::new(&["compare", "--format", "json", "--variants", "one", "four"])
         .arg(run)
         .run();
-    let c: Value = serde_json::from_str(&cmp.stdout).unwrap_or_else(|e| panic!("{e}: {}", cmp.stderr));
+    let c: Value =
+        serde_json::from_str(&cmp.stdout).unwrap_or_else(|e| panic!("{e}: {}", cmp.stderr));
     let ch = &c["frontier"]["changes"][0];
     assert_eq!(ch["verdict"], verdict, "{ch}");
-    assert_eq!(ch["base_dominated"].as_array().unwrap().len(), ahead, "{ch}");
-    assert_eq!(ch["new_dominated"].as_array().unwrap().len(), behind, "{ch}");
-    let md = Bench::new(&["compare", "--variants", "one", "four"]).arg(run).run();
+    assert_eq!(
+        ch["base_dominated"].as_array().unwrap().len(),
+        ahead,
+        "{ch}"
+    );
+    assert_eq!(
+        ch["new_dominated"].as_array().unwrap().len(),
+        behind,
+        "{ch}"
+    );
+    let md = Bench::new(&["compare", "--variants", "one", "four"])
+        .arg(run)
+        .run();
     let line = format!("- 256, tok/s per GPU: **{verdict}**");
     assert!(md.stdout.contains(&line), "{}", md.stdout);
 }

@@ -9,7 +9,13 @@ fn pareto_keeps_exactly_the_undominated_points() {
     let cases: [(&[(f64, f64)], &[bool]); 5] = [
         // (80,20) dominates (60,15); (100,10) dominates (100,5) (same x, higher y).
         (
-            &[(100.0, 10.0), (80.0, 20.0), (60.0, 15.0), (50.0, 30.0), (100.0, 5.0)],
+            &[
+                (100.0, 10.0),
+                (80.0, 20.0),
+                (60.0, 15.0),
+                (50.0, 30.0),
+                (100.0, 5.0),
+            ],
             &[true, true, false, true, false],
         ),
         // Equal points: neither is strictly better, both stay.
@@ -95,9 +101,21 @@ fn run() -> Vec<CellView> {
         cell("fast/prefill/1K", 1024, "valid", None, None),
         cell("fast/decode/1K/c1", 1024, "valid", Some(100.0), Some(100.0)),
         cell("fast/decode/1K/c4", 1024, "valid", Some(360.0), Some(90.0)),
-        cell("fast/decode/1K/c8", 1024, "invalid", Some(500.0), Some(80.0)),
+        cell(
+            "fast/decode/1K/c8",
+            1024,
+            "invalid",
+            Some(500.0),
+            Some(80.0),
+        ),
         cell("fast/decode/1K/c16", 1024, "valid", Some(520.0), None),
-        cell("fast/capacity/1K/c32", 1024, "valid", Some(900.0), Some(99.0)),
+        cell(
+            "fast/capacity/1K/c32",
+            1024,
+            "valid",
+            Some(900.0),
+            Some(99.0),
+        ),
         cell("slow/decode/1K/c1", 1024, "valid", Some(50.0), Some(50.0)),
         cell("slow/decode/1K/c4", 1024, "valid", Some(400.0), Some(60.0)),
         cell("fast/load/1K/r2", 1024, "valid", Some(300.0), Some(95.0)),
@@ -161,8 +179,14 @@ fn cells_are_marked_with_per_gpu_rates_and_frontier_membership() {
     mark(&mut cells, &fronts);
     let by = |id: &str| cells.iter().find(|c| c.id == id).cloned();
     let got = |id: &str| by(id).map(|c| (c.tok_s_per_gpu, c.on_frontier, c.on_cost_frontier));
-    assert_eq!(got("slow/decode/1K/c4"), Some((Some(200.0), Some(true), Some(true))));
-    assert_eq!(got("slow/decode/1K/c1"), Some((Some(25.0), Some(false), Some(false))));
+    assert_eq!(
+        got("slow/decode/1K/c4"),
+        Some((Some(200.0), Some(true), Some(true)))
+    );
+    assert_eq!(
+        got("slow/decode/1K/c1"),
+        Some((Some(25.0), Some(false), Some(false)))
+    );
     // Invalid: a per-GPU rate, but no point.
     assert_eq!(got("fast/decode/1K/c8"), Some((Some(250.0), None, None)));
     assert_eq!(got("fast/prefill/1K"), Some((None, None, None)));

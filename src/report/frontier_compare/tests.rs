@@ -40,7 +40,10 @@ fn view(context: u64, points: Vec<FrontierPoint>) -> FrontierView {
 /// - even: the same points.
 #[test]
 fn each_base_point_dominated_or_not_and_each_new_one() {
-    let base = [view(1024, vec![pt("a", 100.0, 10.0, None), pt("b", 50.0, 40.0, None)])];
+    let base = [view(
+        1024,
+        vec![pt("a", 100.0, 10.0, None), pt("b", 50.0, 40.0, None)],
+    )];
     let cases = [
         (vec![(120.0, 10.0), (50.0, 40.0)], "ahead", 1, 0),
         (vec![(90.0, 10.0), (50.0, 40.0)], "behind", 0, 1),
@@ -77,7 +80,10 @@ fn the_cost_frontier_is_compared_where_both_runs_have_a_cost() {
     let base = [view(1024, vec![pt("a", 100.0, 10.0, Some(3.0))])];
     let new = [view(1024, vec![pt("n", 100.0, 10.0, Some(2.0))])];
     let c = compare(&base, &new);
-    assert_eq!(c.summary, "even at 1K (tok/s per GPU); ahead at 1K ($/Mtok)");
+    assert_eq!(
+        c.summary,
+        "even at 1K (tok/s per GPU); ahead at 1K ($/Mtok)"
+    );
     // One run without a cost: the per-GPU frontier only.
     let c = compare(&base, &[view(1024, vec![pt("n", 100.0, 10.0, None)])]);
     assert_eq!(c.changes.len(), 1);
@@ -86,14 +92,23 @@ fn the_cost_frontier_is_compared_where_both_runs_have_a_cost() {
 /// No context with points in both runs: it says it judged nothing, never "even".
 #[test]
 fn no_common_context_judges_nothing() {
-    let base = [view(1024, vec![pt("a", 1.0, 1.0, None)]), view(4096, vec![])];
-    let new = [view(2048, vec![pt("n", 1.0, 1.0, None)]), view(4096, vec![])];
+    let base = [
+        view(1024, vec![pt("a", 1.0, 1.0, None)]),
+        view(4096, vec![]),
+    ];
+    let new = [
+        view(2048, vec![pt("n", 1.0, 1.0, None)]),
+        view(4096, vec![]),
+    ];
     let c = compare(&base, &new);
     assert!(c.changes.is_empty());
     assert_eq!(
         c.summary,
         "judged nothing: no context has frontier points in both runs"
     );
-    assert_eq!((c.only_base, c.only_new), (vec!["1K".to_string()], vec!["2K".to_string()]));
+    assert_eq!(
+        (c.only_base, c.only_new),
+        (vec!["1K".to_string()], vec!["2K".to_string()])
+    );
     assert_eq!(compare(&[], &[]).summary, c.summary);
 }
