@@ -54,11 +54,13 @@ fn the_reports_frontier_is_the_records_frontier() {
     let (records, dir) = super::open::run_spec_paused(SPEC);
     let run = dir.path().join("run");
     let pts = points(&records);
-    assert_eq!(
-        pts.len(),
-        8,
-        "3 decode and 1 load cell per variant: {records:#?}"
-    );
+    // 3 decode and 1 load cell per variant: each a point or left out with why.
+    let cells = records
+        .iter()
+        .filter(|r| matches!(r.phase.as_str(), "decode" | "load"));
+    assert_eq!(cells.count(), 8, "{records:#?}");
+    let decode = pts.iter().filter(|p| p.0.contains("/decode/")).count();
+    assert_eq!(decode, 6, "{pts:?}");
     // The simulator's own model: one request at a time cannot make more than one request's
     // rate, so `four` at 4 at once out-produces every cell of `one`.
     let rate = |id: &str| pts.iter().find(|p| p.0 == id).map(|p| p.1).unwrap();
@@ -112,6 +114,10 @@ fn json_and_csv_say_the_same(out: &Path, want: &[String], records: &[Record]) {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let f = &json["frontier"][0];
     assert_eq!(f["gpu_count"], 2);
+    let left = f["left_out"].as_array().unwrap();
+    assert_eq!(f["cells"].as_u64().unwrap() as usize + left.len(), 8, "{f}");
+    let why = |l: &Value| l["reason"].as_str().is_some_and(|r| !r.is_empty());
+    assert!(left.iter().all(why), "{f}");
     let got: Vec<&str> = f["points"]
         .as_array()
         .unwrap()
