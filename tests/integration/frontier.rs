@@ -59,8 +59,9 @@ fn the_reports_frontier_is_the_records_frontier() {
         .iter()
         .filter(|r| matches!(r.phase.as_str(), "decode" | "load"));
     assert_eq!(cells.count(), 8, "{records:#?}");
-    let decode = pts.iter().filter(|p| p.0.contains("/decode/")).count();
-    assert_eq!(decode, 6, "{pts:?}");
+    // `one` runs a single request at once: its c2 and c4 cells are invalid (the engine ran
+    // fewer than asked), so they are left out, not points.
+    assert_eq!(pts.len(), 6, "{pts:?}");
     // The simulator's own model: one request at a time cannot make more than one request's
     // rate, so `four` at 4 at once out-produces every cell of `one`.
     let rate = |id: &str| pts.iter().find(|p| p.0 == id).map(|p| p.1).unwrap();
@@ -116,8 +117,10 @@ fn json_and_csv_say_the_same(out: &Path, want: &[String], records: &[Record]) {
     assert_eq!(f["gpu_count"], 2);
     let left = f["left_out"].as_array().unwrap();
     assert_eq!(f["cells"].as_u64().unwrap() as usize + left.len(), 8, "{f}");
-    let why = |l: &Value| l["reason"].as_str().is_some_and(|r| !r.is_empty());
-    assert!(left.iter().all(why), "{f}");
+    let left: Vec<&str> = left.iter().map(|l| l["cell"].as_str().unwrap()).collect();
+    assert_eq!(left, ["one/decode/256/c2", "one/decode/256/c4"], "{f}");
+    let why = f["left_out"][0]["reason"].as_str().unwrap();
+    assert!(why.starts_with("invalid: "), "{why}");
     let got: Vec<&str> = f["points"]
         .as_array()
         .unwrap()
@@ -177,14 +180,14 @@ fn compare_of_the_variants(run: &Path, records: &[Record]) {
             .count()
     };
     let (ahead, behind) = (beaten(&one, &four), beaten(&four, &one));
-    assert!(
-        ahead >= 1,
-        "four's c4 dominates something of one's: {one:?} {four:?}"
-    );
+    // `one`'s c1 and `four`'s c1 are the same engine at one request (equal, or apart by
+    // the run's jitter), and `four`'s c2 and c4 trade per-user speed for per-GPU rate: the
+    // verdict is whatever the records say.
     let verdict = match (ahead > 0, behind > 0) {
         (true, false) => "ahead",
+        (false, true) => "behind",
         (true, true) => "mixed",
-        _ => unreachable!(),
+        (false, false) => "even",
     };
     let cmp = Bench::new(&["compare", "--format", "json", "--variants", "one", "four"])
         .arg(run)
