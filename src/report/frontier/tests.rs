@@ -4,9 +4,12 @@
 use super::*;
 use crate::results::Record;
 
+/// Points, and which of them are on the frontier.
+type Case<'a> = (&'a [(f64, f64)], &'a [bool]);
+
 #[test]
 fn pareto_keeps_exactly_the_undominated_points() {
-    let cases: [(&[(f64, f64)], &[bool]); 5] = [
+    let cases: [Case; 5] = [
         // (80,20) dominates (60,15); (100,10) dominates (100,5) (same x, higher y).
         (
             &[
