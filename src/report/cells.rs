@@ -162,6 +162,10 @@ fn view(p: &Planned, record: Option<&Record>, slo: &crate::spec::Slo) -> CellVie
         },
         effective_concurrency: record.and_then(super::observe::effective_concurrency),
         slo: super::slo_terms::slo_values(record, slo),
+        // Set by `frontier::mark` once the run's frontiers are known.
+        tok_s_per_gpu: None,
+        on_frontier: None,
+        on_cost_frontier: None,
         record: record.cloned(),
     }
 }

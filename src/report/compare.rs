@@ -46,6 +46,9 @@ pub struct Comparison {
     /// The comparison passes: no regression, a cell in common, and no base cell missing from
     /// the new run (unless allowed). `compare` exits 1 when it does not.
     pub passed: bool,
+    /// Where the new run's frontier (tok/s per GPU, and $/Mtok, against per-user tok/s)
+    /// dominates or falls behind the base's, per context; informs, does not gate.
+    pub frontier: super::frontier_compare::FrontierComparison,
 }
 
 /// One run of a comparison.
@@ -114,8 +117,7 @@ fn status(r: &Record) -> String {
     r.status.as_str().to_string()
 }
 
-fn side(run: &RunDir) -> Side {
-    let cx = context::Context::build(run);
+fn side(run: &RunDir, cx: context::Context) -> Side {
     Side {
         dir: run.path.display().to_string(),
         name: cx.subtitle,
@@ -240,10 +242,12 @@ pub fn compare(base: &RunDir, new: &RunDir, rules: Rules, allow_missing: bool) -
     let only_base = only(base, new);
     let passed = regressions == 0 && !rows.is_empty() && (allow_missing || only_base.is_empty());
     let summary = summary(rows.len(), regressions, only_base.len(), allow_missing);
+    let (bcx, ncx) = (context::Context::build(base), context::Context::build(new));
     Comparison {
         schema: COMPARE_SCHEMA.into(),
-        base: side(base),
-        new: side(new),
+        frontier: super::frontier_compare::compare(&bcx.frontier, &ncx.frontier),
+        base: side(base, bcx),
+        new: side(new, ncx),
         threshold_pct: rules.threshold_pct,
         rules,
         regressions,

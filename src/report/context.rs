@@ -11,6 +11,7 @@ pub use super::run_info::{Counts, RunInfo};
 pub use super::capacity::CapacityView;
 use super::capacity::capacity;
 use super::cells::cells;
+pub use super::frontier::FrontierView;
 pub use super::matrix::DecodeMatrix;
 use super::matrix::{matrix, matrix_line};
 use super::observe::ObservedView;
@@ -73,6 +74,9 @@ pub struct Context {
     pub load: Vec<CellView>,
     /// What each capacity search found, one line per context.
     pub capacity: Vec<CapacityView>,
+    /// Per context, the Pareto frontier of tok/s per GPU against per-user tok/s over every
+    /// valid decode and load cell of every variant, and of $/Mtok where the spec has a cost.
+    pub frontier: Vec<FrontierView>,
     /// Session cells (multi-turn conversations), by context and load; each record's
     /// `by_turn` holds its turns.
     pub sessions: Vec<CellView>,
@@ -95,7 +99,10 @@ impl Context {
     pub fn build(run: &Run) -> Context {
         let spec = &run.spec;
         let m = &run.manifest;
-        let cells = cells(run);
+        let mut cells = cells(run);
+        let hw = &spec.hardware;
+        let frontier = super::frontier::frontiers(&cells, hw.gpu_count, hw.cost_per_hour);
+        super::frontier::mark(&mut cells, &frontier);
         let reported = m.engine.reported_version.clone();
         let run_info = run_info(run, Counts::of(&cells));
         let (prefill, decode, variants, mut matrix_line) = arranged(&cells, m);
@@ -136,6 +143,7 @@ impl Context {
             slo: slo_terms(&spec.slo),
             load,
             capacity,
+            frontier,
             sessions: of_phase(&cells, Phase::Sessions),
             replay: of_phase(&cells, Phase::Replay),
             observed: super::observe::observed(&cells),

@@ -73,6 +73,10 @@ const GPU: [&str; 7] = [
     "warnings",
 ];
 
+/// The frontier (`frontier.rs`): tok/s per GPU, on the tok/s-per-GPU and $/Mtok frontiers
+/// (empty for a cell that is no point).
+const FRONTIER: [&str; 3] = ["tok_s_per_gpu", "on_frontier", "on_cost_frontier"];
+
 fn header() -> Vec<String> {
     let mut h: Vec<String> = [
         "cell",
@@ -112,6 +116,7 @@ fn header() -> Vec<String> {
     h.extend(SERVER.iter().map(|s| format!("server_{s}")));
     h.extend(GPU.iter().map(|s| s.to_string()));
     h.extend(SESSIONS.iter().map(|s| s.to_string()));
+    h.extend(FRONTIER.iter().map(|s| s.to_string()));
     h
 }
 
@@ -242,8 +247,13 @@ pub fn render(cx: &Context) -> Result<String, ReportError> {
                 row.extend(observed(r));
                 row.extend(sessions(r));
             }
-            None => row.resize(header().len(), String::new()),
+            None => row.resize(header().len() - FRONTIER.len(), String::new()),
         }
+        row.extend([
+            opt(c.tok_s_per_gpu),
+            opt(c.on_frontier),
+            opt(c.on_cost_frontier),
+        ]);
         w.write_record(&row).map_err(err)?;
     }
     let bytes = w

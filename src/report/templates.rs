@@ -139,7 +139,14 @@ fn with_charts(env: &mut Environment<'static>, cx: &Context) {
         .map(Value::from_safe_string)
         .collect();
     map.insert("variants", Value::from(per_context));
-    let capacity: Vec<Value> = super::svg_capacity::capacity(cx)
+    map.insert("capacity", captioned(super::svg_capacity::capacity(cx)));
+    map.insert("frontier", captioned(super::svg_frontier::frontier(cx)));
+    env.add_global("charts", Value::from(map));
+}
+
+/// Charts with their captions as a template list of `{caption, svg}`.
+fn captioned(charts: Vec<super::svg_capacity::Captioned>) -> Value {
+    let list: Vec<Value> = charts
         .into_iter()
         .map(|c| {
             let mut m = std::collections::BTreeMap::new();
@@ -148,8 +155,7 @@ fn with_charts(env: &mut Environment<'static>, cx: &Context) {
             Value::from(m)
         })
         .collect();
-    map.insert("capacity", Value::from(capacity));
-    env.add_global("charts", Value::from(map));
+    Value::from(list)
 }
 
 /// An environment holding the built-in templates.

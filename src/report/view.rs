@@ -44,6 +44,15 @@ pub struct CellView {
     /// The measured value at each SLO term's own percentile (decode and load cells with an
     /// SLO; empty otherwise).
     pub slo: Vec<SloValue>,
+    /// Total tok/s / `hardware.gpu_count` (1 when unset) of a measured decode or load
+    /// cell; `null` otherwise.
+    pub tok_s_per_gpu: Option<f64>,
+    /// On its context's frontier of tok/s per GPU against per-user tok/s (`frontier`);
+    /// `null` for a cell that is no point of it (not a valid decode or load cell).
+    pub on_frontier: Option<bool>,
+    /// On its context's frontier of $/Mtok against per-user tok/s; `null` without
+    /// `hardware.cost_per_hour` or for a cell that is no point.
+    pub on_cost_frontier: Option<bool>,
     /// The result record; `null` for a missing cell.
     pub record: Option<Record>,
 }

@@ -13,6 +13,7 @@ mod exit;
 mod export;
 mod faults;
 mod fleet;
+mod frontier;
 mod history;
 mod history_gates;
 mod html;

@@ -503,7 +503,8 @@ fn the_html_report_opens_in_chromium_without_errors_or_requests() {
     assert_eq!(done.code, 0, "{}", done.stderr);
     let html = dir.path().join("report.html");
     let text = std::fs::read_to_string(&html).unwrap();
-    assert_eq!(text.matches("<svg").count(), 3, "three inline charts");
+    // Prefill, decode and per-request charts, and a frontier chart per context (5).
+    assert_eq!(text.matches("<svg").count(), 8, "eight inline charts");
     assert!(
         !text.contains("src=\"http") && !text.contains("href=\"http"),
         "self-contained"
