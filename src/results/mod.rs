@@ -4,6 +4,7 @@
 pub(crate) mod bursts;
 pub mod endpoints;
 pub mod fill;
+pub mod images;
 pub(crate) mod observe;
 pub(crate) mod open_fields;
 pub(crate) mod record;
@@ -14,6 +15,7 @@ pub mod slo;
 pub(crate) mod stats;
 
 pub use endpoints::{EndpointUse, Shares};
+pub use images::ImageUse;
 pub use observe::{Bucket, GpuUse, ServerUse};
 pub use open_fields::{CapacityBound, OpenFields};
 pub use record::{

@@ -137,6 +137,10 @@ pub struct Record {
     /// requests second by second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<super::TraceInfo>,
+    /// The images the cell's requests carried (`workload.images`), and the server's prompt
+    /// tokens with them against the text's without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<super::ImageUse>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open_fields::OpenFields,
@@ -240,6 +244,7 @@ impl Record {
             by_turn: None,
             sessions: None,
             trace: None,
+            images: None,
             open: super::open_fields::OpenFields::default(),
         }
     }

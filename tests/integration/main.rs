@@ -16,6 +16,7 @@ mod fleet;
 mod history;
 mod history_gates;
 mod html;
+mod images;
 mod init;
 mod interop;
 mod known;
