@@ -35,31 +35,32 @@ pub(super) struct Images {
 }
 
 impl Images {
-    /// Count one request of `n` images, charged `usage` prompt tokens when the server said
-    /// (counted only with images).
-    pub fn note(&self, n: u32, usage: Option<u64>) {
-        let mut t = self
-            .tally
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// Count one request of `n` images as it is sent (a request dropped in flight, as at
+    /// the end of a decode window, was sent all the same).
+    pub fn sent(&self, n: u32) {
+        let mut t = self.lock();
         t.requests += 1;
-        if n == 0 {
-            return;
+        if n > 0 {
+            t.with_images += 1;
+            t.images += u64::from(n);
         }
-        t.with_images += 1;
-        t.images += u64::from(n);
-        if let Some(p) = usage {
-            t.counted += 1;
-            t.prompt_tokens += p;
-        }
+    }
+
+    /// Count the `usage.prompt_tokens` the server charged a request with images.
+    pub fn charged(&self, usage: u64) {
+        let mut t = self.lock();
+        t.counted += 1;
+        t.prompt_tokens += usage;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ImageTally> {
+        self.tally
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The tally so far, reset to zero.
     pub fn take(&self) -> ImageTally {
-        let mut t = self
-            .tally
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        std::mem::take(&mut *t)
+        std::mem::take(&mut *self.lock())
     }
 }

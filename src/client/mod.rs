@@ -316,18 +316,18 @@ impl Client {
         req: &Prepared,
         on_chunk: impl FnMut(Chunk) + Send,
     ) -> Outcome {
-        let mut out = self.exchange(to, req, on_chunk).await;
-        if let Some(images) = self
+        let images = self
             .images
             .as_ref()
-            .filter(|_| req.path == "/v1/chat/completions")
+            .filter(|_| req.path == "/v1/chat/completions");
+        if let Some(images) = images {
+            images.sent(req.images);
+        }
+        let mut out = self.exchange(to, req, on_chunk).await;
+        if let Some(images) = images.filter(|_| req.images > 0)
+            && let Some(usage) = out.usage_prompt.take()
         {
-            let usage = if req.images > 0 {
-                out.usage_prompt.take()
-            } else {
-                None
-            };
-            images.note(req.images, usage);
+            images.charged(usage);
         }
         out
     }

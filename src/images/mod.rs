@@ -100,13 +100,19 @@ fn draw(a: Amount, rng: &mut Rng, least: u32, most: u32) -> u32 {
 /// that no two images are alike (an engine's image cache sees each as new) and JPEG keeps
 /// them small.
 fn paint(w: u32, h: u32, rng: &mut Rng) -> Vec<u8> {
-    let k: Vec<u32> = (0..9).map(|_| (rng.unit() * 255.0) as u32).collect();
+    let mut draw = |m: f64| (rng.unit() * m) as u32;
+    let bands: [(u32, u32, u32); 3] =
+        std::array::from_fn(|_| (draw(7.0) + 1, draw(5.0) + 1, draw(255.0)));
     let mut px = Vec::with_capacity(w as usize * h as usize * 3);
     for y in 0..h {
         for x in 0..w {
-            for c in 0..3 {
-                let v = x.wrapping_mul(k[c] % 7 + 1) + y.wrapping_mul(k[c + 3] % 5 + 1) + k[c + 6];
-                px.push((v & 0xff) as u8);
+            for (a, b, c) in &bands {
+                px.push(
+                    (x.wrapping_mul(*a)
+                        .wrapping_add(y.wrapping_mul(*b))
+                        .wrapping_add(*c)
+                        & 0xff) as u8,
+                );
             }
         }
     }
