@@ -210,3 +210,29 @@ fn bad_image_specs_are_refused_where_they_are_written() {
         assert_eq!(at, [(pointer, line, column)], "{to}: {got:#?}");
     }
 }
+
+#[test]
+fn the_shipped_spec_sends_images_in_every_phase() {
+    let yaml = std::fs::read_to_string(super::repo_path("specs/images.yaml")).unwrap();
+    let (records, _dir) = super::open::run_spec_paused(&yaml);
+    let phases: std::collections::HashSet<_> = records.iter().map(|r| r.phase).collect();
+    assert_eq!(phases.len(), 3, "prefill, decode and load: {phases:?}");
+    for r in &records {
+        assert_eq!(r.status, Status::Valid, "{}: {:?}", r.cell, r.reasons);
+        let i = r.images.unwrap_or_else(|| panic!("{}: no images", r.cell));
+        // One to three images a prompt, two on average; each 448 × 336 ± 25% wide is
+        // 12 × ⌈w/28⌉ tokens: 12 × 12 = 144 at the narrowest (336), 12 × 20 = 240 at most.
+        assert!((1.0..=3.0).contains(&i.per_request), "{}: {i:?}", r.cell);
+        assert_eq!(
+            i.text_prompt_tokens, r.context as f64,
+            "{}: exact text",
+            r.cell
+        );
+        let per_image = i.image_tokens.unwrap() / i.per_request;
+        assert!(
+            (144.0 * 0.9..=240.0 * 1.1).contains(&per_image),
+            "{}: {per_image} tokens an image ({i:?})",
+            r.cell
+        );
+    }
+}
