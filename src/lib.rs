@@ -29,6 +29,7 @@ pub mod cli;
 pub mod client;
 pub mod footprint;
 pub mod history;
+pub mod images;
 pub mod init;
 pub mod interop;
 pub mod plan;

@@ -65,6 +65,34 @@ pub struct SimArgs {
     /// Fault: stop serving after this long (e.g. `30s`).
     #[arg(long, value_name = "DURATION", value_parser = |s: &str| Span::parse(s))]
     pub die_after: Option<Span>,
+    /// Prompt tokens an image costs: `N` for every image (gemma-3's 256, the default), or
+    /// `patch:P` for one per P × P patch, ⌈w/P⌉ · ⌈h/P⌉ (Qwen2-VL: `patch:28`).
+    #[arg(long, value_name = "N|patch:P", value_parser = image_tokens)]
+    pub image_tokens: Option<sim::images::ImageTokens>,
+    /// The most images a chat prompt may carry (vLLM `--limit-mm-per-prompt`); more is
+    /// HTTP 400 in vLLM's words.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub limit_mm_per_prompt: u32,
+    /// The longest side an image may have, pixels; larger is HTTP 400.
+    #[arg(long, default_value_t = 4096, value_name = "PIXELS")]
+    pub max_image_side: u32,
+}
+
+/// `--image-tokens`: `N` or `patch:P`.
+fn image_tokens(s: &str) -> Result<sim::images::ImageTokens, String> {
+    let bad = || format!("`{s}` is not N or patch:P (e.g. 256, patch:28)");
+    match s.strip_prefix("patch:") {
+        Some(p) => p
+            .parse()
+            .ok()
+            .filter(|p| *p > 0)
+            .map(sim::images::ImageTokens::Patch)
+            .ok_or_else(bad),
+        None => s
+            .parse()
+            .map(sim::images::ImageTokens::Fixed)
+            .map_err(|_| bad()),
+    }
 }
 
 /// Run `benchspec sim`.
@@ -94,6 +122,11 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         opts.profile.block_size = usize::from(b);
     }
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
+    opts.images = sim::images::ImageRule {
+        tokens: args.image_tokens.unwrap_or(opts.images.tokens),
+        limit_per_prompt: args.limit_mm_per_prompt,
+        max_side: args.max_image_side.max(1),
+    };
     opts.dialect = crate::plan::sim::dialect(args.dialect);
     if args.llama_cpp_dialect {
         opts.dialect = sim::SimDialect::LlamaCpp;

@@ -13,6 +13,15 @@ impl Client {
     /// same prompt again and again shares these bytes instead of building a body each time,
     /// and [`Prepared::with_max_tokens`] shares the prompt's bytes between requests.
     pub fn prepare(&self, prompt: &str, max_tokens: u64) -> Prepared {
+        let p = self.plain(prompt, max_tokens);
+        match &self.images {
+            Some(images) if self.api == Api::Chat => with_images(p, images.maker.attach(prompt)),
+            _ => p,
+        }
+    }
+
+    /// [`Client::prepare`] without images.
+    fn plain(&self, prompt: &str, max_tokens: u64) -> Prepared {
         let model = Value::String(self.model.clone());
         let (path, prefix, close) = match self.api {
             Api::Completions => (
@@ -50,6 +59,7 @@ impl Client {
             max_tokens,
             limit,
             keep_text: false,
+            images: 0,
         }
     }
 
@@ -64,9 +74,10 @@ impl Client {
         }
     }
 
-    /// A chat request of the given `messages` (a dataset's), asking for `max_tokens`.
+    /// A chat request of the given `messages` (a dataset's, or a conversation's), asking
+    /// for `max_tokens`; they are sent as they are, without images.
     pub fn prepare_messages(&self, messages: &Value, max_tokens: u64) -> Prepared {
-        let mut p = self.prepare("", max_tokens);
+        let mut p = self.plain("", max_tokens);
         p.path = "/v1/chat/completions";
         p.limit = self.limit_name(true);
         p.last = last_part(p.limit, max_tokens);
@@ -83,4 +94,33 @@ impl Client {
         }
         p
     }
+}
+
+/// `p` (a chat request of one user message) with its content as parts: the prompt's text,
+/// then `parts`, the `n` images' (`workload.images`).
+fn with_images(mut p: Prepared, (n, parts): (u32, Bytes)) -> Prepared {
+    let (Some(prefix), Some(rest)) = (
+        std::str::from_utf8(&p.prefix)
+            .ok()
+            .and_then(|s| s.strip_suffix("\"content\":")),
+        std::str::from_utf8(&p.rest)
+            .ok()
+            .and_then(|s| s.strip_prefix("}]")),
+    ) else {
+        return p;
+    };
+    if n == 0 {
+        return p;
+    }
+    let mut tail = Vec::with_capacity(parts.len() + rest.len() + 4);
+    tail.push(b'}');
+    tail.extend_from_slice(&parts);
+    tail.extend_from_slice(b"]}]");
+    tail.extend_from_slice(rest.as_bytes());
+    p.prefix = Bytes::from(format!(
+        "{prefix}\"content\":[{{\"type\":\"text\",\"text\":"
+    ));
+    p.rest = Bytes::from(tail);
+    p.images = n;
+    p
 }

@@ -6,6 +6,7 @@
 //! delivered and when. [`Generate`] is the seam: the run drives any implementation of it,
 //! this client over the network or a [`scripted::Scripted`] one in tests.
 
+mod attach;
 mod body;
 mod chunk;
 pub mod exchange;
@@ -28,6 +29,7 @@ mod tokenize;
 mod vllm_fixtures;
 mod wire;
 
+pub use attach::{Attach, ImageTally};
 pub use generate::Generate;
 use h1::WireError;
 pub use info::{ApiError, INTROSPECT_TIMEOUT, Introspection, describe};
@@ -68,6 +70,8 @@ pub struct Client {
     transport: Option<Arc<dyn Generate>>,
     /// A server in this process, answering every request in place of the network.
     inner: Option<Arc<dyn exchange::Exchange>>,
+    /// Images after the text of every chat prompt (`workload.images`).
+    images: Option<attach::Images>,
 }
 
 /// A reqwest client builder for any endpoint this tool reads. reqwest is built without a
@@ -110,6 +114,7 @@ impl Client {
             local: None,
             transport: None,
             inner: None,
+            images: None,
         })
     }
 
@@ -177,6 +182,24 @@ impl Client {
     pub fn with_transport(mut self, transport: Arc<dyn Generate>) -> Client {
         self.transport = Some(transport);
         self
+    }
+
+    /// This client adding `maker`'s images after the text of every chat prompt it prepares.
+    pub fn with_images(mut self, maker: Option<Arc<dyn Attach>>) -> Client {
+        self.images = maker.map(|maker| attach::Images {
+            maker,
+            tally: Arc::default(),
+        });
+        self
+    }
+
+    /// What the requests with images sent and were charged since the last call (zero
+    /// without images); the tally starts again from zero.
+    pub fn take_images(&self) -> ImageTally {
+        self.images
+            .as_ref()
+            .map(attach::Images::take)
+            .unwrap_or_default()
     }
 
     /// This client counting prompt tokens with `local` instead of the engine's `/tokenize`.
@@ -283,8 +306,33 @@ impl Client {
         self.generate_via(&to, req, on_chunk).await
     }
 
-    /// [`Client::generate`] to the server `to` names ([`Client::route`]).
+    /// [`Client::generate`] to the server `to` names ([`Client::route`]). A request with
+    /// images is tallied ([`Client::take_images`]), and its `usage.prompt_tokens` (text and
+    /// images) kept there, not in the outcome: the outcome's is compared with the text's
+    /// exact length.
     pub async fn generate_via(
+        &self,
+        to: &Route,
+        req: &Prepared,
+        on_chunk: impl FnMut(Chunk) + Send,
+    ) -> Outcome {
+        let images = self
+            .images
+            .as_ref()
+            .filter(|_| req.path == "/v1/chat/completions");
+        if let Some(images) = images {
+            images.sent(req.images);
+        }
+        let mut out = self.exchange(to, req, on_chunk).await;
+        if let Some(images) = images.filter(|_| req.images > 0)
+            && let Some(usage) = out.usage_prompt.take()
+        {
+            images.charged(usage);
+        }
+        out
+    }
+
+    async fn exchange(
         &self,
         to: &Route,
         req: &Prepared,

@@ -20,6 +20,8 @@ pub struct Prepared {
     pub(super) limit: &'static str,
     /// The answer's text is kept in the outcome (a session's turn).
     pub(super) keep_text: bool,
+    /// Images after the prompt's text (`workload.images`).
+    pub(super) images: u32,
 }
 
 impl Prepared {
@@ -30,6 +32,11 @@ impl Prepared {
             max_tokens,
             ..self.clone()
         }
+    }
+
+    /// The images the request carries after its text.
+    pub fn images(&self) -> u32 {
+        self.images
     }
 
     /// The same request, keeping its answer's text in the outcome.

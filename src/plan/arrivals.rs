@@ -62,22 +62,23 @@ pub fn lengths(centre: u64, spread: Option<Spread>, n: usize, seed: u64, max: u6
         return vec![centre.clamp(1, max.max(1)); n];
     };
     let mut rng = Rng::new(seed);
-    let c = centre as f64;
-    let s = sp.spread;
-    let (mu, sigma) = {
-        let var = (1.0 + s * s).ln();
-        (c.ln() - var / 2.0, var.sqrt())
-    };
     (0..n)
-        .map(|_| {
-            let v = match sp.distribution {
-                Distribution::Uniform => c * (1.0 - s + 2.0 * s * (1.0 - rng.unit())),
-                Distribution::Normal => c * (1.0 + s * rng.normal()),
-                Distribution::Lognormal => (mu + sigma * rng.normal()).exp(),
-            };
-            (v.round().max(1.0) as u64).min(max.max(1))
-        })
+        .map(|_| (drawn(centre as f64, sp, &mut rng).round().max(1.0) as u64).min(max.max(1)))
         .collect()
+}
+
+/// One value around `c` as `sp` draws it (before rounding and clamping): uniform in
+/// c × (1 ± s), or normal or log-normal with mean c and standard deviation c × s.
+pub fn drawn(c: f64, sp: Spread, rng: &mut Rng) -> f64 {
+    let s = sp.spread;
+    match sp.distribution {
+        Distribution::Uniform => c * (1.0 - s + 2.0 * s * (1.0 - rng.unit())),
+        Distribution::Normal => c * (1.0 + s * rng.normal()),
+        Distribution::Lognormal => {
+            let var = (1.0 + s * s).ln();
+            (c.ln() - var / 2.0 + var.sqrt() * rng.normal()).exp()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,16 @@ pub fn options_for(spec: &spec::Spec) -> Result<Options, SimError> {
     opts.noise = sim.noise;
     opts.noise_seed = sim.noise_seed;
     opts.dialect = dialect(sim.dialect);
+    if let Some(i) = sim.images {
+        use crate::sim::images::ImageTokens;
+        opts.images.tokens = match i.tokens {
+            Some(spec::images::SimImageTokens::Fixed(n)) => ImageTokens::Fixed(n),
+            Some(spec::images::SimImageTokens::Patch { patch }) => ImageTokens::Patch(patch),
+            None => opts.images.tokens,
+        };
+        opts.images.limit_per_prompt = i.limit_per_prompt.unwrap_or(opts.images.limit_per_prompt);
+        opts.images.max_side = i.max_side.unwrap_or(opts.images.max_side);
+    }
     opts.faults = Faults {
         failure_rate: sim.faults.failure_rate,
         disconnect_rate: sim.faults.disconnect_rate,

@@ -6,6 +6,7 @@ pub mod endpoints;
 pub mod fill;
 pub mod limit;
 pub mod limit_cells;
+pub mod images;
 pub(crate) mod observe;
 pub(crate) mod open_fields;
 pub(crate) mod record;
@@ -16,6 +17,7 @@ pub mod slo;
 pub(crate) mod stats;
 
 pub use endpoints::{EndpointUse, Shares};
+pub use images::ImageUse;
 pub use observe::{Bucket, GpuUse, ServerUse};
 pub use open_fields::{CapacityBound, OpenFields};
 pub use record::{

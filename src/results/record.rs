@@ -142,6 +142,10 @@ pub struct Record {
     /// not judged for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<super::limit::Limit>,
+    /// The images the cell's requests carried (`workload.images`), and the server's prompt
+    /// tokens with them against the text's without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<super::ImageUse>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open_fields::OpenFields,
@@ -246,6 +250,7 @@ impl Record {
             sessions: None,
             trace: None,
             limit: None,
+            images: None,
             open: super::open_fields::OpenFields::default(),
         }
     }

@@ -102,6 +102,7 @@ pub fn combine(mut reps: Vec<Record>) -> Option<Record> {
             (a, b) => a.or(b),
         };
         rec.status = worse(rec.status, r.status);
+        rec.images = super::ImageUse::merge(rec.images, r.images);
     }
     rec.reasons.sort();
     rec.warnings.sort();

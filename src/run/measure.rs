@@ -17,7 +17,14 @@ pub(super) async fn measure(
     // Each cell starts on an engine the earlier cells' requests have left, as a real one.
     cx.client.settle().await;
     let watching = cx.observer.begin(&cx.marks).await;
-    let rec = measure_only(cx, c, rec, on).await;
+    // The images of this cell's requests alone (`workload.images`).
+    let _ = cx.client.take_images();
+    let mut rec = measure_only(cx, c, rec, on).await;
+    let text = rec
+        .open
+        .input_tokens_mean
+        .unwrap_or(rec.prompt_tokens as f64);
+    rec.images = crate::results::ImageUse::of(cx.client.take_images(), text);
     let fraction = cx.workload.validity.min_active_fraction;
     cx.observer
         .finish(watching, &cx.marks, rec, fraction, &|n| on(Event::Note(n)))

@@ -131,6 +131,18 @@ impl GenRequest {
         }
     }
 
+    /// The images of the chat messages' content parts, in order; an error message for one
+    /// that cannot be read.
+    pub fn images(&self) -> Result<Vec<super::images::Seen>, String> {
+        let mut out = Vec::new();
+        for m in self.messages.iter().flatten() {
+            if let Content::Parts(parts) = &m.content {
+                super::images::read(parts, &mut out)?;
+            }
+        }
+        Ok(out)
+    }
+
     /// The output limit, vLLM's default when absent (the rest of the context).
     pub fn limit(&self, prompt_len: usize, max_model_len: usize) -> usize {
         self.max_completion_tokens

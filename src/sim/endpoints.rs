@@ -120,7 +120,8 @@ pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
                 m.render(&s.opts.served_name)
             }
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+        + &s.images.render();
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -151,7 +151,20 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
             Some("model"),
         )));
     }
-    let ids = req.prompt_ids().map_err(|e| bad(&e.to_string()))?;
+    let mut ids = req.prompt_ids().map_err(|e| bad(&e.to_string()))?;
+    let images = req.images().map_err(|e| bad(&e))?;
+    if let Some(why) = opts.images.refusal(&images) {
+        s.images.refused.fetch_add(1, Ordering::Relaxed);
+        return Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            &why,
+            Some("image"),
+        )));
+    }
+    let image_tokens = opts.images.ids(&images);
+    let charged = image_tokens.len() as u64;
+    ids.extend(image_tokens);
     let max_len = usize::try_from(opts.profile.max_model_len).unwrap_or(usize::MAX);
     if ids.len() >= max_len {
         return Err(Box::new(error(
@@ -162,6 +175,11 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
         )));
     }
     let limit = req.limit(ids.len(), max_len).min(max_len - ids.len());
+    // Counted once admitted: a refused request charged nothing.
+    s.images
+        .images
+        .fetch_add(images.len() as u64, Ordering::Relaxed);
+    s.images.tokens.fetch_add(charged, Ordering::Relaxed);
     Ok(Admitted { req, ids, limit })
 }
 

@@ -21,6 +21,8 @@ pub(super) struct Shared {
     pub tokenizer: Mutex<tokio::time::Instant>,
     /// The queue into the engine: requests enter it in arrival order.
     pub entry: super::entry::EntryQueue,
+    /// Images admitted and refused (`benchspec_sim:image…` in `/metrics`).
+    pub images: super::images::Counts,
 }
 
 pub(super) fn json_response(status: StatusCode, body: &Value) -> Response {

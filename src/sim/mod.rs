@@ -14,6 +14,7 @@ pub mod fitted;
 mod generate;
 mod histogram;
 mod http;
+pub mod images;
 mod kv;
 mod metrics;
 mod noise;

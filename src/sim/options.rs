@@ -85,6 +85,8 @@ pub struct Options {
     pub noise: f64,
     /// Seed of the noise, apart from `seed` so that two runs can differ.
     pub noise_seed: u64,
+    /// Images in chat prompts: tokens per image, the most per prompt, the largest side.
+    pub images: super::images::ImageRule,
 }
 
 impl Options {
@@ -100,6 +102,7 @@ impl Options {
             dialect: SimDialect::Vllm,
             noise: 0.0,
             noise_seed: 0,
+            images: super::images::ImageRule::default(),
         }
     }
 }

@@ -132,6 +132,7 @@ fn app(
         next_key: AtomicU64::new(1),
         tokenizer: Mutex::new(tokio::time::Instant::now()),
         entry: super::entry::EntryQueue::new(),
+        images: super::images::Counts::default(),
     });
     router().with_state(shared)
 }

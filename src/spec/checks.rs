@@ -3,6 +3,7 @@
 //! spec are broken; a field the schema already rejected is simply not looked at again.
 
 mod fleet;
+mod images;
 mod load;
 mod phases;
 mod telemetry;
@@ -70,6 +71,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     load::check(&cx, &mut out);
     telemetry::check(&cx, &mut out);
     variants::check(&cx, &mut out);
+    images::check(&cx, &mut out);
     out
 }
 

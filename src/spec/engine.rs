@@ -205,6 +205,10 @@ pub struct SimEngine {
     /// in the run directory as `twin.toml`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub twin: Option<String>,
+    /// How the simulated model takes images in chat prompts (default: 256 tokens an image,
+    /// at most 4 a prompt, sides of at most 4096 pixels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<super::images::SimImages>,
 }
 
 fn unit_scale() -> f64 {
@@ -306,6 +310,7 @@ impl Default for SimEngine {
             noise_seed: 0,
             time_scale: 1.0,
             twin: None,
+            images: None,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod dialect;
 mod doc;
 mod engine;
 pub mod files;
+pub mod images;
 mod json;
 mod load;
 mod model;
@@ -27,6 +28,7 @@ pub use engine::{
     BalanceSpec, DEFAULT_SIM_PROFILE, EngineKind, EngineSpec, Launch, LaunchCommand,
     SimDialectSpec, SimEngine, SimFaults,
 };
+pub use images::{Amount, ImageFormat, ImageLimit, Images};
 pub use load::{
     Arrivals, Capacity, DEFAULT_LOAD_DURATION, Distribution, Load, Objective, Rate, SearchAxis,
     Slo, SloMetric, Spread,

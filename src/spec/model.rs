@@ -151,4 +151,8 @@ pub struct Model {
     /// skips the cells it cannot hold (`workload.kv_overflow`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_tokens: Option<Tokens>,
+    /// The images the model accepts: per prompt and largest size; `workload.images` beyond
+    /// them is refused before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_limit: Option<super::images::ImageLimit>,
 }

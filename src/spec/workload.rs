@@ -45,6 +45,10 @@ pub struct WorkloadSpec {
     /// prefixes of `tokens` tokens (counted inside the context), the rest of it unique.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<Prefix>,
+    /// Images after the text of every chat prompt, in every phase: their count, width and
+    /// height (each fixed or drawn), format and seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<super::images::Images>,
 }
 
 /// Shared prefixes at the start of every prompt (`workload.prefix`).
@@ -74,6 +78,7 @@ impl Default for WorkloadSpec {
             seed: default_seed(),
             kv_overflow: super::telemetry::KvOverflow::default(),
             prefix: None,
+            images: None,
         }
     }
 }

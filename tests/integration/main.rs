@@ -17,6 +17,7 @@ mod frontier;
 mod history;
 mod history_gates;
 mod html;
+mod images;
 mod init;
 mod interop;
 mod known;

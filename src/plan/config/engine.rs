@@ -207,6 +207,13 @@ impl EngineConfig {
         }
     }
 
+    /// The maker of `workload.images`, when the spec asks for images.
+    pub fn images(&self) -> Option<std::sync::Arc<dyn client::Attach>> {
+        let images = self.spec.workload.images?;
+        let maker = crate::images::Maker::new(images, self.spec.model.image_limit);
+        Some(std::sync::Arc::new(maker))
+    }
+
     /// This engine's plan, expanded for the limits its server reports (the cells of a
     /// variant are not yet prefixed with its name).
     pub fn plan(&self, limits: Limits) -> Plan {

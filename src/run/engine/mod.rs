@@ -52,7 +52,8 @@ impl EngineSide {
         let key = engine.api_key(&env)?;
         let client = client::Client::new(engine.client_settings(base_url, key, pool + 2))
             .map_err(EngineError::Api)?
-            .with_tokenizer(tokenizer.cloned());
+            .with_tokenizer(tokenizer.cloned())
+            .with_images(engine.images());
         if engine.launch_ignored {
             on(Event::Note(format!(
                 "--base-url: attaching to the server at {}; `engine.launch` is not used",
@@ -91,6 +92,7 @@ impl EngineSide {
         let client = client::Client::new(settings)
             .map_err(EngineError::Api)?
             .with_tokenizer(tokenizer.cloned())
+            .with_images(engine.images())
             .in_process(server);
         Ok(EngineSide {
             client,

@@ -1,0 +1,84 @@
+//! Meaning checks of `workload.images` (docs/spec.md): images need the chat endpoint, an
+//! image has at least one pixel a side, and no image or count exceeds `model.image_limit`.
+
+use super::Checker;
+use crate::spec::diag::Problem;
+use crate::spec::images::{Amount, ImageLimit};
+use crate::spec::load::Distribution;
+use crate::spec::workload::ApiSpec;
+
+/// Every problem of `workload.images`.
+pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
+    if cx.json.pointer("/workload/images").is_none() {
+        return;
+    }
+    if cx.or("/workload/api", ApiSpec::Completions) == Some(ApiSpec::Completions) {
+        out.push(Problem::error(
+            "/workload/images",
+            "images are sent as chat content parts: set `workload.api: chat`",
+        ));
+    }
+    let limit: ImageLimit = cx
+        .field("/model/image_limit")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    amount(cx, "count", 0, limit.per_prompt, "per_prompt", out);
+    amount(cx, "width", 1, limit.width, "width", out);
+    amount(cx, "height", 1, limit.height, "height", out);
+}
+
+/// `workload.images.<key>`: at least `least`, and within `cap` (`model.image_limit.<name>`).
+fn amount(
+    cx: &Checker<'_>,
+    key: &str,
+    least: u32,
+    cap: Option<u32>,
+    name: &str,
+    out: &mut Vec<Problem>,
+) {
+    let ptr = format!("/workload/images/{key}");
+    let Ok(Some(a)) = cx.field::<Amount>(&ptr) else {
+        return;
+    };
+    if a.mean() < least {
+        out.push(Problem::error(
+            &ptr,
+            format!(
+                "an image's {key} is at least {least}; this spec says {}",
+                a.mean()
+            ),
+        ));
+    }
+    if let Amount::Drawn(d) = a
+        && least > 0
+        && d.distribution == Distribution::Uniform
+        && d.spread >= 1.0
+    {
+        out.push(Problem::error(
+            &format!("{ptr}/spread"),
+            format!(
+                "a uniform spread of {} reaches {key} 0; use a value below 1",
+                d.spread
+            ),
+        ));
+    }
+    let Some(cap) = cap else { return };
+    match a.most() {
+        Some(most) if most > u64::from(cap) => out.push(Problem::error(
+            &ptr,
+            format!(
+                "{key} reaches {most}, over the model's limit of {cap} (`model.image_limit.{name}`): \
+                 the server refuses such requests; lower it"
+            ),
+        )),
+        None if a.mean() > cap => out.push(Problem::error(
+            &ptr,
+            format!(
+                "the mean {key} {} is over the model's limit of {cap} (`model.image_limit.{name}`); lower it",
+                a.mean()
+            ),
+        )),
+        _ => {}
+    }
+}
