@@ -205,6 +205,9 @@ pub struct SimEngine {
     /// in the run directory as `twin.toml`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub twin: Option<String>,
+    /// LoRA adapters served beside the base model, resident slots and their load cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<super::adapters::SimLora>,
 }
 
 fn unit_scale() -> f64 {
@@ -306,6 +309,7 @@ impl Default for SimEngine {
             noise_seed: 0,
             time_scale: 1.0,
             twin: None,
+            lora: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! Schema and the meaning rules (docs/spec.md), and hand back the typed [`Spec`] — or every
 //! problem, each located at `FILE:LINE:COL`. Nothing here touches the network or an engine.
 
+pub mod adapters;
 mod checks;
 pub mod command;
 pub mod dataset;

@@ -45,6 +45,10 @@ pub struct WorkloadSpec {
     /// prefixes of `tokens` tokens (counted inside the context), the rest of it unique.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<Prefix>,
+    /// LoRA adapters: name (a `model` the server lists) → weight in the mix; each request
+    /// goes to one, drawn with `seed` in proportion to the weights (`by_adapter` in records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapters: Option<super::adapters::Adapters>,
 }
 
 /// Shared prefixes at the start of every prompt (`workload.prefix`).
@@ -74,6 +78,7 @@ impl Default for WorkloadSpec {
             seed: default_seed(),
             kv_overflow: super::telemetry::KvOverflow::default(),
             prefix: None,
+            adapters: None,
         }
     }
 }
