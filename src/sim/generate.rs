@@ -22,6 +22,8 @@ struct Admitted {
     req: GenRequest,
     ids: Vec<u32>,
     limit: usize,
+    /// The LoRA adapter its `model` names (`super::lora`).
+    adapter: Option<usize>,
 }
 
 /// Serve one generation request.
@@ -35,7 +37,12 @@ pub(super) async fn generate(
     if let Some(refused) = super::dialect::refused_field(s.opts.dialect, kind, &body) {
         return refused;
     }
-    let Admitted { req, ids, limit } = match admit(&s, &body) {
+    let Admitted {
+        req,
+        ids,
+        limit,
+        adapter,
+    } = match admit(&s, &body) {
         Ok(a) => a,
         Err(response) => return *response,
     };
@@ -58,6 +65,7 @@ pub(super) async fn generate(
             // A completion's answer is resent as streamed (sessions); a chat answer comes
             // back inside the template, after its reasoning.
             output_seed: (kind == EndpointKind::Completion).then_some(opts.seed ^ key),
+            adapter,
         },
         arrived,
         length,
@@ -76,7 +84,7 @@ pub(super) async fn generate(
     let head = Head {
         id: format!("{}-{key:032x}", kind.id_prefix()),
         created: unix_now(),
-        model: opts.served_name.clone(),
+        model: req.model.clone().unwrap_or_else(|| opts.served_name.clone()),
         kind,
     };
     let plan = StreamPlan::new(&req, opts, key, (prompt_len, target, length), head);
@@ -140,7 +148,16 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
     let req: GenRequest =
         serde_json::from_slice(body).map_err(|e| bad(&format!("invalid request body: {e}")))?;
     let opts = &s.opts;
-    if let Some(model) = req.model.as_deref().filter(|m| *m != opts.served_name) {
+    let lora = opts.lora.as_ref();
+    let adapter = req
+        .model
+        .as_deref()
+        .and_then(|m| lora.and_then(|l| super::lora::Slots::find(l, m)));
+    if let Some(model) = req
+        .model
+        .as_deref()
+        .filter(|m| *m != opts.served_name && adapter.is_none())
+    {
         return Err(Box::new(error(
             StatusCode::NOT_FOUND,
             "NotFoundError",
@@ -162,7 +179,12 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
         )));
     }
     let limit = req.limit(ids.len(), max_len).min(max_len - ids.len());
-    Ok(Admitted { req, ids, limit })
+    Ok(Admitted {
+        req,
+        ids,
+        limit,
+        adapter,
+    })
 }
 
 fn respond_stream<S>(events: S) -> Response

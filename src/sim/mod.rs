@@ -15,6 +15,7 @@ mod generate;
 mod histogram;
 mod http;
 mod kv;
+pub mod lora;
 mod metrics;
 mod noise;
 mod options;

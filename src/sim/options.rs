@@ -85,6 +85,8 @@ pub struct Options {
     pub noise: f64,
     /// Seed of the noise, apart from `seed` so that two runs can differ.
     pub noise_seed: u64,
+    /// LoRA adapters served beside the model (`super::lora`).
+    pub lora: Option<super::lora::LoraOptions>,
 }
 
 impl Options {
@@ -100,6 +102,7 @@ impl Options {
             dialect: SimDialect::Vllm,
             noise: 0.0,
             noise_seed: 0,
+            lora: None,
         }
     }
 }
