@@ -3,6 +3,7 @@
 
 pub(crate) mod bursts;
 pub mod endpoints;
+mod lora;
 pub mod fill;
 pub(crate) mod observe;
 pub(crate) mod open_fields;
@@ -13,7 +14,8 @@ pub mod significance;
 pub mod slo;
 pub(crate) mod stats;
 
-pub use endpoints::{EndpointUse, Shares};
+pub use endpoints::{AdapterUse, EndpointUse, Shares};
+pub use lora::LoraUse;
 pub use observe::{Bucket, GpuUse, ServerUse};
 pub use open_fields::{CapacityBound, OpenFields};
 pub use record::{

@@ -8,6 +8,7 @@
 //! calls it.
 
 mod fleet;
+pub mod lora;
 pub mod gpu;
 mod prefix;
 pub mod prom;
@@ -347,6 +348,7 @@ impl Observer {
             match fleet::combine(&each) {
                 Some(seen) => {
                     server_verdict(&mut rec, &seen, min_active_fraction);
+                    rec.lora = seen.lora.clone();
                     rec.server = Some(seen.server);
                     fleet::rows(&mut rec, &each);
                 }
