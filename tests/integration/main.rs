@@ -22,6 +22,7 @@ mod known;
 mod launch;
 mod layers;
 mod llamacpp;
+mod lora;
 mod merge;
 mod merge_split;
 mod messages;
