@@ -23,6 +23,7 @@ mod launch;
 mod layers;
 mod llamacpp;
 mod lora;
+mod lora_vllm;
 mod merge;
 mod merge_split;
 mod messages;
