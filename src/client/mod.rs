@@ -217,7 +217,9 @@ impl Client {
         req: &Prepared,
         out: &mut Outcome,
     ) -> Result<Wire<'a>, Failure> {
-        let swapped = to.adapter_name().map(|name| req.with_model(&self.model, name));
+        let swapped = to
+            .adapter_name()
+            .map(|name| req.with_model(&self.model, name));
         let req = swapped.as_ref().unwrap_or(req);
         if let Some(server) = &self.inner {
             let post = exchange::request(axum::http::Method::POST, req.path, req.whole());

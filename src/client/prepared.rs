@@ -35,8 +35,13 @@ impl Prepared {
     /// The same request naming `model` (a LoRA adapter) instead of `base`, the model its
     /// body was prepared with; the prompt's bytes are shared.
     pub fn with_model(&self, base: &str, model: &str) -> Prepared {
-        let old = 9 + serde_json::Value::String(base.to_string()).to_string().len();
-        let mut prefix = format!("{{\"model\":{}", serde_json::Value::String(model.to_string()));
+        let old = 9 + serde_json::Value::String(base.to_string())
+            .to_string()
+            .len();
+        let mut prefix = format!(
+            "{{\"model\":{}",
+            serde_json::Value::String(model.to_string())
+        );
         if self.prefix.starts_with(b"{\"model\":") && self.prefix.len() >= old {
             prefix.push_str(&String::from_utf8_lossy(&self.prefix[old..]));
         } else {

@@ -3,8 +3,8 @@
 
 pub(crate) mod bursts;
 pub mod endpoints;
-mod lora;
 pub mod fill;
+mod lora;
 pub(crate) mod observe;
 pub(crate) mod open_fields;
 pub(crate) mod record;

@@ -408,21 +408,8 @@ impl Scheduler {
         }
         cost
     }
-
-    /// The adapters of the running requests.
-    pub fn running_adapters(&self) -> Vec<usize> {
-        self.adapters_of(self.running.iter())
-    }
-
-    /// The adapters of the waiting requests.
-    pub fn waiting_adapters(&self) -> Vec<usize> {
-        self.adapters_of(self.waiting.iter())
-    }
-
-    fn adapters_of<'a>(&self, ids: impl Iterator<Item = &'a ReqId>) -> Vec<usize> {
-        ids.filter_map(|id| self.reqs.get(id)?.adapter).collect()
-    }
 }
 
+mod lora;
 #[cfg(test)]
 mod tests;

@@ -37,13 +37,8 @@ pub(super) async fn generate(
     if let Some(refused) = super::dialect::refused_field(s.opts.dialect, kind, &body) {
         return refused;
     }
-    let Admitted {
-        req,
-        ids,
-        limit,
-        adapter,
-    } = match admit(&s, &body) {
-        Ok(a) => a,
+    let (req, ids, limit, adapter) = match admit(&s, &body) {
+        Ok(a) => (a.req, a.ids, a.limit, a.adapter),
         Err(response) => return *response,
     };
     let opts = &s.opts;
@@ -81,12 +76,7 @@ pub(super) async fn generate(
             None,
         );
     }
-    let head = Head {
-        id: format!("{}-{key:032x}", kind.id_prefix()),
-        created: unix_now(),
-        model: req.model.clone().unwrap_or_else(|| opts.served_name.clone()),
-        kind,
-    };
+    let head = head(kind, key, req.model.as_deref().unwrap_or(&opts.served_name));
     let plan = StreamPlan::new(&req, opts, key, (prompt_len, target, length), head);
     let guard = stream::CancelOnDrop {
         key,
@@ -96,6 +86,17 @@ pub(super) async fn generate(
         respond_stream(stream::sse(rx, plan, guard))
     } else {
         respond_whole(rx, plan, guard).await
+    }
+}
+
+/// The head of the answer's chunks: its id, time and model (the adapter asked for, if any:
+/// vLLM answers with the name the request gave).
+fn head(kind: EndpointKind, key: u64, model: &str) -> Head {
+    Head {
+        id: format!("{}-{key:032x}", kind.id_prefix()),
+        created: unix_now(),
+        model: model.to_string(),
+        kind,
     }
 }
 

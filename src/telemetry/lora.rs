@@ -36,7 +36,11 @@ fn state(scrape: &Scrape) -> Option<(Vec<String>, Vec<String>, Option<u64>)> {
         v
     };
     let max = label("max_lora").parse::<f64>().ok().map(|m| m as u64);
-    Some((names("running_lora_adapters"), names("waiting_lora_adapters"), max))
+    Some((
+        names("running_lora_adapters"),
+        names("waiting_lora_adapters"),
+        max,
+    ))
 }
 
 /// The window's LoRA figures from its `scrapes`; `None` when none has the gauge.
@@ -48,8 +52,16 @@ pub fn read(scrapes: &[&Scrape]) -> Option<LoraUse> {
     let seen: BTreeSet<&String> = states.iter().flat_map(|(r, _, _)| r).collect();
     Some(LoraUse {
         max_lora: states.iter().find_map(|(_, _, m)| *m),
-        running_adapters_max: states.iter().map(|(r, _, _)| r.len() as u64).max().unwrap_or(0),
-        waiting_adapters_max: states.iter().map(|(_, w, _)| w.len() as u64).max().unwrap_or(0),
+        running_adapters_max: states
+            .iter()
+            .map(|(r, _, _)| r.len() as u64)
+            .max()
+            .unwrap_or(0),
+        waiting_adapters_max: states
+            .iter()
+            .map(|(_, w, _)| w.len() as u64)
+            .max()
+            .unwrap_or(0),
         adapters_seen: seen.into_iter().cloned().collect(),
         readings: states.len() as u64,
     })
@@ -78,7 +90,11 @@ mod tests {
         assert_eq!(got.max_lora, Some(1));
         assert_eq!(got.running_adapters_max, 1);
         assert_eq!(got.waiting_adapters_max, 2);
-        assert_eq!(got.adapters_seen, ["a3"], "the idle series was the first's state");
+        assert_eq!(
+            got.adapters_seen,
+            ["a3"],
+            "the idle series was the first's state"
+        );
         assert_eq!(got.readings, 2);
         assert!(read(&[&Scrape::new(at, "vllm:num_requests_running 1\n")]).is_none());
     }

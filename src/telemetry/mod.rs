@@ -8,8 +8,8 @@
 //! calls it.
 
 mod fleet;
-pub mod lora;
 pub mod gpu;
+pub mod lora;
 mod prefix;
 pub mod prom;
 pub mod server;

@@ -29,7 +29,10 @@ fn sim_with(max_loras: usize) -> (tokio::runtime::Runtime, benchspec::sim::Sim) 
 /// The simulator's own LoRA counters: requests per adapter, and loads.
 fn counters(rt: &tokio::runtime::Runtime, base: &str) -> (BTreeMap<String, u64>, u64) {
     let text = rt.block_on(async {
-        let http = benchspec::client::http_builder().no_proxy().build().unwrap();
+        let http = benchspec::client::http_builder()
+            .no_proxy()
+            .build()
+            .unwrap();
         let r = http.get(format!("{base}/metrics")).send().await.unwrap();
         r.text().await.unwrap()
     });
@@ -83,18 +86,29 @@ fn by_adapter_agrees_with_the_simulators_own_counts() {
     let r = records.iter().find(|r| r.cell == "load/256/r12").unwrap();
     assert_eq!(r.status, Status::Valid, "{r:#?}");
     let rows = r.by_adapter.as_deref().unwrap_or_default();
-    let claimed: BTreeMap<String, u64> =
-        rows.iter().map(|u| (u.adapter.clone(), u.requests)).collect();
+    let claimed: BTreeMap<String, u64> = rows
+        .iter()
+        .map(|u| (u.adapter.clone(), u.requests))
+        .collect();
     assert_eq!(claimed, per, "records vs the simulator's count");
     assert_eq!(claimed.values().sum::<u64>(), r.requests_started);
-    assert!((35..=37).contains(&r.requests_started), "12 req/s for 3 s: {r:#?}");
+    assert!(
+        (35..=37).contains(&r.requests_started),
+        "12 req/s for 3 s: {r:#?}"
+    );
     // 2:1:1 of 36: a gets about 18 (binomial sd 3).
     assert!((9..=27).contains(&per["a"]), "{per:?}");
-    assert!(rows.iter().all(|u| u.ttft_ms_p50.is_some() && u.total_tok_s.is_some()));
+    assert!(
+        rows.iter()
+            .all(|u| u.ttft_ms_p50.is_some() && u.total_tok_s.is_some())
+    );
     assert_eq!(loads, 3, "three slots: each adapter loaded once");
     let lora = r.lora.as_ref().unwrap_or_else(|| panic!("{r:#?}"));
     assert_eq!(lora.max_lora, Some(3));
-    assert!(lora.running_adapters_max <= 3 && lora.readings > 0, "{lora:?}");
+    assert!(
+        lora.running_adapters_max <= 3 && lora.readings > 0,
+        "{lora:?}"
+    );
     // The report's Adapters table: a row per adapter, its requests as recorded.
     assert!(report.contains("## Adapters"), "{report}");
     for u in rows {
@@ -117,12 +131,18 @@ fn one_slot_for_three_adapters_costs_loads() {
         rt.block_on(sim.stop());
         assert_eq!(code, 0, "{stderr}");
         let r = records.iter().find(|r| r.cell == "load/256/r12").unwrap();
-        assert_eq!(r.lora.as_ref().and_then(|l| l.max_lora), Some(max_loras as u64));
+        assert_eq!(
+            r.lora.as_ref().and_then(|l| l.max_lora),
+            Some(max_loras as u64)
+        );
         seen.push((loads, r.ttft_ms.unwrap().p50));
     }
     let ((one, ttft_one), (three, ttft_three)) = (seen[0], seen[1]);
     assert_eq!(three, 3, "three slots: a load per adapter, then none");
-    assert!(one > 6, "one slot: {one} loads for 36 requests over 3 adapters");
+    assert!(
+        one > 6,
+        "one slot: {one} loads for 36 requests over 3 adapters"
+    );
     assert!(
         ttft_one > ttft_three + 10.0,
         "TTFT p50 {ttft_one} ms with one slot vs {ttft_three} ms with three"
@@ -141,13 +161,20 @@ fn bad_adapters_are_refused_where_they_stand() {
     assert_eq!(code, 2, "{stderr}");
     assert!(records.is_empty());
     assert!(stderr.contains("lora.yaml:5:"), "{stderr}");
-    assert!(stderr.contains("adapter `zz`") && stderr.contains("`a`"), "{stderr}");
+    assert!(
+        stderr.contains("adapter `zz`") && stderr.contains("`a`"),
+        "{stderr}"
+    );
     for (mix, says) in [("{}", "empty adapter mix"), ("{a: 1, b: 0}", "weight 0")] {
         let done = Bench::new(&["validate"])
             .spec("lora.yaml", &spec("http://127.0.0.1:1", mix))
             .run();
         assert_eq!(done.code, 2, "{mix}: {}", done.stderr);
-        assert!(done.stderr.contains("lora.yaml:5:"), "{mix}: {}", done.stderr);
+        assert!(
+            done.stderr.contains("lora.yaml:5:"),
+            "{mix}: {}",
+            done.stderr
+        );
         assert!(done.stderr.contains(says), "{mix}: {}", done.stderr);
     }
 }
@@ -164,13 +191,25 @@ fn the_shipped_lora_spec_breaks_cells_down_by_adapter() {
         .iter()
         .filter(|r| r.status != Status::Skipped)
         .collect();
-    assert_eq!(measured.len(), 2, "decode/2K/c4 and load/2K/r8: {records:#?}");
+    assert_eq!(
+        measured.len(),
+        2,
+        "decode/2K/c4 and load/2K/r8: {records:#?}"
+    );
     for r in measured {
         let rows = r.by_adapter.as_deref().unwrap_or_default();
         let names: Vec<&str> = rows.iter().map(|u| u.adapter.as_str()).collect();
         assert_eq!(names, ["sql", "summarize", "support"], "{}", r.cell);
-        assert_eq!(rows.iter().map(|u| u.requests).sum::<u64>(), r.requests_started);
-        assert_eq!(r.lora.as_ref().and_then(|l| l.max_lora), Some(1), "{}", r.cell);
+        assert_eq!(
+            rows.iter().map(|u| u.requests).sum::<u64>(),
+            r.requests_started
+        );
+        assert_eq!(
+            r.lora.as_ref().and_then(|l| l.max_lora),
+            Some(1),
+            "{}",
+            r.cell
+        );
         if r.cell == "decode/2K/c4" {
             assert_eq!(r.status, Status::Invalid, "{r:#?}");
             assert!(r.reasons[0].contains("of 4 requests at once"), "{r:#?}");

@@ -14,23 +14,21 @@ fn adapters(dir: &std::path::Path) -> Vec<String> {
         .args(["a", "b", "c"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(str::to_string)
         .collect()
 }
 
-#[test]
-fn vllm_serves_a_lora_mix_and_says_so() {
-    let Some(env) = super::vllm::installed() else {
-        return;
-    };
-    let _cpu = super::cpu();
-    let dir = super::cli::tempdir::Dir::new();
-    let modules = adapters(dir.path()).join(" ");
-    let port = super::free_port();
-    let spec = format!(
+/// vLLM launched on `port` with the adapters `modules` (`NAME=PATH ...`) in one slot, and a
+/// load cell over a mix of a, b, c and zz (which vLLM does not serve).
+fn spec(port: u16, modules: &str) -> String {
+    format!(
         "version: 1\nname: lora\nhardware: {{type: cpu}}\n\
          engine:\n  kind: vllm\n  backend: cpu\n  base_url: http://127.0.0.1:{port}\n  launch:\n    command: >-\n      \
          ${{VLLM_BIN}} serve ${{VLLM_MODEL}} --served-model-name tiny --port {port} --host 127.0.0.1\n      \
@@ -42,18 +40,31 @@ fn vllm_serves_a_lora_mix_and_says_so() {
          workload: {{max_output_tokens: 16, adapters: {{a: 1, b: 1, c: 1, zz: 1}}}}\n\
          matrix: {{contexts: [256], concurrency: [1]}}\n\
          phases: {{prefill: {{enabled: false}}, decode: {{enabled: false}}, load: {{rates: [4], arrivals: constant, duration: 3s}}}}\n"
-    );
+    )
+}
+
+#[test]
+fn vllm_serves_a_lora_mix_and_says_so() {
+    let Some(env) = super::vllm::installed() else {
+        return;
+    };
+    let _cpu = super::cpu();
+    let dir = super::cli::tempdir::Dir::new();
+    let modules = adapters(dir.path()).join(" ");
+    let port = super::free_port();
+    let spec = spec(port, &modules);
     // `zz` is not among vLLM's `--lora-modules`: refused at readiness, where the spec names it.
     let run = |text: &str, out: &std::path::Path| {
-        let mut b = Bench::new(&["run", "--out", out.to_str().unwrap()]).spec("lora.yaml", text);
-        for (k, v) in &env {
-            b = b.env(k, v);
-        }
-        b.run()
+        let b = Bench::new(&["run", "--out", out.to_str().unwrap()]).spec("lora.yaml", text);
+        env.iter().fold(b, |b, (k, v)| b.env(k, v)).run()
     };
     let refused = run(&spec, &dir.path().join("refused"));
     assert_eq!(refused.code, 2, "{}", refused.stderr);
-    assert!(refused.stderr.contains("lora.yaml:19:"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("lora.yaml:19:"),
+        "{}",
+        refused.stderr
+    );
     assert!(
         refused.stderr.contains("adapter `zz`") && refused.stderr.contains("`a`, `b`, `c`"),
         "vLLM's /v1/models lists the three: {}",
@@ -74,14 +85,20 @@ fn vllm_serves_a_lora_mix_and_says_so() {
     assert_eq!(r.status, Status::Valid, "{r:#?}");
     let rows = r.by_adapter.as_deref().unwrap_or_default();
     assert_eq!(rows.len(), 3, "{r:#?}");
-    assert_eq!(rows.iter().map(|u| u.requests).sum::<u64>(), r.requests_started);
+    assert_eq!(
+        rows.iter().map(|u| u.requests).sum::<u64>(),
+        r.requests_started
+    );
     // vLLM's own gauge: one slot, and only adapters of the mix ever running.
     let lora = r.lora.as_ref().unwrap_or_else(|| panic!("no lora: {r:#?}"));
     assert_eq!(lora.max_lora, Some(1), "{lora:?}");
     assert!(lora.running_adapters_max <= 1, "{lora:?}");
     assert!(
         !lora.adapters_seen.is_empty()
-            && lora.adapters_seen.iter().all(|a| ["a", "b", "c"].contains(&a.as_str())),
+            && lora
+                .adapters_seen
+                .iter()
+                .all(|a| ["a", "b", "c"].contains(&a.as_str())),
         "{lora:?}"
     );
 }

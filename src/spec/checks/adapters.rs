@@ -67,8 +67,16 @@ mod tests {
     fn a_bad_mix_is_refused_where_it_is() {
         let table = [
             (json!({}), Some("/workload/adapters"), "empty"),
-            (json!({"a": 1, "b": 0}), Some("/workload/adapters/b"), "weight 0"),
-            (json!({"x/y": -2.5}), Some("/workload/adapters/x~1y"), "weight -2.5"),
+            (
+                json!({"a": 1, "b": 0}),
+                Some("/workload/adapters/b"),
+                "weight 0",
+            ),
+            (
+                json!({"x/y": -2.5}),
+                Some("/workload/adapters/x~1y"),
+                "weight -2.5",
+            ),
             (json!({"a": 1, "b": 0.5}), None, ""),
         ];
         for (mix, at, says) in table {
@@ -76,7 +84,8 @@ mod tests {
             let got = check(&doc, Stage::Validate, &|_| None);
             match at {
                 Some(at) => assert!(
-                    got.iter().any(|p| p.pointer == at && p.message.contains(says)),
+                    got.iter()
+                        .any(|p| p.pointer == at && p.message.contains(says)),
                     "{mix}: {got:?}"
                 ),
                 None => assert!(got.is_empty(), "{mix}: {got:?}"),
