@@ -93,6 +93,7 @@ impl Exits for RunError {
             RunError::Engine(_) | RunError::Config(_) | RunError::EngineLost { .. } => Exit::Engine,
             RunError::RunDir(e) => e.exit(),
             RunError::Dataset(_)
+            | RunError::AdapterNotServed { .. }
             | RunError::Trace(_)
             | RunError::Tokenizer(_)
             | RunError::StartAtSpan(_)

@@ -125,6 +125,8 @@ impl Client {
             stall: INTROSPECT_TIMEOUT,
             ignore_eos: false,
             pool: 1,
+            adapters: Vec::new(),
+            adapter_seed: 0,
         })
     }
 

@@ -1,4 +1,5 @@
-//! The streaming client, a leaf: it imports nothing from the rest of benchspec. One
+//! The streaming client, a leaf: it imports nothing from the rest of benchspec but the seeded
+//! generator ([`crate::rng`], itself a leaf). One
 //! keep-alive pool sized to the concurrency, streamed completions and chat requests read
 //! through the SSE parser, and the engine dialects that differ (the tokenize endpoint; usage
 //! in a separate chunk or inside the last one). A request's stream is reported chunk by
@@ -7,6 +8,7 @@
 //! this client over the network or a [`scripted::Scripted`] one in tests.
 
 mod attach;
+pub mod adapters;
 mod body;
 mod chunk;
 pub mod exchange;
@@ -99,7 +101,8 @@ impl Client {
             .chain(&settings.others)
             .map(|b| Target::new(b, pool, false))
             .collect();
-        let targets = Arc::new(Targets::new(list, settings.balance));
+        let mix = adapters::Mix::new(&settings.adapters, settings.adapter_seed).map(Arc::new);
+        let targets = Arc::new(Targets::new(list, settings.balance).with_mix(mix));
         Ok(Client {
             http,
             base: settings.base.trim_end_matches('/').to_string(),
@@ -126,7 +129,8 @@ impl Client {
             .list
             .iter()
             .map(|t| Target::new(&t.base, 1, true));
-        self.targets = Arc::new(Targets::new(list.collect(), Balance::default()));
+        let mix = self.targets.mix.clone();
+        self.targets = Arc::new(Targets::new(list.collect(), Balance::default()).with_mix(mix));
         self.inner = Some(server);
         self
     }
@@ -134,6 +138,16 @@ impl Client {
     /// The servers generation requests go to, in order (`by_endpoint`).
     pub fn endpoints(&self) -> Vec<String> {
         self.targets.list.iter().map(|t| t.base.clone()).collect()
+    }
+
+    /// The adapters requests are spread over (`workload.adapters`), in the mix's order
+    /// (`by_adapter`); empty without a mix.
+    pub fn adapters(&self) -> Vec<String> {
+        self.targets
+            .mix
+            .as_ref()
+            .map(|m| m.names().to_vec())
+            .unwrap_or_default()
     }
 
     /// A client of server `index` alone (its pool shared): its readiness, its metrics.
@@ -226,6 +240,10 @@ impl Client {
         req: &Prepared,
         out: &mut Outcome,
     ) -> Result<Wire<'a>, Failure> {
+        let swapped = to
+            .adapter_name()
+            .map(|name| req.with_model(&self.model, name));
+        let req = swapped.as_ref().unwrap_or(req);
         if let Some(server) = &self.inner {
             let post = exchange::request(axum::http::Method::POST, req.path, req.whole());
             out.sent = Instant::now();

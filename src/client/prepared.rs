@@ -39,6 +39,27 @@ impl Prepared {
         self.images
     }
 
+    /// The same request naming `model` (a LoRA adapter) instead of `base`, the model its
+    /// body was prepared with; the prompt's bytes are shared.
+    pub fn with_model(&self, base: &str, model: &str) -> Prepared {
+        let old = 9 + serde_json::Value::String(base.to_string())
+            .to_string()
+            .len();
+        let mut prefix = format!(
+            "{{\"model\":{}",
+            serde_json::Value::String(model.to_string())
+        );
+        if self.prefix.starts_with(b"{\"model\":") && self.prefix.len() >= old {
+            prefix.push_str(&String::from_utf8_lossy(&self.prefix[old..]));
+        } else {
+            return self.clone();
+        }
+        Prepared {
+            prefix: Bytes::from(prefix),
+            ..self.clone()
+        }
+    }
+
     /// The same request, keeping its answer's text in the outcome.
     pub fn keeping_text(mut self) -> Prepared {
         self.keep_text = true;

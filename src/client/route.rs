@@ -76,6 +76,8 @@ pub(super) struct Targets {
     pub(super) list: Vec<Target>,
     balance: Balance,
     next: AtomicUsize,
+    /// The LoRA adapters each request draws one of (`workload.adapters`).
+    pub(super) mix: Option<Arc<super::adapters::Mix>>,
 }
 
 impl Targets {
@@ -84,7 +86,14 @@ impl Targets {
             list,
             balance,
             next: AtomicUsize::new(0),
+            mix: None,
         }
+    }
+
+    /// These servers, each request sent to an adapter drawn from `mix`.
+    pub(super) fn with_mix(mut self, mix: Option<Arc<super::adapters::Mix>>) -> Targets {
+        self.mix = mix;
+        self
     }
 }
 
@@ -93,6 +102,8 @@ impl Targets {
 pub struct Route {
     targets: Arc<Targets>,
     index: usize,
+    /// The adapter drawn for the request, by its place in the mix (`by_adapter`).
+    adapter: Option<usize>,
 }
 
 impl Route {
@@ -124,9 +135,11 @@ impl Route {
         if let Some(t) = targets.list.get(index) {
             t.outstanding.fetch_add(1, Relaxed);
         }
+        let adapter = targets.mix.as_ref().map(|m| m.pick());
         Route {
             targets: targets.clone(),
             index,
+            adapter,
         }
     }
 
@@ -136,15 +149,28 @@ impl Route {
         if let Some(t) = targets.list.get(index) {
             t.outstanding.fetch_add(1, Relaxed);
         }
+        let adapter = targets.mix.as_ref().map(|m| m.pick());
         Route {
             targets: targets.clone(),
             index,
+            adapter,
         }
     }
 
     /// The server's place in the run's list (`by_endpoint`).
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// The adapter drawn for the request, by its place in the run's mix (`by_adapter`).
+    pub fn adapter(&self) -> Option<usize> {
+        self.adapter
+    }
+
+    /// The adapter's name: the request's `model`.
+    pub(super) fn adapter_name(&self) -> Option<&str> {
+        let mix = self.targets.mix.as_ref()?;
+        mix.names().get(self.adapter?).map(String::as_str)
     }
 
     pub(super) fn target(&self) -> Option<&Target> {

@@ -91,6 +91,11 @@ pub struct Settings {
     pub ignore_eos: bool,
     /// Keep-alive connections kept.
     pub pool: usize,
+    /// LoRA adapters (name, weight): each request's `model` is one, drawn with
+    /// `adapter_seed`; empty: every request names `model`.
+    pub adapters: Vec<(String, f64)>,
+    /// The seed of the adapters' draws.
+    pub adapter_seed: u64,
 }
 
 #[cfg(test)]

@@ -18,6 +18,11 @@ pub fn options_for(spec: &spec::Spec) -> Result<Options, SimError> {
     opts.reasoning_tokens = sim.reasoning_tokens as usize;
     opts.tokens_per_chunk = sim.tokens_per_chunk.max(1) as usize;
     opts.seed = spec.workload.seed;
+    opts.lora = sim.lora.as_ref().map(|l| crate::sim::lora::LoraOptions {
+        adapters: l.adapters.clone(),
+        max_loras: l.max_loras.max(1) as usize,
+        load_s: l.load.0.as_secs_f64(),
+    });
     if let Some(kv) = sim.kv_tokens {
         opts.profile.kv_tokens = kv.0;
     }

@@ -7,6 +7,7 @@ pub mod fill;
 pub mod limit;
 pub mod limit_cells;
 pub mod images;
+mod lora;
 pub(crate) mod observe;
 pub(crate) mod open_fields;
 pub(crate) mod record;
@@ -16,8 +17,9 @@ pub mod significance;
 pub mod slo;
 pub(crate) mod stats;
 
-pub use endpoints::{EndpointUse, Shares};
+pub use endpoints::{AdapterUse, EndpointUse, Shares};
 pub use images::ImageUse;
+pub use lora::LoraUse;
 pub use observe::{Bucket, GpuUse, ServerUse};
 pub use open_fields::{CapacityBound, OpenFields};
 pub use record::{

@@ -108,6 +108,13 @@ pub struct Record {
     /// Each server's share when requests are spread over several (replicas, endpoints).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_endpoint: Option<Vec<super::EndpointUse>>,
+    /// Each LoRA adapter's share when requests are spread over adapters
+    /// (`workload.adapters`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_adapter: Option<Vec<super::AdapterUse>>,
+    /// The engine's LoRA figures over the window (vLLM's `vllm:lora_requests_info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<super::LoraUse>,
     /// How many times the cell was measured, when more than once.
     #[serde(default)]
     pub repeats: Option<u32>,
@@ -241,6 +248,8 @@ impl Record {
             tokens_per_joule: None,
             usd_per_mtok: None,
             by_endpoint: None,
+            by_adapter: None,
+            lora: None,
             repeats: None,
             ci95: None,
             per_repeat: None,

@@ -52,6 +52,20 @@ pub enum RunError {
     /// The engine could not be started or reached, or does not serve the model.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// A LoRA adapter of `workload.adapters` is not among the models the server lists.
+    #[error(
+        "{at}: the engine at {base} does not serve adapter `{adapter}` (its /v1/models lists {there}); name a listed adapter, or serve it (vLLM: `--enable-lora --lora-modules {adapter}=PATH`)"
+    )]
+    AdapterNotServed {
+        /// Where the spec names it (`FILE:LINE:COL`).
+        at: String,
+        /// The server.
+        base: String,
+        /// The adapter.
+        adapter: String,
+        /// What the server lists, worded.
+        there: String,
+    },
     /// The engine's settings could not be read from the environment (the API key, `${VAR}`
     /// in the launch command), or name what does not exist.
     #[error(transparent)]

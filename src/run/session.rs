@@ -57,6 +57,10 @@ impl Session<'_> {
         )
         .await?;
         let server = manifest::ServerInfo::read(&engine.client, &spec_engine.served_name).await?;
+        if let Err(e) = super::engine::adapters_served(&engine.client, &server, config) {
+            engine.down().await;
+            return Err(e);
+        }
         let plan = spec_engine.plan(server.limits());
         let mut summary = RunSummary {
             out: dir.path().to_path_buf(),

@@ -135,6 +135,7 @@ pub fn prefill_tok_s(profile: &Profile, ctx: usize) -> f64 {
         tokens: slot_prompt(ctx, 0),
         target: 1,
         output_seed: None,
+        adapter: None,
     });
     while e.has_work() {
         e.step();
@@ -216,6 +217,7 @@ impl<'a> Replay<'a> {
                 tokens: p.clone(),
                 target: 1,
                 output_seed: None,
+                adapter: None,
             });
         }
         while e.has_work() {
@@ -261,6 +263,7 @@ impl<'a> Replay<'a> {
                 tokens: self.prompts[s].clone(),
                 target: self.max_tokens,
                 output_seed: None,
+                adapter: None,
             });
             self.slot_of.insert(id, s);
             self.sent_at.insert(id, sent);

@@ -240,6 +240,13 @@ impl Book {
         s.prompt_tokens = engine.prompt_tokens;
         s.generation_tokens = engine.generation_tokens;
         s.preemptions = engine.preemptions;
+        if let Some(slots) = &engine.lora {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            let (running, waiting) = (engine.running_adapters(), engine.waiting_adapters());
+            s.lora = slots.render(&running, &waiting, now);
+        }
         if let Ok(mut m) = metrics.lock() {
             m.clone_from(s);
         }

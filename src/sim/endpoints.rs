@@ -30,7 +30,13 @@ pub(super) async fn models(State(s): State<Arc<Shared>>) -> Response {
         m.remove("max_model_len");
         m.insert("owned_by".into(), "system".into());
     }
-    json_response(StatusCode::OK, &json!({"object": "list", "data": [model]}))
+    // LoRA adapters after the base, as vLLM lists its `--lora-modules`.
+    let mut data = vec![model];
+    for name in s.opts.lora.iter().flat_map(|l| &l.adapters) {
+        data.push(json!({"id": name, "object": "model", "created": unix_now(), "owned_by": "vllm",
+            "root": name, "parent": s.opts.served_name, "max_model_len": p.max_model_len, "permission": []}));
+    }
+    json_response(StatusCode::OK, &json!({"object": "list", "data": data}))
 }
 
 pub(super) async fn tokenize(State(s): State<Arc<Shared>>, body: Bytes) -> Response {

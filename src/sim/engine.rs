@@ -24,6 +24,8 @@ pub struct NewRequest {
     /// later prompt (completions): its blocks are then kept in the prefix cache, as vLLM
     /// keeps a finished request's generated blocks.
     pub output_seed: Option<u64>,
+    /// The LoRA adapter it runs on, by its place in the served list (`sim::lora`).
+    pub adapter: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +52,7 @@ struct Req {
     /// answer's blocks chain on.
     tail: (Vec<u32>, u64),
     output_seed: Option<u64>,
+    adapter: Option<usize>,
 }
 
 impl Req {
@@ -94,6 +97,8 @@ pub struct Scheduler {
     pub preemptions: u64,
     /// Run-to-run noise on step times, when asked for.
     pub noise: Option<super::noise::Noise>,
+    /// LoRA adapter slots, when adapters are served.
+    pub lora: Option<super::lora::Slots>,
 }
 
 impl Scheduler {
@@ -112,6 +117,7 @@ impl Scheduler {
             generation_tokens: 0,
             preemptions: 0,
             noise: None,
+            lora: None,
         }
     }
 
@@ -119,7 +125,17 @@ impl Scheduler {
     pub fn add(&mut self, r: NewRequest) -> ReqId {
         let id = self.next_id;
         self.next_id += 1;
-        let hashes = block_hashes(&r.tokens, self.kv.block());
+        let mut hashes = block_hashes(&r.tokens, self.kv.block());
+        // An adapter's blocks are its own (vLLM keys block hashes with the LoRA).
+        if let Some(a) = r.adapter {
+            let salt = (a as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            hashes.iter_mut().for_each(|h| *h ^= salt);
+        }
+        if let (Some(a), Some(slots)) = (r.adapter, self.lora.as_mut())
+            && let Some(n) = slots.requests.get_mut(a)
+        {
+            *n += 1;
+        }
         let full = hashes.len() * self.kv.block();
         let tail = (
             r.tokens[full.min(r.tokens.len())..].to_vec(),
@@ -130,6 +146,7 @@ impl Scheduler {
             hashes,
             tail,
             output_seed: r.output_seed,
+            adapter: r.adapter,
             target: r.target.max(1),
             generated: 0,
             state: State::Waiting,
@@ -341,6 +358,7 @@ impl Scheduler {
     fn admit(&mut self, budget: &mut usize, out: &mut StepOut) -> f64 {
         let mut cost = 0.0;
         let block = self.kv.block();
+        let mut skipped = Vec::new();
         while *budget > 0 && self.running.len() < self.profile.max_num_seqs {
             let Some(&id) = self.waiting.front() else {
                 break;
@@ -349,6 +367,13 @@ impl Scheduler {
                 self.waiting.pop_front();
                 continue;
             };
+            let busy = self.running_adapters();
+            let lora = req.adapter.zip(self.lora.as_ref());
+            if lora.is_some_and(|(a, slots)| !slots.fits(a, &busy)) {
+                // Every slot's adapter is running: it waits, the queue goes on (`sim::lora`).
+                skipped.extend(self.waiting.pop_front());
+                continue;
+            }
             let mut hit = self.kv.hit_blocks(&req.hashes);
             let whole = hit * block >= req.context();
             if whole {
@@ -362,6 +387,9 @@ impl Scheduler {
             self.kv
                 .record_query(req.prompt_len, (hit * block).min(req.prompt_len));
             self.waiting.pop_front();
+            if let Some((a, slots)) = req.adapter.zip(self.lora.as_mut()) {
+                cost += slots.take(a, &busy);
+            }
             self.running.push(id);
             out.admitted.push(id);
             if let Some(req) = self.reqs.get_mut(&id) {
@@ -384,9 +412,13 @@ impl Scheduler {
             }
             cost += self.prefill_chunk(id, budget, out);
         }
+        for id in skipped.into_iter().rev() {
+            self.waiting.push_front(id);
+        }
         cost
     }
 }
 
+mod lora;
 #[cfg(test)]
 mod tests;

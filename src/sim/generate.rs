@@ -22,6 +22,8 @@ struct Admitted {
     req: GenRequest,
     ids: Vec<u32>,
     limit: usize,
+    /// The LoRA adapter its `model` names (`super::lora`).
+    adapter: Option<usize>,
 }
 
 /// Serve one generation request.
@@ -35,8 +37,8 @@ pub(super) async fn generate(
     if let Some(refused) = super::dialect::refused_field(s.opts.dialect, kind, &body) {
         return refused;
     }
-    let Admitted { req, ids, limit } = match admit(&s, &body) {
-        Ok(a) => a,
+    let (req, ids, limit, adapter) = match admit(&s, &body) {
+        Ok(a) => (a.req, a.ids, a.limit, a.adapter),
         Err(response) => return *response,
     };
     let opts = &s.opts;
@@ -58,6 +60,7 @@ pub(super) async fn generate(
             // A completion's answer is resent as streamed (sessions); a chat answer comes
             // back inside the template, after its reasoning.
             output_seed: (kind == EndpointKind::Completion).then_some(opts.seed ^ key),
+            adapter,
         },
         arrived,
         length,
@@ -73,12 +76,7 @@ pub(super) async fn generate(
             None,
         );
     }
-    let head = Head {
-        id: format!("{}-{key:032x}", kind.id_prefix()),
-        created: unix_now(),
-        model: opts.served_name.clone(),
-        kind,
-    };
+    let head = head(kind, key, req.model.as_deref().unwrap_or(&opts.served_name));
     let plan = StreamPlan::new(&req, opts, key, (prompt_len, target, length), head);
     let guard = stream::CancelOnDrop {
         key,
@@ -88,6 +86,17 @@ pub(super) async fn generate(
         respond_stream(stream::sse(rx, plan, guard))
     } else {
         respond_whole(rx, plan, guard).await
+    }
+}
+
+/// The head of the answer's chunks: its id, time and model (the adapter asked for, if any:
+/// vLLM answers with the name the request gave).
+fn head(kind: EndpointKind, key: u64, model: &str) -> Head {
+    Head {
+        id: format!("{}-{key:032x}", kind.id_prefix()),
+        created: unix_now(),
+        model: model.to_string(),
+        kind,
     }
 }
 
@@ -140,7 +149,16 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
     let req: GenRequest =
         serde_json::from_slice(body).map_err(|e| bad(&format!("invalid request body: {e}")))?;
     let opts = &s.opts;
-    if let Some(model) = req.model.as_deref().filter(|m| *m != opts.served_name) {
+    let lora = opts.lora.as_ref();
+    let adapter = req
+        .model
+        .as_deref()
+        .and_then(|m| lora.and_then(|l| super::lora::Slots::find(l, m)));
+    if let Some(model) = req
+        .model
+        .as_deref()
+        .filter(|m| *m != opts.served_name && adapter.is_none())
+    {
         return Err(Box::new(error(
             StatusCode::NOT_FOUND,
             "NotFoundError",
@@ -180,7 +198,12 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
         .images
         .fetch_add(images.len() as u64, Ordering::Relaxed);
     s.images.tokens.fetch_add(charged, Ordering::Relaxed);
-    Ok(Admitted { req, ids, limit })
+    Ok(Admitted {
+        req,
+        ids,
+        limit,
+        adapter,
+    })
 }
 
 fn respond_stream<S>(events: S) -> Response

@@ -47,6 +47,8 @@ pub struct Snapshot {
     pub e2e: Histogram,
     /// Per request: from entering the engine's queue to being scheduled.
     pub queue: Histogram,
+    /// The LoRA lines (`super::lora`), rendered when the engine's state is published.
+    pub lora: String,
 }
 
 impl Default for Snapshot {
@@ -68,6 +70,7 @@ impl Default for Snapshot {
             itl: Histogram::new(ITL_BUCKETS),
             tpot: Histogram::new(ITL_BUCKETS),
             e2e: Histogram::new(REQUEST_BUCKETS),
+            lora: String::new(),
             queue: Histogram::new(REQUEST_BUCKETS),
         }
     }
@@ -205,6 +208,7 @@ impl Snapshot {
             );
         }
         self.render_success(&mut out, &labels);
+        out.push_str(&self.lora);
         let (blocks, block) = (self.kv_blocks.to_string(), self.block_size.to_string());
         let info = label_set(&[
             ("block_size", &block),

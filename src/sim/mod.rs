@@ -16,6 +16,7 @@ mod histogram;
 mod http;
 pub mod images;
 mod kv;
+pub mod lora;
 mod metrics;
 mod noise;
 mod options;

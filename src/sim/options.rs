@@ -87,6 +87,8 @@ pub struct Options {
     pub noise_seed: u64,
     /// Images in chat prompts: tokens per image, the most per prompt, the largest side.
     pub images: super::images::ImageRule,
+    /// LoRA adapters served beside the model (`super::lora`).
+    pub lora: Option<super::lora::LoraOptions>,
 }
 
 impl Options {
@@ -103,6 +105,7 @@ impl Options {
             noise: 0.0,
             noise_seed: 0,
             images: super::images::ImageRule::default(),
+            lora: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! one field at a time, so they run beside the schema layer even when other parts of the
 //! spec are broken; a field the schema already rejected is simply not looked at again.
 
+mod adapters;
 mod fleet;
 mod images;
 mod load;
@@ -72,6 +73,7 @@ pub fn check(json: &Value, stage: Stage, env: &dyn Fn(&str) -> Option<String>) -
     telemetry::check(&cx, &mut out);
     variants::check(&cx, &mut out);
     images::check(&cx, &mut out);
+    adapters::check(&cx, &mut out);
     out
 }
 

@@ -209,6 +209,9 @@ pub struct SimEngine {
     /// at most 4 a prompt, sides of at most 4096 pixels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<super::images::SimImages>,
+    /// LoRA adapters served beside the base model, resident slots and their load cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<super::adapters::SimLora>,
 }
 
 fn unit_scale() -> f64 {
@@ -311,6 +314,7 @@ impl Default for SimEngine {
             time_scale: 1.0,
             twin: None,
             images: None,
+            lora: None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! Schema and the meaning rules (docs/spec.md), and hand back the typed [`Spec`] — or every
 //! problem, each located at `FILE:LINE:COL`. Nothing here touches the network or an engine.
 
+pub mod adapters;
 mod checks;
 pub mod command;
 pub mod dataset;
@@ -184,6 +185,15 @@ pub fn load_in(path: &str, stage: Stage, files: files::Files) -> Result<Loaded, 
     };
     let env = |name: &str| std::env::var(name).ok();
     parse_in(path, &text, stage, &env, files)
+}
+
+/// Where the value at JSON `pointer` stands in spec text `text` named `path`, as
+/// `FILE:LINE:COL` (a check made after loading, e.g. against the server: an adapter it does
+/// not list).
+pub fn locate(path: &str, text: &str, pointer: &str) -> String {
+    let root = read_tree(path, text).ok();
+    let d = Problem::error(pointer, "").locate(path, text, root.as_ref());
+    format!("{}:{}:{}", d.file, d.line, d.column)
 }
 
 /// Check spec text named `path` (its extension picks the syntax); pure apart from `env`.

@@ -49,6 +49,10 @@ pub struct WorkloadSpec {
     /// height (each fixed or drawn), format and seed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<super::images::Images>,
+    /// LoRA adapters: name (a `model` the server lists) → weight in the mix; each request
+    /// goes to one, drawn with `seed` in proportion to the weights (`by_adapter` in records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapters: Option<super::adapters::Adapters>,
 }
 
 /// Shared prefixes at the start of every prompt (`workload.prefix`).
@@ -79,6 +83,7 @@ impl Default for WorkloadSpec {
             kv_overflow: super::telemetry::KvOverflow::default(),
             prefix: None,
             images: None,
+            adapters: None,
         }
     }
 }

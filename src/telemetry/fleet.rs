@@ -80,6 +80,7 @@ pub(super) fn combine(seen: &[Option<Seen>]) -> Option<Seen> {
         server,
         waiting_mean: known.iter().map(|s| s.waiting_mean).sum(),
         scrapes: known.iter().map(|s| s.scrapes).min().unwrap_or(0),
+        lora: known.iter().find_map(|s| s.lora.clone()),
     })
 }
 
@@ -126,6 +127,7 @@ mod tests {
             },
             waiting_mean: waiting,
             scrapes: 3,
+            lora: None,
         })
     }
 

@@ -9,6 +9,7 @@
 
 mod fleet;
 pub mod gpu;
+pub mod lora;
 mod prefix;
 pub mod prom;
 pub mod server;
@@ -347,6 +348,7 @@ impl Observer {
             match fleet::combine(&each) {
                 Some(seen) => {
                     server_verdict(&mut rec, &seen, min_active_fraction);
+                    rec.lora = seen.lora.clone();
                     rec.server = Some(seen.server);
                     fleet::rows(&mut rec, &each);
                 }

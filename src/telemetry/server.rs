@@ -117,6 +117,7 @@ pub fn wanted(name: &str) -> bool {
         .find_map(|s| name.strip_suffix(s))
         .unwrap_or(name);
     name == "vllm:cache_config_info"
+        || name == super::lora::NAME
         || FAMILIES.iter().any(|f| {
             [
                 f.running,
@@ -161,6 +162,8 @@ pub struct Seen {
     pub waiting_mean: f64,
     /// Scrapes the gauges were read from.
     pub scrapes: usize,
+    /// The engine's LoRA figures (vLLM's `lora_requests_info`), where it has them.
+    pub lora: Option<crate::results::LoraUse>,
 }
 
 /// A cell's scrapes: the one before it, those during it, the one after it.
@@ -294,10 +297,13 @@ impl Scrapes {
             itl_ms_p50_bucket: itl.map(|t| t.1),
             source: names.source.to_string(),
         };
+        // The LoRA gauge from inside the window, else from the scrape that closed it.
+        let lora = super::lora::read(&inside).or_else(|| super::lora::read(&[to]));
         Some(Seen {
             server,
             waiting_mean: mean(&waiting).unwrap_or(0.0),
             scrapes: running.len(),
+            lora,
         })
     }
 }

@@ -25,6 +25,8 @@ mod launch;
 mod layers;
 mod limit;
 mod llamacpp;
+mod lora;
+mod lora_vllm;
 mod merge;
 mod merge_split;
 mod messages;

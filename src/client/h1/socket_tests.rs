@@ -74,6 +74,8 @@ fn client(base: &str) -> Client {
         stall: LIMIT,
         ignore_eos: false,
         pool: 4,
+        adapters: Vec::new(),
+        adapter_seed: 0,
     };
     match Client::new(settings) {
         Ok(c) => c,

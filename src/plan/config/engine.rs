@@ -204,6 +204,13 @@ impl EngineConfig {
             stall: w.stall_timeout.0,
             ignore_eos: w.ignore_eos,
             pool,
+            adapters: w
+                .adapters
+                .iter()
+                .flatten()
+                .map(|(n, w)| (n.clone(), *w))
+                .collect(),
+            adapter_seed: w.seed,
         }
     }
 

@@ -71,17 +71,19 @@ fn add(h: &mut Hists, d: &Done, capped: bool) -> slo::RequestLatencies {
     r
 }
 
-/// Each server's share of the finished requests of a load cell (`by_endpoint`).
+/// Each server's and each adapter's share of the finished requests of a load cell
+/// (`by_endpoint`, `by_adapter`).
 pub fn shares(done: &[Done]) -> Shares {
     let mut shares = Shares::default();
     for d in done {
-        let s = shares.of(d.endpoint);
-        s.requests += 1;
-        s.tokens += d.tokens as f64;
-        if let Some(first) = d.first {
-            s.ttft
-                .record_us(us(first.saturating_duration_since(d.sent)));
-        }
+        let ttft = d.first.map(|f| us(f.saturating_duration_since(d.sent)));
+        shares.each(d.endpoint, d.adapter, |s| {
+            s.requests += 1;
+            s.tokens += d.tokens as f64;
+            if let Some(t) = ttft {
+                s.ttft.record_us(t);
+            }
+        });
     }
     shares
 }
@@ -279,6 +281,7 @@ mod tests {
                     usage_cached: None,
                     prompt_target: if bad { 200_000 } else { 1000 },
                     endpoint: 0,
+                    adapter: None,
                 }
             })
             .collect();

@@ -39,6 +39,8 @@ pub struct Turn {
     pub end: Instant,
     /// The server it went to.
     pub endpoint: usize,
+    /// The LoRA adapter it went to (its place in the mix).
+    pub adapter: Option<usize>,
     /// Why it failed, when it did.
     pub failure: Option<Failure>,
 }
@@ -56,6 +58,8 @@ pub struct SessionContext<'a> {
     pub at_max_len: u64,
     /// The servers' URLs (`by_endpoint` with more than one).
     pub endpoints: &'a [String],
+    /// The LoRA adapters' names (`by_adapter`; empty without a mix).
+    pub adapters: &'a [String],
     /// The workload's SLO.
     pub slo: &'a Slo,
     /// The window's length, seconds.
@@ -126,7 +130,9 @@ pub fn fill(rec: &mut Record, turns: &[Turn], seen: &SessionContext) {
         ended_at_max_len: seen.at_max_len,
     });
     rec.measured_s = Some(round(window_s, 3));
-    rec.by_endpoint = shares(turns).fields(seen.endpoints, window_s);
+    let shares = shares(turns);
+    rec.by_endpoint = shares.fields(seen.endpoints, window_s);
+    rec.by_adapter = shares.adapter_fields(seen.adapters, window_s);
     rec.output_tokens = Some(s.tokens);
     rec.total_tok_s = (window_s > 0.0).then(|| round(s.tokens as f64 / window_s, 1));
     rec.ttft_ms = s.ttft.summary();
@@ -160,18 +166,20 @@ fn per_request(rec: &mut Record, turns: &[Turn]) {
     rec.warnings.extend(bursts);
 }
 
-/// Each server's turns: started, output tokens of those that finished, TTFT.
+/// Each server's and adapter's turns: started, output tokens of those that finished, TTFT.
 fn shares(turns: &[Turn]) -> crate::results::Shares {
     let mut shares = crate::results::Shares::default();
     for t in turns {
-        let share = shares.of(t.endpoint);
-        share.requests += 1;
-        if t.failure.is_none() {
-            share.tokens += t.tokens as f64;
-        }
-        if let Some(v) = first_token_s(t) {
-            share.ttft.record_s(v);
-        }
+        let ttft = first_token_s(t);
+        shares.each(t.endpoint, t.adapter, |share| {
+            share.requests += 1;
+            if t.failure.is_none() {
+                share.tokens += t.tokens as f64;
+            }
+            if let Some(v) = ttft {
+                share.ttft.record_s(v);
+            }
+        });
     }
     shares
 }

@@ -36,6 +36,8 @@ pub struct Done {
     pub prompt_target: u64,
     /// The server it went to (its place in the client's list).
     pub endpoint: usize,
+    /// The LoRA adapter it went to (its place in the mix).
+    pub adapter: Option<usize>,
 }
 
 /// The requests of a cell once every one has ended.

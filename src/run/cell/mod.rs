@@ -176,7 +176,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
             .client
             .generate_via(&to, &request, |c| first = first.or(Some(c.at)))
             .await;
-        shares.of(to.index()).requests += 1;
+        shares.each(to.index(), to.adapter(), |s| s.requests += 1);
         if let Some(f) = &out.failure {
             rec.errors += 1;
             *rec.error_kinds.entry(f.kind()).or_default() += 1;
@@ -187,7 +187,7 @@ pub async fn prefill(cx: &Ctx, cell: &Cell, how: Prefill, mut rec: Record) -> Re
         if let Some(first) = first {
             let secs = (first - out.sent).as_secs_f64();
             ttft.record_s(secs);
-            shares.of(to.index()).ttft.record_s(secs);
+            shares.each(to.index(), to.adapter(), |s| s.ttft.record_s(secs));
             rates.push(cell.prompt_tokens as f64 / secs);
             rec.completed += 1;
         }
@@ -225,6 +225,7 @@ fn prefill_figures(
     rec.prefill_tok_s = median(&mut rates).map(|v| (v * 10.0).round() / 10.0);
     rec.measured_s = rec.ttft_ms.map(|t| t.p50 / 1000.0);
     rec.by_endpoint = shares.fields(&cx.client.endpoints(), 0.0);
+    rec.by_adapter = shares.adapter_fields(&cx.client.adapters(), 0.0);
 }
 
 /// The share of a prefill cell's prompt tokens the prefix cache can serve, warned about when

@@ -61,7 +61,9 @@ pub(super) async fn measure(
     cx.marks.close(tokio::time::Instant::now());
     fill(rec, &finished, load, &cx.workload.slo);
     let span = rec.measured_s.unwrap_or(0.0);
-    rec.by_endpoint = shares(&finished.done).fields(&cx.client.endpoints(), span);
+    let shares = shares(&finished.done);
+    rec.by_endpoint = shares.fields(&cx.client.endpoints(), span);
+    rec.by_adapter = shares.adapter_fields(&cx.client.adapters(), span);
     rec.client = cpu.usage(&cx.probe, span);
     keep_requests(cx, cell, &finished);
     finished

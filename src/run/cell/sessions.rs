@@ -83,6 +83,7 @@ pub async fn sessions(
         completed_turns: shared.completed_turns.load(Relaxed),
         at_max_len: shared.at_max_len.load(Relaxed),
         endpoints: &cx.client.endpoints(),
+        adapters: &cx.client.adapters(),
         slo: &cx.workload.slo,
         window_s: (end - start).as_secs_f64(),
     };
@@ -346,6 +347,7 @@ async fn one_turn(
         end: Instant::now(),
         failure: out.failure.clone(),
         endpoint: to.index(),
+        adapter: to.adapter(),
     };
     s.progress.tokens.fetch_add(tokens, Relaxed);
     if let Ok(mut turns) = s.turns.lock() {

@@ -34,6 +34,8 @@ fn ctx(plan: &Plan, script: Scripted) -> Arc<Ctx> {
         stall: Duration::from_secs(30),
         ignore_eos: true,
         pool: 1,
+        adapters: Vec::new(),
+        adapter_seed: 0,
     };
     let client = match Client::new(settings) {
         Ok(c) => c.with_transport(Arc::new(script)),

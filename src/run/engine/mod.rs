@@ -4,6 +4,33 @@
 pub mod launch;
 pub mod manifest;
 
+/// Every adapter of `workload.adapters` is among the models `server` lists (`/v1/models`,
+/// asked at readiness); else the run is refused, pointing at the adapter in the spec.
+pub(in crate::run) fn adapters_served(
+    client: &client::Client,
+    server: &manifest::ServerInfo,
+    config: &crate::plan::RunConfig,
+) -> Result<(), RunError> {
+    let Some(missing) = client
+        .adapters()
+        .into_iter()
+        .find(|a| !server.models.contains(a))
+    else {
+        return Ok(());
+    };
+    let pointer = format!(
+        "/workload/adapters/{}",
+        missing.replace('~', "~0").replace('/', "~1")
+    );
+    let there = server.models.iter().map(|m| format!("`{m}`"));
+    Err(RunError::AdapterNotServed {
+        at: crate::spec::locate(&config.spec_path, &config.spec_source, &pointer),
+        base: client.base.clone(),
+        adapter: missing,
+        there: there.collect::<Vec<_>>().join(", "),
+    })
+}
+
 use super::error::{EngineError, RunError};
 use super::event::Event;
 use super::interrupt::Interrupt;

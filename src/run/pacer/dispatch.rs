@@ -180,6 +180,7 @@ async fn request(s: Arc<Shared>, i: usize, due: Instant) {
         usage_cached: out.usage_cached,
         prompt_target: s.prompts.get(i).copied().unwrap_or_default(),
         endpoint: to.index(),
+        adapter: to.adapter(),
     };
     drop(to);
     ended(&s, done);

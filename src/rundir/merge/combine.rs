@@ -79,6 +79,7 @@ fn finished(parts: &[(Record, Vec<OpenRequest>)]) -> Finished {
             usage_cached: r.usage_cached_tokens,
             prompt_target: r.prompt_tokens,
             endpoint: r.endpoint.unwrap_or(0),
+            adapter: None,
         })
         .collect();
     Finished {
@@ -168,6 +169,8 @@ fn measured_fields_cleared(rec: Record) -> Record {
         warnings: Vec::new(),
         client: None,
         by_endpoint: None,
+        by_adapter: None,
+        lora: None,
         open: Default::default(),
         ..rec
     }

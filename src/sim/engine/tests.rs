@@ -21,6 +21,7 @@ fn one_request_prefills_then_decodes_to_its_target() {
         tokens: prompt(1, 1000),
         target: 5,
         output_seed: None,
+        adapter: None,
     });
     let mut tokens = 0;
     while e.has_work() {
@@ -40,6 +41,7 @@ fn prefix_cache_makes_the_second_prefill_cheap() {
             tokens: prompt(2, 4000),
             target: 1,
             output_seed: None,
+            adapter: None,
         });
         while e.has_work() {
             e.step();
@@ -74,6 +76,7 @@ fn requests_wait_when_the_kv_cache_is_full() {
             tokens: prompt(10 + s, 6000),
             target: 200,
             output_seed: None,
+            adapter: None,
         });
     }
     let mut max_running = 0;
@@ -97,6 +100,7 @@ fn cancel_frees_everything() {
         tokens: prompt(3, 3000),
         target: 1000,
         output_seed: None,
+        adapter: None,
     });
     e.step();
     e.step();
@@ -114,6 +118,7 @@ fn a_finished_completions_answer_is_kept_after_its_prompt() {
             tokens,
             target,
             output_seed: seed,
+            adapter: None,
         });
         let mut cached = None;
         while e.has_work() {
@@ -152,6 +157,7 @@ fn a_whole_cached_prompt_costs_a_twin_no_tail_prefill() {
                 tokens: prompt(3, 256),
                 target: 1,
                 output_seed: None,
+                adapter: None,
             });
             while e.has_work() {
                 e.step();

@@ -23,6 +23,8 @@ pub struct Track {
     n: u64,
     /// The server it went to (its place in the client's list).
     pub(super) endpoint: usize,
+    /// The LoRA adapter it went to (its place in the mix).
+    pub(super) adapter: Option<usize>,
     sent: Instant,
     /// Just before the request was written (the start of its TTFT).
     wrote: Option<Instant>,
@@ -125,12 +127,13 @@ impl Tally {
         }
     }
 
-    /// Request `n` was sent at `at` to server `endpoint`.
-    pub fn start(&mut self, n: u64, at: Instant, endpoint: usize) {
+    /// Request `n` was sent at `at` to server `endpoint` (and LoRA `adapter`).
+    pub fn start(&mut self, n: u64, at: Instant, (endpoint, adapter): (usize, Option<usize>)) {
         self.event();
         self.current = Some(Track {
             n,
             endpoint,
+            adapter,
             sent: at,
             wrote: None,
             first: None,
@@ -171,11 +174,13 @@ impl Tally {
             t.wrote = Some(c.sent);
             let ttft = micros(c.at.saturating_duration_since(c.sent));
             self.ttft.push(ttft);
-            self.shares.of(t.endpoint).ttft.record_us(ttft);
+            self.shares
+                .each(t.endpoint, t.adapter, |s| s.ttft.record_us(ttft));
         }
         if place == Where::Inside {
             self.tokens += c.tokens as f64;
-            self.shares.of(t.endpoint).tokens += c.tokens as f64;
+            self.shares
+                .each(t.endpoint, t.adapter, |s| s.tokens += c.tokens as f64);
             t.window_tokens += c.tokens;
             if let Some(g) = self.gauge.get(self.slot) {
                 g.tokens.fetch_add(c.tokens, Relaxed);
@@ -239,7 +244,8 @@ impl Tally {
         let (span, counted) = self.in_window(t.sent, at);
         self.active_s += span;
         self.started += u64::from(counted);
-        self.shares.of(t.endpoint).requests += u64::from(counted);
+        self.shares
+            .each(t.endpoint, t.adapter, |s| s.requests += u64::from(counted));
         self.save(&t, Some(out));
         if let Some(f) = &out.failure
             && !self.clock.after_close(at)
@@ -277,7 +283,8 @@ impl Tally {
     pub(super) fn reconcile(&mut self, t: &Track, factor: f64) {
         let more = (factor - 1.0) * t.window_tokens as f64;
         self.tokens += more;
-        self.shares.of(t.endpoint).tokens += more;
+        self.shares
+            .each(t.endpoint, t.adapter, |s| s.tokens += more);
     }
 
     /// The latencies of a request that finished inside the window, for the SLO.
@@ -327,7 +334,8 @@ impl Tally {
             let (span, counted) = self.in_window(t.sent, self.clock.close().unwrap_or(at));
             self.active_s += span;
             self.started += u64::from(counted);
-            self.shares.of(t.endpoint).requests += u64::from(counted);
+            self.shares
+                .each(t.endpoint, t.adapter, |s| s.requests += u64::from(counted));
             self.save(&t, None);
             self.leftover = Some(t);
         }

@@ -67,7 +67,7 @@ fn play_with(
         match *step {
             Send(ms, s, n) => {
                 sent.insert((s, n), at(ms));
-                tallies[s].start(n, at(ms), 0);
+                tallies[s].start(n, at(ms), (0, None));
             }
             Token(ms, s, n) => {
                 *counted.entry((s, n)).or_default() += 1;

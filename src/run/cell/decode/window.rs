@@ -125,6 +125,7 @@ pub async fn decode(
     rec.by_endpoint = totals
         .shares
         .fields(&cx.client.endpoints(), totals.length_s);
+    rec.by_adapter = (totals.shares).adapter_fields(&cx.client.adapters(), totals.length_s);
     rec.prefix_hit_expected = hit_expected_of(&cx, cell, rec.requests_started);
     rec
 }
@@ -371,7 +372,7 @@ async fn slot_loop(
             break;
         };
         let to = s.cx.client.route();
-        tally.start(n, Instant::now(), to.index());
+        tally.start(n, Instant::now(), (to.index(), to.adapter()));
         let out = {
             let request = s.cx.client.generate_via(&to, &body, |c| tally.chunk(c));
             tokio::select! {
