@@ -8,6 +8,7 @@
 
 mod body;
 mod chunk;
+mod drafts;
 pub mod exchange;
 mod generate;
 pub mod h1;
@@ -28,6 +29,7 @@ mod tokenize;
 mod vllm_fixtures;
 mod wire;
 
+pub use drafts::{DraftSum, Drafts};
 pub use generate::Generate;
 use h1::WireError;
 pub use info::{ApiError, INTROSPECT_TIMEOUT, Introspection, describe};
@@ -68,6 +70,8 @@ pub struct Client {
     transport: Option<Arc<dyn Generate>>,
     /// A server in this process, answering every request in place of the network.
     inner: Option<Arc<dyn exchange::Exchange>>,
+    /// The drafts the responses reported, as they ended (shared by the clones).
+    drafts: Arc<Drafts>,
 }
 
 /// A reqwest client builder for any endpoint this tool reads. reqwest is built without a
@@ -110,6 +114,7 @@ impl Client {
             local: None,
             transport: None,
             inner: None,
+            drafts: Arc::default(),
         })
     }
 
@@ -151,6 +156,11 @@ impl Client {
     /// prefix cache holds the conversation so far).
     pub fn route_to(&self, index: usize) -> Route {
         Route::to(&self.targets, index)
+    }
+
+    /// The drafts the responses reported (llama.cpp's timings), as they ended.
+    pub fn drafts(&self) -> Arc<Drafts> {
+        self.drafts.clone()
     }
 
     /// Whether generation requests go to the chat endpoint (with messages).
@@ -339,6 +349,14 @@ impl Client {
             return fail(out, Failure::Disconnect);
         }
         let total = out.usage_completion.unwrap_or(out.counted);
+        if let Some((draft, accepted)) = out.drafted {
+            let one = DraftSum {
+                draft,
+                accepted,
+                completion: total,
+            };
+            self.drafts.ended(Instant::now(), one);
+        }
         if self.ignore_eos && total < req.max_tokens && out.failure.is_none() {
             out.failure = Some(Failure::Short);
         }

@@ -11,6 +11,7 @@ pub mod repeats;
 pub mod sessions;
 pub mod significance;
 pub mod slo;
+pub mod spec_decode;
 pub(crate) mod stats;
 
 pub use endpoints::{EndpointUse, Shares};
@@ -21,4 +22,5 @@ pub use record::{
     unix_of_rfc3339, utc_now,
 };
 pub use sessions::{SessionCounts, TraceInfo, TurnStats};
+pub use spec_decode::{SpecCounts, SpecDecode, SpecSource};
 pub use stats::Summary;

@@ -137,6 +137,10 @@ pub struct Record {
     /// requests second by second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<super::TraceInfo>,
+    /// Speculative decoding over the window: drafted and accepted tokens and their ratios,
+    /// from the server's metrics or its responses' timings; absent when nothing was drafted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<super::SpecDecode>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open_fields::OpenFields,
@@ -240,6 +244,7 @@ impl Record {
             by_turn: None,
             sessions: None,
             trace: None,
+            spec_decode: None,
             open: super::open_fields::OpenFields::default(),
         }
     }

@@ -45,6 +45,14 @@ pub struct WorkloadSpec {
     /// prefixes of `tokens` tokens (counted inside the context), the rest of it unique.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<Prefix>,
+    /// What synthetic prompt bodies are made of: `random` common words (the default),
+    /// `natural` English prose or `code`; a draft model's acceptance depends on it.
+    #[serde(default, skip_serializing_if = "is_random")]
+    pub text: crate::text::TextKind,
+}
+
+fn is_random(t: &crate::text::TextKind) -> bool {
+    *t == crate::text::TextKind::Random
 }
 
 /// Shared prefixes at the start of every prompt (`workload.prefix`).
@@ -74,6 +82,7 @@ impl Default for WorkloadSpec {
             seed: default_seed(),
             kv_overflow: super::telemetry::KvOverflow::default(),
             prefix: None,
+            text: crate::text::TextKind::Random,
         }
     }
 }

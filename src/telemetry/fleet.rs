@@ -80,6 +80,10 @@ pub(super) fn combine(seen: &[Option<Seen>]) -> Option<Seen> {
         server,
         waiting_mean: known.iter().map(|s| s.waiting_mean).sum(),
         scrapes: known.iter().map(|s| s.scrapes).min().unwrap_or(0),
+        spec: known
+            .iter()
+            .filter_map(|s| s.spec.clone())
+            .reduce(|a, b| a.add(&b)),
     })
 }
 
@@ -126,6 +130,7 @@ mod tests {
             },
             waiting_mean: waiting,
             scrapes: 3,
+            spec: None,
         })
     }
 

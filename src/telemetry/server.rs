@@ -117,6 +117,7 @@ pub fn wanted(name: &str) -> bool {
         .find_map(|s| name.strip_suffix(s))
         .unwrap_or(name);
     name == "vllm:cache_config_info"
+        || super::spec::wanted(name)
         || FAMILIES.iter().any(|f| {
             [
                 f.running,
@@ -161,6 +162,8 @@ pub struct Seen {
     pub waiting_mean: f64,
     /// Scrapes the gauges were read from.
     pub scrapes: usize,
+    /// Speculative decoding's counts over the window, where the engine counts them.
+    pub spec: Option<crate::results::SpecCounts>,
 }
 
 /// A cell's scrapes: the one before it, those during it, the one after it.
@@ -298,6 +301,7 @@ impl Scrapes {
             server,
             waiting_mean: mean(&waiting).unwrap_or(0.0),
             scrapes: running.len(),
+            spec: super::spec::counts(from, to),
         })
     }
 }
