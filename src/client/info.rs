@@ -125,6 +125,7 @@ impl Client {
             stall: INTROSPECT_TIMEOUT,
             ignore_eos: false,
             pool: 1,
+            temperature: 0.0,
         })
     }
 

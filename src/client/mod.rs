@@ -64,6 +64,8 @@ pub struct Client {
     key: Option<ApiKey>,
     stall: Duration,
     ignore_eos: bool,
+    /// The sampling temperature of every request.
+    temperature: f64,
     /// `workload.tokenizer`: prompts are counted here, never with the engine's `/tokenize`.
     local: Option<Arc<local::LocalTokenizer>>,
     /// Another transport in place of the network (tests).
@@ -111,6 +113,7 @@ impl Client {
             stall: settings.stall,
             // Hosted APIs refuse `ignore_eos`: their output lengths vary and are recorded.
             ignore_eos: settings.ignore_eos && settings.dialect != ClientDialect::Hosted,
+            temperature: settings.temperature.max(0.0),
             local: None,
             transport: None,
             inner: None,
@@ -355,7 +358,8 @@ impl Client {
                 accepted,
                 completion: total,
             };
-            self.drafts.ended(Instant::now(), one);
+            // When its last bytes came: where a window that closes on them still holds it.
+            self.drafts.ended(at, one);
         }
         if self.ignore_eos && total < req.max_tokens && out.failure.is_none() {
             out.failure = Some(Failure::Short);

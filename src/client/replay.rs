@@ -100,6 +100,7 @@ pub(crate) fn replaying(api: Api, answers: Vec<Answer>) -> Client {
         stall: Duration::from_secs(5),
         ignore_eos: true,
         pool: 1,
+        temperature: 0.0,
     };
     let client = Client::new(settings).expect("a client");
     client.in_process(Arc::new(Replay(answers)))

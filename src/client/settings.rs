@@ -91,6 +91,8 @@ pub struct Settings {
     pub ignore_eos: bool,
     /// Keep-alive connections kept.
     pub pool: usize,
+    /// The sampling temperature sent with every request (0: greedy).
+    pub temperature: f64,
 }
 
 #[cfg(test)]

@@ -30,6 +30,10 @@ pub fn options_for(spec: &spec::Spec) -> Result<Options, SimError> {
     opts.noise = sim.noise;
     opts.noise_seed = sim.noise_seed;
     opts.dialect = dialect(sim.dialect);
+    opts.speculation = sim.speculative.map(|s| crate::sim::Speculation {
+        draft_tokens: s.draft_tokens.max(1) as usize,
+        acceptance: [s.acceptance.random, s.acceptance.natural, s.acceptance.code],
+    });
     opts.faults = Faults {
         failure_rate: sim.faults.failure_rate,
         disconnect_rate: sim.faults.disconnect_rate,

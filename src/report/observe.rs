@@ -20,6 +20,26 @@ pub struct ObservedView {
     pub gpu: Vec<GpuRow>,
     /// `No GPU telemetry …` when no record has any.
     pub gpu_note: Option<String>,
+    /// Measured cells whose engine drafted (speculative decoding), in cell order.
+    #[serde(default)]
+    pub spec: Vec<SpecRow>,
+}
+
+/// One cell's speculative decoding, beside its speed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SpecRow {
+    /// The cell id.
+    pub id: String,
+    /// Output tok/s of the cell.
+    pub total_tok_s: Option<f64>,
+    /// Accepted / drafted tokens.
+    pub acceptance_rate: f64,
+    /// Accepted tokens per draft, where the engine counts drafts.
+    pub accepted_per_draft: Option<f64>,
+    /// Drafted tokens per output token.
+    pub drafted_per_output_token: Option<f64>,
+    /// `vllm-metrics` or `llamacpp-timings`.
+    pub source: String,
 }
 
 /// One cell as the engine saw it, beside the client's numbers.
@@ -119,6 +139,16 @@ pub fn observed(cells: &[CellView]) -> ObservedView {
                 server_itl_ms: s.itl_ms_p50,
                 server_itl_bucket: s.itl_ms_p50_bucket.map(bucket_label),
                 source: s.source.clone(),
+            });
+        }
+        if let Some(s) = &r.spec_decode {
+            v.spec.push(SpecRow {
+                id: c.id.clone(),
+                total_tok_s: r.total_tok_s,
+                acceptance_rate: s.acceptance_rate,
+                accepted_per_draft: s.accepted_per_draft,
+                drafted_per_output_token: s.drafted_per_output_token,
+                source: s.source.as_str().into(),
             });
         }
         if let Some(g) = r.gpu.as_ref().filter(|g| !g.is_empty()) {

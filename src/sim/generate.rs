@@ -50,8 +50,13 @@ pub(super) async fn generate(
     let length = stream::at_limit(&req, target, limit);
     let prompt_len = ids.len();
     let (tx, rx) = mpsc::unbounded_channel();
+    let accept = opts.speculation.as_ref().map(|sp| {
+        let words = super::tokenizer::OUTPUT_WORDS;
+        sp.acceptance_of(crate::text::guess(&req.prompt_text(), &words))
+    });
     let submit = Msg::Submit {
         key,
+        accept,
         req: NewRequest {
             tokens: ids,
             target,

@@ -22,10 +22,12 @@ mod options;
 mod parity;
 pub mod profile;
 mod server;
+mod speculate;
 mod stream;
 pub mod tokenizer;
 
 pub use options::{Faults, Options, SimDialect};
+pub use speculate::Speculation;
 pub use server::{InProcess, Sim, start, start_threaded};
 
 /// Why the simulator could not start.

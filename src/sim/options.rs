@@ -85,6 +85,8 @@ pub struct Options {
     pub noise: f64,
     /// Seed of the noise, apart from `seed` so that two runs can differ.
     pub noise_seed: u64,
+    /// Speculative decoding, when the engine models it.
+    pub speculation: Option<super::Speculation>,
 }
 
 impl Options {
@@ -100,6 +102,7 @@ impl Options {
             dialect: SimDialect::Vllm,
             noise: 0.0,
             noise_seed: 0,
+            speculation: None,
         }
     }
 }

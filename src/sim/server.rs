@@ -77,6 +77,9 @@ impl Sim {
 /// The engine `opts` ask for, with its run-to-run noise when asked.
 fn engine_for(opts: &Options) -> Scheduler {
     let mut engine = Scheduler::new(opts.profile.clone());
+    if let Some(s) = &opts.speculation {
+        engine.drafter = Some(super::speculate::Drafter::new(s.draft_tokens, opts.seed));
+    }
     if opts.noise > 0.0 {
         let seed = opts.seed ^ opts.noise_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         engine.noise = Some(super::noise::Noise::new(opts.noise, seed));

@@ -49,6 +49,15 @@ pub struct WorkloadSpec {
     /// `natural` English prose or `code`; a draft model's acceptance depends on it.
     #[serde(default, skip_serializing_if = "is_random")]
     pub text: crate::text::TextKind,
+    /// The sampling temperature of every request: 0 (the default) is greedy decoding; a
+    /// draft model's acceptance falls as it rises.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(range(min = 0.0, max = 5.0))]
+    pub temperature: f64,
+}
+
+fn is_zero(t: &f64) -> bool {
+    *t == 0.0
 }
 
 fn is_random(t: &crate::text::TextKind) -> bool {
@@ -83,6 +92,7 @@ impl Default for WorkloadSpec {
             kv_overflow: super::telemetry::KvOverflow::default(),
             prefix: None,
             text: crate::text::TextKind::Random,
+            temperature: 0.0,
         }
     }
 }

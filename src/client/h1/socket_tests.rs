@@ -74,6 +74,7 @@ fn client(base: &str) -> Client {
         stall: LIMIT,
         ignore_eos: false,
         pool: 4,
+        temperature: 0.0,
     };
     match Client::new(settings) {
         Ok(c) => c,

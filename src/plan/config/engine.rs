@@ -204,6 +204,7 @@ impl EngineConfig {
             stall: w.stall_timeout.0,
             ignore_eos: w.ignore_eos,
             pool,
+            temperature: w.temperature,
         }
     }
 

@@ -34,6 +34,7 @@ fn ctx(plan: &Plan, script: Scripted) -> Arc<Ctx> {
         stall: Duration::from_secs(30),
         ignore_eos: true,
         pool: 1,
+        temperature: 0.0,
     };
     let client = match Client::new(settings) {
         Ok(c) => c.with_transport(Arc::new(script)),
