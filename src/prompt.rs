@@ -211,7 +211,9 @@ impl Synth {
         if self.text != TextKind::Random {
             let guess = (tokens.saturating_sub(8 + lead_tokens) / 2) as usize;
             let start = self.words_for.get(&key).copied().unwrap_or((guess, 0));
-            return self.sized_text(client, tokens, (lead, &header), start, key).await;
+            return self
+                .sized_text(client, tokens, (lead, &header), start, key)
+                .await;
         }
         let mut words = self
             .words_for

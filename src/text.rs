@@ -88,7 +88,11 @@ pub fn pieces(kind: TextKind, seed: u64, n: usize) -> Vec<&'static str> {
                 }
                 // A paragraph starts after a blank line: its first piece is led by `\n\n`
                 // (a piece is a slice of the source, so the break is the one before it).
-                out.push(if first { with_break(source, piece) } else { piece });
+                out.push(if first {
+                    with_break(source, piece)
+                } else {
+                    piece
+                });
                 first = false;
             }
         }
@@ -160,9 +164,18 @@ mod tests {
             assert_eq!(a, pieces(kind, 7, 3000), "the same seed, the same text");
             assert_ne!(a, pieces(kind, 8, 3000), "another seed, another order");
             let joined: String = a.concat();
-            let source = if kind == TextKind::Code { CODE } else { NATURAL };
+            let source = if kind == TextKind::Code {
+                CODE
+            } else {
+                NATURAL
+            };
             // Every paragraph of the result is a paragraph of the source, as written.
-            for p in joined.split("\n\n").map(str::trim).filter(|p| !p.is_empty()).take(5) {
+            for p in joined
+                .split("\n\n")
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .take(5)
+            {
                 assert!(source.contains(p), "{kind:?}: `{p}` is not in the source");
             }
             assert_eq!(guess(&joined, &[]), kind, "the kind is told apart");
@@ -173,9 +186,18 @@ mod tests {
     #[test]
     fn guesses() {
         let table = [
-            ("slot0x1024 the of and\n the in is that for", TextKind::Random),
-            ("prefix0 the of\n model keeps going the and", TextKind::Random),
-            ("Alice was beginning to get very tired of sitting", TextKind::Natural),
+            (
+                "slot0x1024 the of and\n the in is that for",
+                TextKind::Random,
+            ),
+            (
+                "prefix0 the of\n model keeps going the and",
+                TextKind::Random,
+            ),
+            (
+                "Alice was beginning to get very tired of sitting",
+                TextKind::Natural,
+            ),
             ("fn main() { let x = 1; }", TextKind::Code),
             ("", TextKind::Random),
         ];

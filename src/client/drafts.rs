@@ -33,7 +33,11 @@ impl Drafts {
     /// The sum over the responses that ended in `open..=close`, forgetting every response
     /// kept so far; `None` when none did.
     pub fn take(&self, open: Instant, close: Instant) -> Option<DraftSum> {
-        let all = self.ended.lock().map(|mut v| std::mem::take(&mut *v)).ok()?;
+        let all = self
+            .ended
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .ok()?;
         let mut inside = all.iter().filter(|(at, _)| *at >= open && *at <= close);
         let first = inside.next()?.1;
         Some(inside.fold(first, |s, (_, e)| DraftSum {

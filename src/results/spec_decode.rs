@@ -84,7 +84,10 @@ impl SpecCounts {
             drafts: self.drafts.zip(other.drafts).map(|(a, b)| a + b),
             draft_tokens: self.draft_tokens + other.draft_tokens,
             accepted_tokens: self.accepted_tokens + other.accepted_tokens,
-            output_tokens: self.output_tokens.zip(other.output_tokens).map(|(a, b)| a + b),
+            output_tokens: self
+                .output_tokens
+                .zip(other.output_tokens)
+                .map(|(a, b)| a + b),
             by_position: (0..n)
                 .map(|i| at(&self.by_position, i) + at(&other.by_position, i))
                 .collect(),
@@ -105,9 +108,7 @@ impl SpecCounts {
             accepted_tokens: self.accepted_tokens,
             acceptance_rate: round(self.accepted_tokens as f64 / self.draft_tokens as f64, 4),
             accepted_per_draft: drafts.and_then(|d| per(self.accepted_tokens, d)),
-            drafted_per_output_token: self
-                .output_tokens
-                .and_then(|o| per(self.draft_tokens, o)),
+            drafted_per_output_token: self.output_tokens.and_then(|o| per(self.draft_tokens, o)),
             output_tokens: self.output_tokens,
             acceptance_by_position: match drafts {
                 Some(d) => self
@@ -160,6 +161,9 @@ mod tests {
         assert_eq!(SpecCounts::default().block(SpecSource::VllmMetrics), None);
         // Two servers: a count one of them lacks is unknown in the sum.
         let sum = c.add(&l);
-        assert_eq!((sum.draft_tokens, sum.drafts, sum.output_tokens), (56, None, Some(74)));
+        assert_eq!(
+            (sum.draft_tokens, sum.drafts, sum.output_tokens),
+            (56, None, Some(74))
+        );
     }
 }

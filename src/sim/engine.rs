@@ -277,7 +277,8 @@ impl Scheduler {
             }
             // Room for the token and, speculating, the draft's (one block more at most).
             let ahead = req.accept.and(self.drafter.as_ref()).map_or(0, |d| d.k());
-            let needed = (req.context() + 1 + ahead.min(self.kv.block() - 1)).div_ceil(self.kv.block());
+            let needed =
+                (req.context() + 1 + ahead.min(self.kv.block() - 1)).div_ceil(self.kv.block());
             if needed > req.referenced + req.private && !self.kv.grow() {
                 // No block for the next token: preempt the newest request and retry.
                 let victim = self.running.last().copied().unwrap_or(id);

@@ -80,9 +80,21 @@ impl Default for Snapshot {
 /// per-position counter with `position` last).
 fn render_spec(out: &mut String, c: &super::speculate::SpecCounters, set: &str, model: &str) {
     for (name, help, value) in [
-        ("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", c.drafts),
-        ("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", c.draft_tokens),
-        ("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", c.accepted),
+        (
+            "vllm:spec_decode_num_drafts_total",
+            "Number of spec decoding drafts.",
+            c.drafts,
+        ),
+        (
+            "vllm:spec_decode_num_draft_tokens_total",
+            "Number of draft tokens.",
+            c.draft_tokens,
+        ),
+        (
+            "vllm:spec_decode_num_accepted_tokens_total",
+            "Number of accepted tokens.",
+            c.accepted,
+        ),
     ] {
         let _ = writeln!(
             out,

@@ -27,8 +27,8 @@ mod stream;
 pub mod tokenizer;
 
 pub use options::{Faults, Options, SimDialect};
-pub use speculate::Speculation;
 pub use server::{InProcess, Sim, start, start_threaded};
+pub use speculate::Speculation;
 
 /// Why the simulator could not start.
 #[derive(Debug, thiserror::Error)]

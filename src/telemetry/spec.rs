@@ -74,7 +74,11 @@ pub fn counts(from: &Scrape, to: &Scrape) -> Option<SpecCounts> {
 
 /// The counts of the responses that ended in `open..=close` and reported drafts (llama.cpp's
 /// timings), forgetting every response the client kept so far; `None` when none did.
-pub fn of_responses(d: &crate::client::Drafts, open: Instant, close: Instant) -> Option<SpecCounts> {
+pub fn of_responses(
+    d: &crate::client::Drafts,
+    open: Instant,
+    close: Instant,
+) -> Option<SpecCounts> {
     let sum = d.take(open, close)?;
     Some(SpecCounts {
         drafts: None,
@@ -119,7 +123,10 @@ vllm:generation_tokens_total{engine="0",model_name="tiny"} 24.0
             &wanted,
         );
         let d = counts(&mid, &after).unwrap();
-        assert_eq!((d.draft_tokens, d.accepted_tokens, d.drafts), (6, 6, Some(2)));
+        assert_eq!(
+            (d.draft_tokens, d.accepted_tokens, d.drafts),
+            (6, 6, Some(2))
+        );
         // An engine without speculation: nothing, not zeros.
         assert_eq!(counts(&before, &before), None);
     }

@@ -52,19 +52,32 @@ fn acceptance_follows_the_kind_of_text_as_the_model_says() {
             let drafts = s.drafts.unwrap();
             assert!(drafts > 1000, "{text} {id}: {drafts} drafts");
             let rate = s.acceptance_rate;
-            assert!((rate - e / 3.0).abs() < 0.03, "{text} {id}: {rate} vs {}", e / 3.0);
+            assert!(
+                (rate - e / 3.0).abs() < 0.03,
+                "{text} {id}: {rate} vs {}",
+                e / 3.0
+            );
             let per = s.accepted_per_draft.unwrap();
             assert!((per - e).abs() < 0.09, "{text} {id}: {per} vs {e}");
             let first = s.acceptance_by_position[0];
-            assert!((first - p).abs() < 0.04, "{text} {id}: position 0 {first} vs {p}");
+            assert!(
+                (first - p).abs() < 0.04,
+                "{text} {id}: position 0 {first} vs {p}"
+            );
             // A step drafts 3 and emits 1 + accepted: 3 / (1 + e) drafted per output token
             // (a request's first token and its last short draft make it a little less).
             let d = s.drafted_per_output_token.unwrap();
             let want = 3.0 / (1.0 + e);
-            assert!(d <= want + 0.03 && d > want - 0.08, "{text} {id}: {d} vs {want}");
+            assert!(
+                d <= want + 0.03 && d > want - 0.08,
+                "{text} {id}: {d} vs {want}"
+            );
         }
         speed.push((e, find(&records, "decode/1K/c1").total_tok_s.unwrap()));
-        let report = std::fs::read_to_string(dir.path().join("run/report.md")).unwrap();
+        let run = dir.path().join("run");
+        let done = Bench::new(&["report", run.to_str().unwrap()]).run();
+        assert_eq!(done.code, 0, "{}", done.stderr);
+        let report = std::fs::read_to_string(run.join("report.md")).unwrap();
         assert!(report.contains("## Speculative decoding"), "{report}");
         assert!(report.contains("| `decode/1K/c8` |"), "{report}");
     }
@@ -74,7 +87,10 @@ fn acceptance_follows_the_kind_of_text_as_the_model_says() {
     for (e, s) in &speed[1..] {
         let want = (1.0 + e) / (1.0 + e0);
         let got = s / s0;
-        assert!((got / want - 1.0).abs() < 0.1, "speed ×{got}, model ×{want}");
+        assert!(
+            (got / want - 1.0).abs() < 0.1,
+            "speed ×{got}, model ×{want}"
+        );
     }
 }
 
@@ -167,17 +183,33 @@ telemetry: {{interval: 200ms}}
     let [drafts, draft_tokens, accepted, generated] = counters(&get(&url, "/metrics"));
     let (w_drafts, w_tokens) = (s.drafts.unwrap() as f64, s.draft_tokens as f64);
     let w_out = s.output_tokens.unwrap() as f64;
-    assert!(w_drafts <= drafts && w_tokens <= draft_tokens, "{s:?} vs {drafts} {draft_tokens}");
+    assert!(
+        w_drafts <= drafts && w_tokens <= draft_tokens,
+        "{s:?} vs {drafts} {draft_tokens}"
+    );
     assert!(s.accepted_tokens as f64 <= accepted && w_out <= generated);
     // The window is most of the run (2 s of it; the warm-up a request or two a slot).
-    assert!(w_tokens > 0.5 * draft_tokens, "{w_tokens} of {draft_tokens}");
+    assert!(
+        w_tokens > 0.5 * draft_tokens,
+        "{w_tokens} of {draft_tokens}"
+    );
     // Drafts of 4 (shorter only at a request's end): draft tokens ≤ 4 a draft.
-    assert!(w_tokens <= 4.0 * w_drafts && w_tokens > 3.5 * w_drafts, "{s:?}");
+    assert!(
+        w_tokens <= 4.0 * w_drafts && w_tokens > 3.5 * w_drafts,
+        "{s:?}"
+    );
     // The window's acceptance is the run's, within sampling noise (thousands of drafts).
     let total = accepted / draft_tokens;
-    assert!((s.acceptance_rate - total).abs() < 0.03, "{} vs {total}", s.acceptance_rate);
+    assert!(
+        (s.acceptance_rate - total).abs() < 0.03,
+        "{} vs {total}",
+        s.acceptance_rate
+    );
     let want = accepted_per_draft(0.5, 4) / 4.0;
-    assert!((total - want).abs() < 0.03, "the simulator's own {total} vs the model's {want}");
+    assert!(
+        (total - want).abs() < 0.03,
+        "the simulator's own {total} vs the model's {want}"
+    );
 
     // No speculation, no block: never a 0 for what was not measured.
     let plain = benchspec::sim::start_threaded(benchspec::sim::Options::new(
@@ -191,7 +223,10 @@ telemetry: {{interval: 200ms}}
         .run();
     assert_eq!(done.code, 0, "{}", done.stderr);
     let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
-    assert!(records.iter().all(|r| r.spec_decode.is_none()), "{records:#?}");
+    assert!(
+        records.iter().all(|r| r.spec_decode.is_none()),
+        "{records:#?}"
+    );
     let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     assert!(!lines.contains("spec_decode"), "{lines}");
 }
@@ -223,7 +258,10 @@ fn compare_shows_the_acceptance_beside_the_speed() {
         .take(2)
         .map(|v| v.trim().parse().unwrap())
         .collect();
-    assert!((rates[0] - 0.392).abs() < 0.03 && (rates[1] - 0.813).abs() < 0.03, "{row}");
+    assert!(
+        (rates[0] - 0.392).abs() < 0.03 && (rates[1] - 0.813).abs() < 0.03,
+        "{row}"
+    );
     assert!(row.contains("(+0.4"), "{row}");
 }
 
@@ -258,14 +296,20 @@ fn llama_cpp_with_a_draft_model_accepts_nearly_all_when_greedy() {
         let r = find(&records, "decode/256/c1");
         let s = spec_of(r).clone();
         assert_eq!(s.source, SpecSource::LlamacppTimings, "{r:#?}");
-        assert!(s.draft_tokens > 0 && s.accepted_tokens <= s.draft_tokens, "{s:?}");
+        assert!(
+            s.draft_tokens > 0 && s.accepted_tokens <= s.draft_tokens,
+            "{s:?}"
+        );
         assert_eq!(s.drafts, None, "llama.cpp does not count drafts");
         s.acceptance_rate
     };
     let greedy = rate("0");
     assert!(greedy > 0.9, "greedy: {greedy}");
     let hot = rate("1.5");
-    assert!(hot < greedy - 0.3, "temperature 1.5: {hot}, greedy {greedy}");
+    assert!(
+        hot < greedy - 0.3,
+        "temperature 1.5: {hot}, greedy {greedy}"
+    );
 }
 
 /// `lines` added at the top of the spec's `workload:` block.
