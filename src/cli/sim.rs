@@ -120,7 +120,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         opts.profile.block_size = usize::from(b);
     }
     opts.tokens_per_chunk = args.tokens_per_chunk.max(1);
-    opts.speculation = (args.draft_tokens > 0).then(|| sim::Speculation {
+    opts.speculation = (args.draft_tokens > 0).then_some(sim::Speculation {
         draft_tokens: args.draft_tokens,
         acceptance: args.acceptance.0,
     });

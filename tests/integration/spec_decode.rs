@@ -160,17 +160,7 @@ fn the_records_counts_are_the_simulators_own_over_the_window() {
     let url = sim.base_url();
     let before = counters(&get(&url, "/metrics"));
     assert_eq!(before, [0.0; 4], "a fresh engine");
-    let spec = format!(
-        "version: 1
-name: spec counters
-engine: {{kind: vllm, base_url: '{url}'}}
-model: {{served_name: tiny}}
-workload: {{max_output_tokens: 64}}
-matrix: {{contexts: [256], concurrency: [2]}}
-phases: {{prefill: {{enabled: false}}, decode: {{duration: 2s}}}}
-telemetry: {{interval: 200ms}}
-"
-    );
+    let spec = counters_spec(&url);
     let dir = super::cli::tempdir::Dir::new();
     let out = dir.path().join("run");
     let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
@@ -210,13 +200,33 @@ telemetry: {{interval: 200ms}}
         (total - want).abs() < 0.03,
         "the simulator's own {total} vs the model's {want}"
     );
+}
 
+/// A decode cell of 2 s against the engine at `url`.
+fn counters_spec(url: &str) -> String {
+    format!(
+        "version: 1
+name: spec counters
+engine: {{kind: vllm, base_url: '{url}'}}
+model: {{served_name: tiny}}
+workload: {{max_output_tokens: 64}}
+matrix: {{contexts: [256], concurrency: [2]}}
+phases: {{prefill: {{enabled: false}}, decode: {{duration: 2s}}}}
+telemetry: {{interval: 200ms}}
+"
+    )
+}
+
+#[test]
+fn no_speculation_no_block() {
+    let _cpu = super::cpu();
     // No speculation, no block: never a 0 for what was not measured.
     let plain = benchspec::sim::start_threaded(benchspec::sim::Options::new(
         benchspec::sim::find_profile("tiny").unwrap(),
     ))
     .unwrap();
-    let spec = spec.replace(&url, &plain.base_url());
+    let spec = counters_spec(&plain.base_url());
+    let dir = super::cli::tempdir::Dir::new();
     let out = dir.path().join("plain");
     let done = Bench::new(&["run", "--out", out.to_str().unwrap()])
         .spec("plain.yaml", &spec)
