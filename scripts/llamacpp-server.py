@@ -20,6 +20,9 @@ def main() -> int:
     ap.add_argument("--ctx", type=int, default=8192, help="total context (split over --parallel slots)")
     ap.add_argument("--parallel", type=int, default=4, help="request slots")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--model-draft", help="a .gguf draft model: speculative decoding")
+    ap.add_argument("--draft-max", type=int, default=8, help="most draft tokens per step")
+    ap.add_argument("--draft-min", type=int, default=0, help="fewest draft tokens per step")
     a = ap.parse_args()
 
     p = xllamacpp.CommonParams()
@@ -32,6 +35,14 @@ def main() -> int:
     p.endpoint_metrics = True
     p.cpuparams.n_threads = a.threads
     p.cpuparams_batch.n_threads = a.threads
+    if a.model_draft:
+        spec = p.speculative
+        spec.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+        spec.draft.mparams.path = a.model_draft
+        spec.draft.n_max = a.draft_max
+        spec.draft.n_min = a.draft_min
+        spec.draft.cpuparams.n_threads = a.threads
+        spec.draft.cpuparams_batch.n_threads = a.threads
     server = xllamacpp.Server(p)
     print(f"llama.cpp server for {a.alias} at {server.listening_address}", flush=True)
 

@@ -42,6 +42,7 @@ pub mod rundir;
 pub mod sim;
 pub mod spec;
 pub mod telemetry;
+pub mod text;
 pub mod twin;
 
 /// Any error that ends a command.

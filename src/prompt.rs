@@ -8,19 +8,16 @@
 //! (each exactly `tokens` long as the engine counts it) followed by that rest: prompts of one
 //! group share exactly the prefix's tokens. Fresh prompts go round the groups in turn; a
 //! slot's prompt belongs to group `slot % groups`.
+//!
+//! The body is `workload.text`'s (`crate::text`): random common words, one token each, whose
+//! count is searched; or pieces of prose or code, whose count is searched until one more would
+//! overshoot, the last few tokens then made up with single-token words between the header
+//! and the text, so the length stays exact whatever the text.
 
 use crate::client::Client;
 use std::collections::HashMap;
 
-/// Common short English words: each is one token (with its leading space) in most BPE
-/// vocabularies, and at most six letters so the simulator counts it as one too.
-const WORDS: [&str; 64] = [
-    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
-    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
-    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
-    "been", "if", "more", "when", "will", "would", "who", "so", "no", "out", "up", "into", "do",
-    "any", "your", "what", "some", "time", "only", "other", "new", "also", "may", "first", "these",
-];
+use crate::text::{TextKind, WORDS};
 
 /// Why a prompt of an exact length could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -51,8 +48,13 @@ pub enum PromptError {
 pub struct Synth {
     seed: u64,
     body: Vec<&'static str>,
-    /// Body words a prompt of a length needed, by length and group.
-    words_for: HashMap<(u64, Option<usize>), usize>,
+    /// What the body is made of.
+    text: TextKind,
+    /// The pieces of a `natural` or `code` body, as far as drawn.
+    pieces: Vec<&'static str>,
+    /// Body words (pieces and filler words for prose and code) a prompt of a length needed,
+    /// by length and group.
+    words_for: HashMap<(u64, Option<usize>), (usize, usize)>,
     /// The shared prefixes, when the workload has them.
     prefix: Option<Prefixes>,
     /// Tokenize round trips so far.
@@ -63,11 +65,13 @@ pub struct Synth {
 const MAX_TRIES: usize = 12;
 
 impl Synth {
-    /// A synthesizer whose bodies follow `seed`, with `prefix`'s shared prefixes.
-    pub fn new(seed: u64, prefix: Option<crate::plan::vocab::Prefix>) -> Synth {
+    /// A synthesizer whose bodies of `text` follow `seed`, with `prefix`'s shared prefixes.
+    pub fn new(seed: u64, prefix: Option<crate::plan::vocab::Prefix>, text: TextKind) -> Synth {
         Synth {
             seed,
             body: Vec::new(),
+            text,
+            pieces: Vec::new(),
             words_for: HashMap::new(),
             prefix: prefix.map(|p| Prefixes {
                 tokens: p.tokens.0,
@@ -146,6 +150,19 @@ impl Synth {
         text
     }
 
+    /// `lead`, the header, `pad` filler words, then the first `units` pieces of the text.
+    fn text_of(&mut self, lead: &str, header: &str, (units, pad): (usize, usize)) -> String {
+        let mut text = self.text(lead, header, pad);
+        if self.pieces.len() < units {
+            let n = units.max(self.pieces.len() * 2).max(256);
+            self.pieces = crate::text::pieces(self.text, self.seed, n);
+        }
+        for p in &self.pieces[..units] {
+            text.push_str(p);
+        }
+        text
+    }
+
     /// A prompt of exactly `tokens` tokens whose first tokens (after the next group's
     /// shared prefix, with `workload.prefix`) are unique to `tag`.
     pub async fn exact(
@@ -190,10 +207,18 @@ impl Synth {
             .as_ref()
             .filter(|_| !lead.is_empty())
             .map_or(0, |p| p.tokens);
+        let key = (tokens, group);
+        if self.text != TextKind::Random {
+            let guess = (tokens.saturating_sub(8 + lead_tokens) / 2) as usize;
+            let start = self.words_for.get(&key).copied().unwrap_or((guess, 0));
+            return self
+                .sized_text(client, tokens, (lead, &header), start, key)
+                .await;
+        }
         let mut words = self
             .words_for
-            .get(&(tokens, group))
-            .copied()
+            .get(&key)
+            .map(|w| w.0)
             .unwrap_or(tokens.saturating_sub(8 + lead_tokens) as usize);
         let mut last_step = 0i64;
         for _ in 0..MAX_TRIES {
@@ -201,7 +226,7 @@ impl Synth {
             self.round_trips += 1;
             let count = client.count_tokens(&text).await?;
             if count == tokens {
-                self.words_for.insert((tokens, group), words);
+                self.words_for.insert(key, (words, 0));
                 return Ok(text);
             }
             let diff = tokens as i64 - count as i64;
@@ -217,6 +242,52 @@ impl Synth {
                 return Err(PromptError::HeaderTooLong { tokens, count });
             }
             words = next as usize;
+        }
+        Err(PromptError::NoExact {
+            tokens,
+            tries: MAX_TRIES,
+        })
+    }
+}
+
+impl Synth {
+    /// [`Synth::sized`] for a body of prose or code: pieces of the text, `(units, pad)`
+    /// from `start`, until the text is within a piece or two of `tokens`; filler words, one
+    /// token each, then make up the rest.
+    async fn sized_text(
+        &mut self,
+        client: &Client,
+        tokens: u64,
+        (lead, header): (&str, &str),
+        start: (usize, usize),
+        key: (u64, Option<usize>),
+    ) -> Result<String, PromptError> {
+        let (mut units, mut pad) = start;
+        for _ in 0..MAX_TRIES {
+            let text = self.text_of(lead, header, (units, pad));
+            self.round_trips += 1;
+            let count = client.count_tokens(&text).await?;
+            if count == tokens {
+                self.words_for.insert(key, (units, pad));
+                return Ok(text);
+            }
+            // Tokens per piece, as far as this prompt tells.
+            let per = (count as f64 / (units + pad + 8) as f64).max(1.0);
+            let diff = tokens as i64 - count as i64;
+            if diff < 0 && pad as i64 >= -diff {
+                pad -= (-diff) as usize;
+            } else if diff < 0 {
+                let over = (-diff) as usize - pad;
+                let fewer = (over as f64 / per).ceil() as usize;
+                if fewer > units {
+                    return Err(PromptError::HeaderTooLong { tokens, count });
+                }
+                (units, pad) = (units - fewer, 0);
+            } else if diff as f64 >= 2.0 * per + 2.0 {
+                units += ((diff as f64 - per) / per).floor().max(1.0) as usize;
+            } else {
+                pad += diff as usize;
+            }
         }
         Err(PromptError::NoExact {
             tokens,

@@ -62,6 +62,13 @@ pub struct SimArgs {
     /// Fault: fraction of streams that go silent mid-way.
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub stall_rate: f64,
+    /// Speculative decoding: draft this many tokens per decode step (0: none).
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    pub draft_tokens: usize,
+    /// The probability that a draft token is accepted, for random, natural and code prompt
+    /// text (with `--draft-tokens`).
+    #[arg(long, default_value = "0.3,0.6,0.8", value_name = "R,N,C", value_parser = acceptance)]
+    pub acceptance: Acceptance,
     /// Fault: stop serving after this long (e.g. `30s`).
     #[arg(long, value_name = "DURATION", value_parser = |s: &str| Span::parse(s))]
     pub die_after: Option<Span>,
@@ -92,6 +99,25 @@ fn image_tokens(s: &str) -> Result<sim::images::ImageTokens, String> {
             .parse()
             .map(sim::images::ImageTokens::Fixed)
             .map_err(|_| bad()),
+    }
+}
+
+/// `--acceptance`: three probabilities.
+#[derive(Debug, Clone, Copy)]
+pub struct Acceptance(pub [f64; 3]);
+
+/// Read `--acceptance R,N,C`: three numbers from 0 to 1.
+fn acceptance(s: &str) -> Result<Acceptance, String> {
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|p| p.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("`{s}`: {e}; give three probabilities, e.g. 0.3,0.6,0.8"))?;
+    match v[..] {
+        [r, n, c] if v.iter().all(|p| (0.0..=1.0).contains(p)) => Ok(Acceptance([r, n, c])),
+        _ => Err(format!(
+            "`{s}`: give three probabilities from 0 to 1 (random, natural, code), e.g. 0.3,0.6,0.8"
+        )),
     }
 }
 
@@ -127,6 +153,10 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         limit_per_prompt: args.limit_mm_per_prompt,
         max_side: args.max_image_side.max(1),
     };
+    opts.speculation = (args.draft_tokens > 0).then_some(sim::Speculation {
+        draft_tokens: args.draft_tokens,
+        acceptance: args.acceptance.0,
+    });
     opts.dialect = crate::plan::sim::dialect(args.dialect);
     if args.llama_cpp_dialect {
         opts.dialect = sim::SimDialect::LlamaCpp;

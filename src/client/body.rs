@@ -46,8 +46,10 @@ impl Client {
         } else {
             ",\"continuous_usage_stats\":true"
         };
+        // `0` for 0.0, as every earlier version sent it.
+        let temperature = self.temperature;
         let rest = format!(
-            "{close},\"stream\":true,\"stream_options\":{{\"include_usage\":true{continuous}}},\"temperature\":0{eos}"
+            "{close},\"stream\":true,\"stream_options\":{{\"include_usage\":true{continuous}}},\"temperature\":{temperature}{eos}"
         );
         let limit = self.limit_name(self.api == Api::Chat);
         Prepared {

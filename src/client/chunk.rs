@@ -23,6 +23,18 @@ struct Event<'a> {
     usage: Option<Usage>,
     #[serde(default)]
     choices: Option<FirstChoice>,
+    /// llama.cpp's server's own timings, in the last chunk.
+    #[serde(default)]
+    timings: Option<Timings>,
+}
+
+/// llama.cpp's `timings`: the drafts of its speculative decoding, when it has a draft model.
+#[derive(Deserialize)]
+struct Timings {
+    #[serde(default)]
+    draft_n: Option<u64>,
+    #[serde(default)]
+    draft_n_accepted: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -185,6 +197,13 @@ impl ChunkState {
         if let Some(c) = usage.prompt_tokens_details.and_then(|d| d.cached_tokens) {
             out.usage_cached = Some(c);
         }
+        if let Some(Timings {
+            draft_n: Some(n),
+            draft_n_accepted,
+        }) = ev.timings
+        {
+            out.drafted = Some((n, draft_n_accepted.unwrap_or(0)));
+        }
         let completion = usage.completion_tokens;
         if let Some(c) = completion {
             out.usage_completion = Some(c);
@@ -264,6 +283,7 @@ mod tests {
             usage_completion: None,
             usage_prompt: None,
             usage_cached: None,
+            drafted: None,
             text: None,
             all_usage: true,
             failure: None,
@@ -337,6 +357,7 @@ mod tests {
             usage_completion: None,
             usage_prompt: None,
             usage_cached: None,
+            drafted: None,
             text: None,
             all_usage: true,
             failure: None,

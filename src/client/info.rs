@@ -127,6 +127,7 @@ impl Client {
             pool: 1,
             adapters: Vec::new(),
             adapter_seed: 0,
+            temperature: 0.0,
         })
     }
 

@@ -11,6 +11,7 @@ mod attach;
 pub mod adapters;
 mod body;
 mod chunk;
+mod drafts;
 pub mod exchange;
 mod generate;
 pub mod h1;
@@ -32,6 +33,7 @@ mod vllm_fixtures;
 mod wire;
 
 pub use attach::{Attach, ImageTally};
+pub use drafts::{DraftSum, Drafts};
 pub use generate::Generate;
 use h1::WireError;
 pub use info::{ApiError, INTROSPECT_TIMEOUT, Introspection, describe};
@@ -66,6 +68,8 @@ pub struct Client {
     key: Option<ApiKey>,
     stall: Duration,
     ignore_eos: bool,
+    /// The sampling temperature of every request.
+    temperature: f64,
     /// `workload.tokenizer`: prompts are counted here, never with the engine's `/tokenize`.
     local: Option<Arc<local::LocalTokenizer>>,
     /// Another transport in place of the network (tests).
@@ -74,6 +78,8 @@ pub struct Client {
     inner: Option<Arc<dyn exchange::Exchange>>,
     /// Images after the text of every chat prompt (`workload.images`).
     images: Option<attach::Images>,
+    /// The drafts the responses reported, as they ended (shared by the clones).
+    drafts: Arc<Drafts>,
 }
 
 /// A reqwest client builder for any endpoint this tool reads. reqwest is built without a
@@ -114,10 +120,12 @@ impl Client {
             stall: settings.stall,
             // Hosted APIs refuse `ignore_eos`: their output lengths vary and are recorded.
             ignore_eos: settings.ignore_eos && settings.dialect != ClientDialect::Hosted,
+            temperature: settings.temperature.max(0.0),
             local: None,
             transport: None,
             inner: None,
             images: None,
+            drafts: Arc::default(),
         })
     }
 
@@ -170,6 +178,11 @@ impl Client {
     /// prefix cache holds the conversation so far).
     pub fn route_to(&self, index: usize) -> Route {
         Route::to(&self.targets, index)
+    }
+
+    /// The drafts the responses reported (llama.cpp's timings), as they ended.
+    pub fn drafts(&self) -> Arc<Drafts> {
+        self.drafts.clone()
     }
 
     /// Whether generation requests go to the chat endpoint (with messages).
@@ -405,6 +418,15 @@ impl Client {
             return fail(out, Failure::Disconnect);
         }
         let total = out.usage_completion.unwrap_or(out.counted);
+        if let Some((draft, accepted)) = out.drafted {
+            let one = DraftSum {
+                draft,
+                accepted,
+                completion: total,
+            };
+            // When its last bytes came: where a window that closes on them still holds it.
+            self.drafts.ended(at, one);
+        }
         if self.ignore_eos && total < req.max_tokens && out.failure.is_none() {
             out.failure = Some(Failure::Short);
         }

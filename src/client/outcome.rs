@@ -110,6 +110,9 @@ pub struct Outcome {
     /// The server's `usage.prompt_tokens_details.cached_tokens`: prompt tokens it found in
     /// its prefix cache.
     pub usage_cached: Option<u64>,
+    /// The server's `timings.draft_n` and `timings.draft_n_accepted` (llama.cpp with a draft
+    /// model): draft tokens proposed for this response and accepted.
+    pub drafted: Option<(u64, u64)>,
     /// The generated text (`text`, or the chat `content`), for a request that keeps it.
     pub text: Option<String>,
     /// Whether every token-bearing chunk carried usage.
@@ -133,6 +136,7 @@ impl Outcome {
             usage_completion: None,
             usage_prompt: None,
             usage_cached: None,
+            drafted: None,
             text: None,
             all_usage: true,
             failure: None,

@@ -102,6 +102,7 @@ pub(crate) fn replaying(api: Api, answers: Vec<Answer>) -> Client {
         pool: 1,
         adapters: Vec::new(),
         adapter_seed: 0,
+        temperature: 0.0,
     };
     let client = Client::new(settings).expect("a client");
     client.in_process(Arc::new(Replay(answers)))

@@ -96,6 +96,8 @@ pub struct Settings {
     pub adapters: Vec<(String, f64)>,
     /// The seed of the adapters' draws.
     pub adapter_seed: u64,
+    /// The sampling temperature sent with every request (0: greedy).
+    pub temperature: f64,
 }
 
 #[cfg(test)]

@@ -45,6 +45,10 @@ pub fn options_for(spec: &spec::Spec) -> Result<Options, SimError> {
         opts.images.limit_per_prompt = i.limit_per_prompt.unwrap_or(opts.images.limit_per_prompt);
         opts.images.max_side = i.max_side.unwrap_or(opts.images.max_side);
     }
+    opts.speculation = sim.speculative.map(|s| crate::sim::Speculation {
+        draft_tokens: s.draft_tokens.max(1) as usize,
+        acceptance: [s.acceptance.random, s.acceptance.natural, s.acceptance.code],
+    });
     opts.faults = Faults {
         failure_rate: sim.faults.failure_rate,
         disconnect_rate: sim.faults.disconnect_rate,

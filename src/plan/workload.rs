@@ -46,6 +46,13 @@ pub struct Workload {
     /// (`phases.load.stop_when_saturated`).
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub stop_when_saturated: bool,
+    /// What synthetic prompt bodies are made of (`workload.text`).
+    #[serde(default, skip_serializing_if = "is_random")]
+    pub text: crate::text::TextKind,
+}
+
+fn is_random(t: &crate::text::TextKind) -> bool {
+    *t == crate::text::TextKind::Random
 }
 
 fn yes() -> bool {
@@ -97,6 +104,7 @@ impl Default for Workload {
             prefix: None,
             cost_per_hour: None,
             stop_when_saturated: true,
+            text: w.text,
         }
     }
 }
@@ -122,6 +130,7 @@ impl Workload {
                 .load
                 .as_ref()
                 .is_none_or(|l| l.stop_when_saturated),
+            text: spec.workload.text,
         }
     }
 

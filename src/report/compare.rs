@@ -83,6 +83,34 @@ pub struct Row {
     pub regression: bool,
     /// Why, in words.
     pub notes: Vec<String>,
+    /// Speculative decoding's acceptance in both runs, where either measured it: a rate's
+    /// change read beside it (context, never a verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<Acceptance>,
+}
+
+/// Speculative decoding's acceptance rate (`spec_decode.acceptance_rate`) in both runs.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Acceptance {
+    /// In the base run.
+    pub base: Option<f64>,
+    /// In the new run.
+    pub new: Option<f64>,
+    /// new − base, in points of acceptance (0 to 1).
+    pub change: Option<f64>,
+}
+
+/// The acceptance of `b` and `n`, when either has it.
+fn acceptance(b: &Record, n: &Record) -> Option<Acceptance> {
+    let rate = |r: &Record| r.spec_decode.as_ref().map(|s| s.acceptance_rate);
+    let (base, new) = (rate(b), rate(n));
+    (base.is_some() || new.is_some()).then(|| Acceptance {
+        base,
+        new,
+        change: base
+            .zip(new)
+            .map(|(x, y)| crate::results::stats::round(y - x, 4)),
+    })
 }
 
 /// One value in both runs.
@@ -207,6 +235,7 @@ fn row(b: &Record, n: &Record, rules: &Rules) -> Row {
         base_status: status(b),
         new_status: status(n),
         regression: !notes.is_empty(),
+        acceptance: acceptance(b, n),
         metrics,
         notes,
     }

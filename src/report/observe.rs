@@ -23,6 +23,9 @@ pub struct ObservedView {
     pub gpu_note: Option<String>,
     /// Cells with a diagnosis (`limit`), in cell order.
     pub limits: Vec<LimitRow>,
+    /// Measured cells whose engine drafted (speculative decoding), in cell order.
+    #[serde(default)]
+    pub spec: Vec<SpecRow>,
 }
 
 /// What limits one cell (the record's `limit`), for display.
@@ -37,6 +40,23 @@ pub struct LimitRow {
     pub evidence: String,
     /// The flag to turn, or what would let it be judged.
     pub suggestion: String,
+}
+
+/// One cell's speculative decoding, beside its speed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SpecRow {
+    /// The cell id.
+    pub id: String,
+    /// Output tok/s of the cell.
+    pub total_tok_s: Option<f64>,
+    /// Accepted / drafted tokens.
+    pub acceptance_rate: f64,
+    /// Accepted tokens per draft, where the engine counts drafts.
+    pub accepted_per_draft: Option<f64>,
+    /// Drafted tokens per output token.
+    pub drafted_per_output_token: Option<f64>,
+    /// `vllm-metrics` or `llamacpp-timings`.
+    pub source: String,
 }
 
 /// One cell as the engine saw it, beside the client's numbers.
@@ -144,6 +164,16 @@ pub fn observed(cells: &[CellView]) -> ObservedView {
                 kind: l.kind_str().to_string(),
                 evidence: l.evidence_line(),
                 suggestion: l.suggestion.clone(),
+            });
+        }
+        if let Some(s) = &r.spec_decode {
+            v.spec.push(SpecRow {
+                id: c.id.clone(),
+                total_tok_s: r.total_tok_s,
+                acceptance_rate: s.acceptance_rate,
+                accepted_per_draft: s.accepted_per_draft,
+                drafted_per_output_token: s.drafted_per_output_token,
+                source: s.source.as_str().into(),
             });
         }
         if let Some(g) = r.gpu.as_ref().filter(|g| !g.is_empty()) {

@@ -15,6 +15,7 @@ pub mod repeats;
 pub mod sessions;
 pub mod significance;
 pub mod slo;
+pub mod spec_decode;
 pub(crate) mod stats;
 
 pub use endpoints::{AdapterUse, EndpointUse, Shares};
@@ -27,4 +28,5 @@ pub use record::{
     unix_of_rfc3339, utc_now,
 };
 pub use sessions::{SessionCounts, TraceInfo, TurnStats};
+pub use spec_decode::{SpecCounts, SpecDecode, SpecSource};
 pub use stats::Summary;

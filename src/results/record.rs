@@ -153,6 +153,10 @@ pub struct Record {
     /// tokens with them against the text's without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<super::ImageUse>,
+    /// Speculative decoding over the window: drafted and accepted tokens and their ratios,
+    /// from the server's metrics or its responses' timings; absent when nothing was drafted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<super::SpecDecode>,
     /// Open-loop measurements, SLO verdicts and capacity results.
     #[serde(flatten)]
     pub open: super::open_fields::OpenFields,
@@ -260,6 +264,7 @@ impl Record {
             trace: None,
             limit: None,
             images: None,
+            spec_decode: None,
             open: super::open_fields::OpenFields::default(),
         }
     }

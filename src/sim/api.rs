@@ -143,6 +143,16 @@ impl GenRequest {
         Ok(out)
     }
 
+    /// The prompt's text (chat through the template); empty for token ids.
+    pub fn prompt_text(&self) -> String {
+        match (&self.messages, &self.prompt) {
+            (Some(messages), _) => chat_prompt(messages, true),
+            (None, Some(Prompt::Text(t))) => t.clone(),
+            (None, Some(Prompt::Batch(b))) => b.concat(),
+            _ => String::new(),
+        }
+    }
+
     /// The output limit, vLLM's default when absent (the rest of the context).
     pub fn limit(&self, prompt_len: usize, max_model_len: usize) -> usize {
         self.max_completion_tokens

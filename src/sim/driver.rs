@@ -19,8 +19,10 @@ use tokio::time::Instant;
 pub enum Ev {
     /// The prompt's tokens found in the prefix cache, sent before the first token.
     Cached(usize),
-    /// One more generated token.
-    Token,
+    /// More generated tokens (several in a step with speculative decoding).
+    Tokens(usize),
+    /// The request's draft tokens in a step, and those accepted (sent before its tokens).
+    Drafted(usize, usize),
     /// The request reached its target.
     Done,
 }
@@ -37,6 +39,8 @@ pub enum Msg {
         arrived: Instant,
         /// It ends at its limit (`finished_reason="length"`), not on its own.
         length: bool,
+        /// The acceptance probability of its drafts, when the engine speculates.
+        accept: Option<f64>,
         /// Where its tokens go.
         tx: mpsc::UnboundedSender<Ev>,
     },
@@ -155,7 +159,8 @@ impl Book {
                 self.snap.queue.observe(waited.as_secs_f64());
             }
         }
-        for id in &out.emitted {
+        let emitted = per_request(&out.emitted);
+        for (id, _) in &emitted {
             if let Some(s) = self.streams.get_mut(id) {
                 match s.last {
                     None => {
@@ -167,7 +172,11 @@ impl Book {
                     Some(last) => self.snap.itl.observe((now - last).as_secs_f64()),
                 }
                 s.last = Some(now);
-                s.tokens += 1;
+            }
+        }
+        for (id, n) in &emitted {
+            if let Some(s) = self.streams.get_mut(id) {
+                s.tokens += *n as u64;
             }
         }
         for id in &out.finished {
@@ -176,11 +185,16 @@ impl Book {
             }
         }
         self.publish(engine, metrics);
-        for id in &out.emitted {
+        for (id, k, accepted) in &out.drafted {
+            if let Some(s) = self.streams.get(id) {
+                let _ = s.tx.send(Ev::Drafted(*k, *accepted));
+            }
+        }
+        for (id, n) in &emitted {
             let gone = self
                 .streams
                 .get(id)
-                .is_some_and(|s| s.tx.send(Ev::Token).is_err());
+                .is_some_and(|s| s.tx.send(Ev::Tokens(*n)).is_err());
             if gone {
                 self.drop_stream(*id, engine);
             }
@@ -200,9 +214,13 @@ impl Book {
                 req,
                 arrived,
                 length,
+                accept,
                 tx,
             } => {
                 let id = engine.add(req);
+                if let Some(p) = accept {
+                    engine.set_acceptance(id, p);
+                }
                 let stream = Stream {
                     key,
                     tx,
@@ -247,10 +265,24 @@ impl Book {
             let (running, waiting) = (engine.running_adapters(), engine.waiting_adapters());
             s.lora = slots.render(&running, &waiting, now);
         }
+        s.spec = engine.drafter.as_ref().map(|d| d.counts.clone());
         if let Ok(mut m) = metrics.lock() {
             m.clone_from(s);
         }
     }
+}
+
+/// A step's emitted tokens as (request, tokens), in order (a request's tokens are
+/// consecutive).
+fn per_request(emitted: &[ReqId]) -> Vec<(ReqId, usize)> {
+    let mut out: Vec<(ReqId, usize)> = Vec::with_capacity(emitted.len());
+    for id in emitted {
+        match out.last_mut().filter(|(r, _)| r == id) {
+            Some((_, n)) => *n += 1,
+            None => out.push((*id, 1)),
+        }
+    }
+    out
 }
 
 impl Snapshot {

@@ -122,6 +122,11 @@ pub(super) async fn metrics_text(State(s): State<Arc<Shared>>) -> Response {
         .map(|m| {
             if sglang {
                 m.render_sglang(&s.opts.served_name)
+            } else if s.opts.dialect == SimDialect::LlamaCpp && m.spec.is_some() {
+                // llama.cpp counts its drafts in each response's timings, not here.
+                let mut m = m.clone();
+                m.spec = None;
+                m.render(&s.opts.served_name)
             } else {
                 m.render(&s.opts.served_name)
             }

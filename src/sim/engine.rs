@@ -53,6 +53,8 @@ struct Req {
     tail: (Vec<u32>, u64),
     output_seed: Option<u64>,
     adapter: Option<usize>,
+    /// The acceptance probability of its draft tokens, when the engine speculates.
+    accept: Option<f64>,
 }
 
 impl Req {
@@ -67,8 +69,10 @@ impl Req {
 pub struct StepOut {
     /// Engine time of the step, seconds.
     pub duration: f64,
-    /// Requests that got a token in this step (one each).
+    /// Requests that got a token in this step: once per token (several with speculation).
     pub emitted: Vec<ReqId>,
+    /// Requests that drafted in this step: tokens drafted and accepted.
+    pub drafted: Vec<(ReqId, usize, usize)>,
     /// Requests that reached their target in this step.
     pub finished: Vec<ReqId>,
     /// Requests whose prompt was computed in this step (their first token), with the prompt
@@ -99,6 +103,8 @@ pub struct Scheduler {
     pub noise: Option<super::noise::Noise>,
     /// LoRA adapter slots, when adapters are served.
     pub lora: Option<super::lora::Slots>,
+    /// Speculative decoding, when asked for.
+    pub drafter: Option<super::speculate::Drafter>,
 }
 
 impl Scheduler {
@@ -118,6 +124,7 @@ impl Scheduler {
             preemptions: 0,
             noise: None,
             lora: None,
+            drafter: None,
         }
     }
 
@@ -147,6 +154,7 @@ impl Scheduler {
             tail,
             output_seed: r.output_seed,
             adapter: r.adapter,
+            accept: None,
             target: r.target.max(1),
             generated: 0,
             state: State::Waiting,
@@ -176,6 +184,13 @@ impl Scheduler {
                 .map(|i| super::tokenizer::token_id(super::tokenizer::output_piece(seed, i))),
         );
         super::kv::chain(req.tail.1, &tokens, self.kv.block())
+    }
+
+    /// Draft tokens of request `id` are accepted with probability `p` (with a drafter).
+    pub fn set_acceptance(&mut self, id: ReqId, p: f64) {
+        if let Some(req) = self.reqs.get_mut(&id) {
+            req.accept = Some(p);
+        }
     }
 
     /// Drop a request wherever it is (a cancelled stream).
@@ -277,7 +292,10 @@ impl Scheduler {
                 i += 1;
                 continue;
             }
-            let needed = (req.context() + 1).div_ceil(self.kv.block());
+            // Room for the token and, speculating, the draft's (one block more at most).
+            let ahead = req.accept.and(self.drafter.as_ref()).map_or(0, |d| d.k());
+            let needed =
+                (req.context() + 1 + ahead.min(self.kv.block() - 1)).div_ceil(self.kv.block());
             if needed > req.referenced + req.private && !self.kv.grow() {
                 // No block for the next token: preempt the newest request and retry.
                 let victim = self.running.last().copied().unwrap_or(id);
@@ -292,9 +310,19 @@ impl Scheduler {
             }
             kv_tokens += req.context() as u64;
             seqs += 1;
-            req.generated += 1;
-            *budget = budget.saturating_sub(1);
-            out.emitted.push(id);
+            // The tokens left, within the blocks the request holds now.
+            let held = (req.referenced + req.private) * self.kv.block();
+            let room = (req.target.saturating_sub(req.generated)).min(held - req.context());
+            let (k, accepted) = match (&mut self.drafter, req.accept) {
+                (Some(d), Some(p)) => d.step(p, room),
+                _ => (0, 0),
+            };
+            if k > 0 {
+                out.drafted.push((id, k, accepted));
+            }
+            req.generated += 1 + accepted;
+            *budget = budget.saturating_sub(1 + k);
+            out.emitted.extend(std::iter::repeat_n(id, 1 + accepted));
             if req.generated >= req.target {
                 out.finished.push(id);
             }

@@ -52,8 +52,10 @@ pub(super) async fn generate(
     let length = stream::at_limit(&req, target, limit);
     let prompt_len = ids.len();
     let (tx, rx) = mpsc::unbounded_channel();
+    let accept = acceptance(opts, &req);
     let submit = Msg::Submit {
         key,
+        accept,
         req: NewRequest {
             tokens: ids,
             target,
@@ -98,6 +100,14 @@ fn head(kind: EndpointKind, key: u64, model: &str) -> Head {
         model: model.to_string(),
         kind,
     }
+}
+
+/// The acceptance probability of `req`'s draft tokens, when the engine speculates: its
+/// prompt's kind of text's.
+fn acceptance(opts: &super::Options, req: &GenRequest) -> Option<f64> {
+    let sp = opts.speculation.as_ref()?;
+    let words = super::tokenizer::OUTPUT_WORDS;
+    Some(sp.acceptance_of(crate::text::guess(&req.prompt_text(), &words)))
 }
 
 /// The answer of a request that did not ask to stream: its tokens collected into one body.

@@ -49,6 +49,8 @@ pub struct Snapshot {
     pub queue: Histogram,
     /// The LoRA lines (`super::lora`), rendered when the engine's state is published.
     pub lora: String,
+    /// Speculative decoding's counters, when the engine speculates.
+    pub spec: Option<super::speculate::SpecCounters>,
 }
 
 impl Default for Snapshot {
@@ -72,7 +74,46 @@ impl Default for Snapshot {
             e2e: Histogram::new(REQUEST_BUCKETS),
             lora: String::new(),
             queue: Histogram::new(REQUEST_BUCKETS),
+            spec: None,
         }
+    }
+}
+
+/// vLLM's speculative-decoding counters, labelled as vLLM 0.32 labels them (the
+/// per-position counter with `position` last).
+fn render_spec(out: &mut String, c: &super::speculate::SpecCounters, set: &str, model: &str) {
+    for (name, help, value) in [
+        (
+            "vllm:spec_decode_num_drafts_total",
+            "Number of spec decoding drafts.",
+            c.drafts,
+        ),
+        (
+            "vllm:spec_decode_num_draft_tokens_total",
+            "Number of draft tokens.",
+            c.draft_tokens,
+        ),
+        (
+            "vllm:spec_decode_num_accepted_tokens_total",
+            "Number of accepted tokens.",
+            c.accepted,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name}{set} {:?}",
+            value as f64
+        );
+    }
+    let name = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Accepted tokens per draft position.\n# TYPE {name} counter"
+    );
+    for (i, v) in c.per_position.iter().enumerate() {
+        let pos = i.to_string();
+        let labels = label_set(&[("engine", "0"), ("model_name", model), ("position", &pos)]);
+        let _ = writeln!(out, "{name}{labels} {:?}", *v as f64);
     }
 }
 
@@ -209,6 +250,9 @@ impl Snapshot {
         }
         self.render_success(&mut out, &labels);
         out.push_str(&self.lora);
+        if let Some(c) = &self.spec {
+            render_spec(&mut out, c, &set, model_name);
+        }
         let (blocks, block) = (self.kv_blocks.to_string(), self.block_size.to_string());
         let info = label_set(&[
             ("block_size", &block),

@@ -24,11 +24,13 @@ mod options;
 mod parity;
 pub mod profile;
 mod server;
+mod speculate;
 mod stream;
 pub mod tokenizer;
 
 pub use options::{Faults, Options, SimDialect};
 pub use server::{InProcess, Sim, start, start_threaded};
+pub use speculate::Speculation;
 
 /// Why the simulator could not start.
 #[derive(Debug, thiserror::Error)]

@@ -89,6 +89,8 @@ pub struct Options {
     pub images: super::images::ImageRule,
     /// LoRA adapters served beside the model (`super::lora`).
     pub lora: Option<super::lora::LoraOptions>,
+    /// Speculative decoding, when the engine models it.
+    pub speculation: Option<super::Speculation>,
 }
 
 impl Options {
@@ -106,6 +108,7 @@ impl Options {
             noise_seed: 0,
             images: super::images::ImageRule::default(),
             lora: None,
+            speculation: None,
         }
     }
 }

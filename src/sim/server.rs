@@ -78,6 +78,9 @@ impl Sim {
 fn engine_for(opts: &Options) -> Scheduler {
     let mut engine = Scheduler::new(opts.profile.clone());
     engine.lora = opts.lora.as_ref().map(super::lora::Slots::new);
+    if let Some(s) = &opts.speculation {
+        engine.drafter = Some(super::speculate::Drafter::new(s.draft_tokens, opts.seed));
+    }
     if opts.noise > 0.0 {
         let seed = opts.seed ^ opts.noise_seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         engine.noise = Some(super::noise::Noise::new(opts.noise, seed));

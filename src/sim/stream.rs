@@ -62,6 +62,9 @@ pub struct StreamPlan {
     cut_at: Option<usize>,
     stall_at: Option<usize>,
     text_seed: u64,
+    /// Draft tokens proposed and accepted so far (speculative decoding): llama.cpp's last
+    /// chunk reports them in its `timings`.
+    drafted: Option<(usize, usize)>,
 }
 
 impl StreamPlan {
@@ -102,7 +105,14 @@ impl StreamPlan {
             cut_at: point(opts.faults.disconnect_rate, 2, 3),
             stall_at: point(opts.faults.stall_rate, 4, 5),
             text_seed: opts.seed ^ key,
+            drafted: None,
         }
+    }
+
+    /// A step drafted `k` tokens, `a` of them accepted.
+    fn add_drafted(&mut self, k: usize, a: usize) {
+        let (dk, da) = self.drafted.unwrap_or((0, 0));
+        self.drafted = Some((dk + k, da + a));
     }
 
     /// Hold a prefix-cached request's first token for the profile's `cached_stream_s`.
@@ -191,8 +201,9 @@ impl State {
                     self.plan.cached = n;
                     self.plan.hold_cached().await;
                 }
-                Some(Ev::Token) => {
-                    if let Some(piece) = self.token(&mut out).await {
+                Some(Ev::Drafted(k, a)) => self.plan.add_drafted(k, a),
+                Some(Ev::Tokens(n)) => {
+                    if let Some(piece) = self.token(&mut out, n).await {
                         return Some(piece);
                     }
                 }
@@ -208,22 +219,24 @@ impl State {
         }
     }
 
-    /// One more token: the piece to send when a chunk is due (or the fault that ends the
-    /// stream); a stalled stream never returns.
-    async fn token(&mut self, out: &mut String) -> Option<Result<Bytes, std::io::Error>> {
-        self.generated += 1;
-        if self.plan.stall_at == Some(self.generated) {
+    /// `n` more tokens of one step: the piece to send when a chunk is due (or the fault
+    /// that ends the stream); a stalled stream never returns.
+    async fn token(&mut self, out: &mut String, n: usize) -> Option<Result<Bytes, std::io::Error>> {
+        let from = self.generated;
+        self.generated += n.max(1);
+        let hit = |at: Option<usize>| at.is_some_and(|a| a > from && a <= self.generated);
+        if hit(self.plan.stall_at) {
             // A stalled stream: the connection stays open, nothing more comes.
             std::future::pending::<()>().await;
         }
-        if self.plan.cut_at == Some(self.generated) {
+        if hit(self.plan.cut_at) {
             self.over = true;
             return Some(Err(std::io::Error::other(
                 "simulated disconnect (fault option `disconnect_rate`)",
             )));
         }
         let pending = self.generated - self.sent;
-        let boundary = self.generated == self.plan.reasoning;
+        let boundary = hit(Some(self.plan.reasoning));
         if pending >= self.plan.per_chunk || boundary || self.generated == self.plan.target {
             out.push_str(&flush(self));
             return Some(Ok(Bytes::from(std::mem::take(out))));
@@ -261,10 +274,13 @@ fn flush(st: &mut State) -> String {
             .then(|| api::running_usage(p.head.kind, p.prompt_len, to))
     };
     let reasoning = to <= p.reasoning;
-    event(
-        &p.head
-            .token_chunk(&p.text(from, to), reasoning, finish, usage),
-    )
+    let mut chunk = p
+        .head
+        .token_chunk(&p.text(from, to), reasoning, finish, usage);
+    if let Some((k, a)) = p.drafted.filter(|_| last_usage) {
+        chunk["timings"] = serde_json::json!({"draft_n": k, "draft_n_accepted": a});
+    }
+    event(&chunk)
 }
 
 /// The whole answer of a non-streamed request; `None` when the engine stopped first.
@@ -281,7 +297,8 @@ pub async fn collect(
                 plan.cached = n;
                 plan.hold_cached().await;
             }
-            Ev::Token => generated += 1,
+            Ev::Tokens(n) => generated += n,
+            Ev::Drafted(..) => {}
             Ev::Done => {
                 done = true;
                 break;

@@ -59,7 +59,8 @@ pub fn token_id(piece: &str) -> u32 {
     h % 32_000
 }
 
-const OUTPUT_WORDS: [&str; 16] = [
+/// The words generated text is made of.
+pub const OUTPUT_WORDS: [&str; 16] = [
     "the", "model", "keeps", "going", "and", "every", "token", "counts", "here", "as", "one",
     "more", "word", "of", "text", "again",
 ];

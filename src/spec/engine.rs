@@ -212,6 +212,62 @@ pub struct SimEngine {
     /// LoRA adapters served beside the base model, resident slots and their load cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora: Option<super::adapters::SimLora>,
+    /// Speculative decoding: each decode step drafts `draft_tokens` tokens, accepted one
+    /// after the other with the probability of the prompt's kind of text, and serves
+    /// vLLM's `spec_decode` counters (llama.cpp's `timings.draft_n` in that dialect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SimSpeculative>,
+}
+
+/// The simulated engine's speculative decoding (`engine.sim.speculative`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimSpeculative {
+    /// Draft tokens proposed per decode step (vLLM's `num_speculative_tokens`).
+    #[schemars(range(min = 1, max = 64))]
+    pub draft_tokens: u32,
+    /// The probability that a draft token is accepted, the ones before it accepted, by the
+    /// kind of text of the prompt (`workload.text`, as the simulator tells it apart).
+    #[serde(default)]
+    pub acceptance: SimAcceptance,
+}
+
+/// Per-position acceptance probabilities by kind of prompt text.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimAcceptance {
+    /// Random common words (`workload.text: random`).
+    #[serde(default = "accept_random")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub random: f64,
+    /// English prose.
+    #[serde(default = "accept_natural")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub natural: f64,
+    /// Source code.
+    #[serde(default = "accept_code")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub code: f64,
+}
+
+fn accept_random() -> f64 {
+    0.3
+}
+fn accept_natural() -> f64 {
+    0.6
+}
+fn accept_code() -> f64 {
+    0.8
+}
+
+impl Default for SimAcceptance {
+    fn default() -> Self {
+        SimAcceptance {
+            random: accept_random(),
+            natural: accept_natural(),
+            code: accept_code(),
+        }
+    }
 }
 
 fn unit_scale() -> f64 {
@@ -315,6 +371,7 @@ impl Default for SimEngine {
             twin: None,
             images: None,
             lora: None,
+            speculative: None,
         }
     }
 }

@@ -53,6 +53,23 @@ pub struct WorkloadSpec {
     /// goes to one, drawn with `seed` in proportion to the weights (`by_adapter` in records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapters: Option<super::adapters::Adapters>,
+    /// What synthetic prompt bodies are made of: `random` common words (the default),
+    /// `natural` English prose or `code`; a draft model's acceptance depends on it.
+    #[serde(default, skip_serializing_if = "is_random")]
+    pub text: crate::text::TextKind,
+    /// The sampling temperature of every request: 0 (the default) is greedy decoding; a
+    /// draft model's acceptance falls as it rises.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[schemars(range(min = 0.0, max = 5.0))]
+    pub temperature: f64,
+}
+
+fn is_zero(t: &f64) -> bool {
+    *t == 0.0
+}
+
+fn is_random(t: &crate::text::TextKind) -> bool {
+    *t == crate::text::TextKind::Random
 }
 
 /// Shared prefixes at the start of every prompt (`workload.prefix`).
@@ -84,6 +101,8 @@ impl Default for WorkloadSpec {
             prefix: None,
             images: None,
             adapters: None,
+            text: crate::text::TextKind::Random,
+            temperature: 0.0,
         }
     }
 }

@@ -81,6 +81,10 @@ pub(super) fn combine(seen: &[Option<Seen>]) -> Option<Seen> {
         waiting_mean: known.iter().map(|s| s.waiting_mean).sum(),
         scrapes: known.iter().map(|s| s.scrapes).min().unwrap_or(0),
         lora: known.iter().find_map(|s| s.lora.clone()),
+        spec: known
+            .iter()
+            .filter_map(|s| s.spec.clone())
+            .reduce(|a, b| a.add(&b)),
     })
 }
 
@@ -128,6 +132,7 @@ mod tests {
             waiting_mean: waiting,
             scrapes: 3,
             lora: None,
+            spec: None,
         })
     }
 

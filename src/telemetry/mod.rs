@@ -13,6 +13,7 @@ pub mod lora;
 mod prefix;
 pub mod prom;
 pub mod server;
+mod spec;
 pub mod trtllm;
 #[cfg(test)]
 mod watch_tests;
@@ -21,7 +22,7 @@ use crate::client::Client;
 use crate::plan::Phase;
 use crate::plan::Watch;
 use crate::plan::vocab::GpuSource;
-use crate::results::{Record, Status};
+use crate::results::{Record, SpecSource, Status};
 use prom::Scrape;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,6 +105,8 @@ pub struct Observer {
     feed: Option<Feed>,
     /// Whether the engine's missing or unknown metrics were noted already.
     noted: AtomicBool,
+    /// The drafts the responses reported (llama.cpp's timings).
+    drafts: Option<std::sync::Arc<crate::client::Drafts>>,
 }
 
 /// A cell being watched.
@@ -257,6 +260,7 @@ impl Observer {
             samples,
             feed,
             noted: AtomicBool::new(false),
+            drafts: Some(client.drafts()),
         };
         (observer, warnings)
     }
@@ -269,6 +273,7 @@ impl Observer {
             samples: gpu::Readings::default(),
             feed: None,
             noted: AtomicBool::new(false),
+            drafts: None,
         }
     }
 
@@ -342,6 +347,11 @@ impl Observer {
         let cold = marks.cold.swap(false, Ordering::Relaxed);
         let gauges_from = if cold { open + server::OPENING } else { open };
         let answered = w.before.iter().any(Option::is_some);
+        let responses = self
+            .drafts
+            .as_ref()
+            .and_then(|d| spec::of_responses(d, open, close));
+        rec.spec_decode = responses.and_then(|c| c.block(SpecSource::LlamacppTimings));
         if answered {
             let after = fleet::scrape_all(&self.clients).await;
             let each = fleet::each(w.before, during, after, (open, close, gauges_from));
@@ -349,6 +359,9 @@ impl Observer {
                 Some(seen) => {
                     server_verdict(&mut rec, &seen, min_active_fraction);
                     rec.lora = seen.lora.clone();
+                    if let Some(b) = seen.spec.as_ref().and_then(|c| c.block(SpecSource::VllmMetrics)) {
+                        rec.spec_decode = Some(b);
+                    }
                     rec.server = Some(seen.server);
                     fleet::rows(&mut rec, &each);
                 }

@@ -118,6 +118,7 @@ pub fn wanted(name: &str) -> bool {
         .unwrap_or(name);
     name == "vllm:cache_config_info"
         || name == super::lora::NAME
+        || super::spec::wanted(name)
         || FAMILIES.iter().any(|f| {
             [
                 f.running,
@@ -164,6 +165,8 @@ pub struct Seen {
     pub scrapes: usize,
     /// The engine's LoRA figures (vLLM's `lora_requests_info`), where it has them.
     pub lora: Option<crate::results::LoraUse>,
+    /// Speculative decoding's counts over the window, where the engine counts them.
+    pub spec: Option<crate::results::SpecCounts>,
 }
 
 /// A cell's scrapes: the one before it, those during it, the one after it.
@@ -304,6 +307,7 @@ impl Scrapes {
             waiting_mean: mean(&waiting).unwrap_or(0.0),
             scrapes: running.len(),
             lora,
+            spec: super::spec::counts(from, to),
         })
     }
 }

@@ -27,6 +27,7 @@ async fn watched(open_for: Duration, window: Duration) -> Option<ServerUse> {
         samples: gpu::Readings::default(),
         feed: None,
         noted: AtomicBool::new(false),
+        drafts: None,
     };
     let marks = std::sync::Arc::new(Marks::default());
     let w = observer.begin(&marks).await;

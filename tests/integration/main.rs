@@ -44,6 +44,7 @@ mod run;
 mod schema;
 mod sessions;
 mod sim;
+mod spec_decode;
 mod telemetry;
 mod twin;
 mod twin_checks;

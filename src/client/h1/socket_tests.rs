@@ -76,6 +76,7 @@ fn client(base: &str) -> Client {
         pool: 4,
         adapters: Vec::new(),
         adapter_seed: 0,
+        temperature: 0.0,
     };
     match Client::new(settings) {
         Ok(c) => c,

@@ -211,6 +211,7 @@ impl EngineConfig {
                 .map(|(n, w)| (n.clone(), *w))
                 .collect(),
             adapter_seed: w.seed,
+            temperature: w.temperature,
         }
     }
 

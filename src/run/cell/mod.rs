@@ -60,7 +60,7 @@ impl Ctx {
         Ctx {
             probe,
             client,
-            synth: Mutex::new(Synth::new(workload.seed, workload.prefix)),
+            synth: Mutex::new(Synth::new(workload.seed, workload.prefix, workload.text)),
             workload: workload.clone(),
             requests: save_requests.then(|| std::sync::Mutex::new(Vec::new())),
             dataset: None,

@@ -36,6 +36,7 @@ fn ctx(plan: &Plan, script: Scripted) -> Arc<Ctx> {
         pool: 1,
         adapters: Vec::new(),
         adapter_seed: 0,
+        temperature: 0.0,
     };
     let client = match Client::new(settings) {
         Ok(c) => c.with_transport(Arc::new(script)),

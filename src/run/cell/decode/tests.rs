@@ -107,6 +107,7 @@ fn outcome(sent: Instant, k: u64, usage: Option<f64>, failed: bool) -> Outcome {
         usage_completion: usage.map(|f| (k as f64 * f) as u64),
         usage_prompt: Some(100),
         usage_cached: None,
+        drafted: None,
         text: None,
         all_usage: usage.is_none(),
         failure: failed.then_some(Failure::Disconnect),
