@@ -7,8 +7,8 @@
 //! delivered and when. [`Generate`] is the seam: the run drives any implementation of it,
 //! this client over the network or a [`scripted::Scripted`] one in tests.
 
-mod attach;
 pub mod adapters;
+mod attach;
 mod body;
 mod chunk;
 mod drafts;

@@ -4,9 +4,9 @@
 pub(crate) mod bursts;
 pub mod endpoints;
 pub mod fill;
+pub mod images;
 pub mod limit;
 pub mod limit_cells;
-pub mod images;
 mod lora;
 pub(crate) mod observe;
 pub(crate) mod open_fields;

@@ -7,7 +7,7 @@ use crate::plan::RunConfig;
 use crate::results::limit::Cap;
 use crate::rundir::RunDir;
 use crate::spec::Spec;
-use crate::spec::command::flag_value;
+use crate::spec::command::{SEQS_FLAGS, first_flag};
 
 /// The cap on running requests `spec` sets: its launch command's `--max-num-seqs` (vLLM),
 /// `--max-running-requests` (SGLang), `--parallel`/`-np` (llama.cpp), or the simulator's
@@ -19,17 +19,10 @@ pub fn cap_of(spec: &Spec) -> Option<Cap> {
         .as_ref()
         .and_then(|l| l.command.args().ok())
         .unwrap_or_default();
-    let flags: [(&str, &'static str); 4] = [
-        ("--max-num-seqs", "--max-num-seqs"),
-        ("--max-running-requests", "--max-running-requests"),
-        ("--parallel", "--parallel"),
-        ("-np", "--parallel"),
-    ];
-    let from_flag = flags.iter().find_map(|(flag, name)| {
-        let v: f64 = flag_value(&args, flag)?.parse().ok()?;
+    let from_flag = first_flag(&args, &SEQS_FLAGS).and_then(|(flag, v)| {
         Some(Cap {
-            value: v,
-            from: name,
+            value: v.parse().ok()?,
+            from: if flag == "-np" { "--parallel" } else { flag },
         })
     });
     from_flag.or_else(|| {

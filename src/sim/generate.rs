@@ -143,6 +143,32 @@ fn faulted(s: &Shared, key: u64) -> Option<Response> {
     })
 }
 
+/// The LoRA adapter `req` names (`None`: the base model); vLLM's 404 for a model it does not
+/// serve.
+fn model_of(opts: &super::Options, req: &GenRequest) -> Result<Option<usize>, Box<Response>> {
+    let lora = opts.lora.as_ref();
+    let adapter = req
+        .model
+        .as_deref()
+        .and_then(|m| lora.and_then(|l| super::lora::Slots::find(l, m)));
+    match req
+        .model
+        .as_deref()
+        .filter(|m| *m != opts.served_name && adapter.is_none())
+    {
+        Some(model) => Err(Box::new(error(
+            StatusCode::NOT_FOUND,
+            "NotFoundError",
+            &format!(
+                "The model `{model}` does not exist. Valid aliases: {}.",
+                opts.served_name
+            ),
+            Some("model"),
+        ))),
+        None => Ok(adapter),
+    }
+}
+
 /// The checks vLLM 0.32 makes before it schedules a request, with its error bodies (even
 /// for `stream: true`, the error is one JSON body): an unknown model is 404; a prompt that
 /// leaves no room in `max_model_len` is 400; a prompt plus `max_tokens` over it is not
@@ -159,26 +185,7 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
     let req: GenRequest =
         serde_json::from_slice(body).map_err(|e| bad(&format!("invalid request body: {e}")))?;
     let opts = &s.opts;
-    let lora = opts.lora.as_ref();
-    let adapter = req
-        .model
-        .as_deref()
-        .and_then(|m| lora.and_then(|l| super::lora::Slots::find(l, m)));
-    if let Some(model) = req
-        .model
-        .as_deref()
-        .filter(|m| *m != opts.served_name && adapter.is_none())
-    {
-        return Err(Box::new(error(
-            StatusCode::NOT_FOUND,
-            "NotFoundError",
-            &format!(
-                "The model `{model}` does not exist. Valid aliases: {}.",
-                opts.served_name
-            ),
-            Some("model"),
-        )));
-    }
+    let adapter = model_of(opts, &req)?;
     let mut ids = req.prompt_ids().map_err(|e| bad(&e.to_string()))?;
     let images = req.images().map_err(|e| bad(&e))?;
     if let Some(why) = opts.images.refusal(&images) {

@@ -197,16 +197,26 @@ pub fn quote(arg: &str) -> String {
 
 /// The value of `--port N` or `--port=N` in the arguments, if written.
 pub fn port_arg(args: &[String]) -> Option<&str> {
-    let mut iter = args.iter();
-    while let Some(a) = iter.next() {
-        if a == "--port" {
-            return iter.next().map(String::as_str);
-        }
-        if let Some(v) = a.strip_prefix("--port=") {
-            return Some(v);
-        }
-    }
-    None
+    flag_value(args, "--port")
+}
+
+/// Each engine's launch flag for the requests it runs at once: vLLM's, llama.cpp's slots
+/// (`--parallel`, `-np`), SGLang's.
+pub const SEQS_FLAGS: [&str; 4] = [
+    "--max-num-seqs",
+    "--parallel",
+    "-np",
+    "--max-running-requests",
+];
+
+/// The first of `names` written in `args`: its name and its value.
+pub fn first_flag<'a>(
+    args: &'a [String],
+    names: &[&'static str],
+) -> Option<(&'static str, &'a str)> {
+    names
+        .iter()
+        .find_map(|f| flag_value(args, f).map(|v| (*f, v)))
 }
 
 /// The value of the argument after `flag` (`--api-key KEY` or `--api-key=KEY`).

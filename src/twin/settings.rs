@@ -7,17 +7,11 @@
 use super::model::Params;
 use crate::spec::Spec;
 use crate::spec::Tokens;
-use crate::spec::command::flag_value;
+use crate::spec::command::{SEQS_FLAGS, first_flag};
 
 /// The launch flags the twin models, each setting under every engine's name for it: vLLM's,
 /// llama.cpp's (`--parallel` slots; `--ctx-size` the KV cache all slots share; `--ctx` in
 /// scripts/llamacpp-server.py) and SGLang's.
-const SEQS_FLAGS: [&str; 4] = [
-    "--max-num-seqs",
-    "--parallel",
-    "-np",
-    "--max-running-requests",
-];
 const BATCHED_FLAGS: [&str; 2] = ["--max-num-batched-tokens", "--chunked-prefill-size"];
 const KV_FLAGS: [&str; 3] = ["--ctx-size", "--ctx", "--max-total-tokens"];
 const LEN_FLAGS: [&str; 2] = ["--max-model-len", "--context-length"];
@@ -56,11 +50,8 @@ impl TwinSettings {
             .as_ref()
             .and_then(|l| l.command.args().ok())
             .unwrap_or_default();
-        let flag = |names: &[&str]| {
-            names
-                .iter()
-                .find_map(|f| flag_value(&args, f))
-                .and_then(|v| Tokens::parse(v).ok().map(|t| t.0))
+        let flag = |names: &[&'static str]| {
+            first_flag(&args, names).and_then(|(_, v)| Tokens::parse(v).ok().map(|t| t.0))
         };
         let sim = spec.engine.sim.as_ref();
         TwinSettings {
