@@ -184,14 +184,31 @@ fn done(summary: &run::RunSummary, probes: &super::probes::Probes, out: &Out) {
         summary.skipped,
         summary.out.join(crate::rundir::RESULTS).display()
     ));
+    // What limits the cells judged, before the capacities (the last lines a user reads);
+    // the evidence is in the record and the reports.
+    let records = crate::rundir::read_records(&summary.out.join(crate::rundir::RESULTS));
+    let mut unjudged = 0;
+    for r in records.unwrap_or_default() {
+        match &r.limit {
+            Some(l) if l.kind.is_some() => {
+                out.info(&format!(
+                    "limit {}: {} — {}",
+                    r.cell,
+                    l.kind_str(),
+                    l.suggestion
+                ));
+            }
+            Some(_) => unjudged += 1,
+            None => {}
+        }
+    }
+    if unjudged > 0 {
+        out.info(&format!(
+            "limit: {unjudged} cell(s) not judged (what is missing: `limit` in results.jsonl, \"What limits the cells\" in report.md)"
+        ));
+    }
     for found in probes.found() {
         out.info(&found);
-    }
-    let records = crate::rundir::read_records(&summary.out.join(crate::rundir::RESULTS));
-    for r in records.unwrap_or_default() {
-        if let Some(l) = &r.limit {
-            out.info(&format!("limit {}", l.line(&r.cell)));
-        }
     }
 }
 
