@@ -68,7 +68,7 @@ pub struct SimArgs {
     /// The probability that a draft token is accepted, for random, natural and code prompt
     /// text (with `--draft-tokens`).
     #[arg(long, default_value = "0.3,0.6,0.8", value_name = "R,N,C", value_parser = acceptance)]
-    pub acceptance: Acceptance,
+    pub acceptance: AcceptanceArg,
     /// Fault: stop serving after this long (e.g. `30s`).
     #[arg(long, value_name = "DURATION", value_parser = |s: &str| Span::parse(s))]
     pub die_after: Option<Span>,
@@ -104,17 +104,17 @@ fn image_tokens(s: &str) -> Result<sim::images::ImageTokens, String> {
 
 /// `--acceptance`: three probabilities.
 #[derive(Debug, Clone, Copy)]
-pub struct Acceptance(pub [f64; 3]);
+pub struct AcceptanceArg(pub [f64; 3]);
 
 /// Read `--acceptance R,N,C`: three numbers from 0 to 1.
-fn acceptance(s: &str) -> Result<Acceptance, String> {
+fn acceptance(s: &str) -> Result<AcceptanceArg, String> {
     let v: Vec<f64> = s
         .split(',')
         .map(|p| p.trim().parse::<f64>())
         .collect::<Result<_, _>>()
         .map_err(|e| format!("`{s}`: {e}; give three probabilities, e.g. 0.3,0.6,0.8"))?;
     match v[..] {
-        [r, n, c] if v.iter().all(|p| (0.0..=1.0).contains(p)) => Ok(Acceptance([r, n, c])),
+        [r, n, c] if v.iter().all(|p| (0.0..=1.0).contains(p)) => Ok(AcceptanceArg([r, n, c])),
         _ => Err(format!(
             "`{s}`: give three probabilities from 0 to 1 (random, natural, code), e.g. 0.3,0.6,0.8"
         )),

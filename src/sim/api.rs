@@ -133,7 +133,7 @@ impl GenRequest {
 
     /// The images of the chat messages' content parts, in order; an error message for one
     /// that cannot be read.
-    pub fn images(&self) -> Result<Vec<super::images::Seen>, String> {
+    pub fn images(&self) -> Result<Vec<super::images::SeenImage>, String> {
         let mut out = Vec::new();
         for m in self.messages.iter().flatten() {
             if let Content::Parts(parts) = &m.content {

@@ -22,7 +22,7 @@ pub(super) struct Shared {
     /// The queue into the engine: requests enter it in arrival order.
     pub entry: super::entry::EntryQueue,
     /// Images admitted and refused (`benchspec_sim:image…` in `/metrics`).
-    pub images: super::images::Counts,
+    pub images: super::images::ImageCounts,
 }
 
 pub(super) fn json_response(status: StatusCode, body: &Value) -> Response {

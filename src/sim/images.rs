@@ -57,7 +57,7 @@ impl Default for ImageRule {
 
 /// One image a prompt carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Seen {
+pub struct SeenImage {
     /// Width, pixels.
     pub w: u32,
     /// Height, pixels.
@@ -68,7 +68,7 @@ pub struct Seen {
 
 /// The images in `parts` (a message's content parts) appended to `out`; an error message
 /// for a part whose image cannot be read.
-pub fn read(parts: &[Value], out: &mut Vec<Seen>) -> Result<(), String> {
+pub fn read(parts: &[Value], out: &mut Vec<SeenImage>) -> Result<(), String> {
     for p in parts {
         if p.get("type").and_then(Value::as_str) != Some("image_url") {
             continue;
@@ -85,7 +85,7 @@ pub fn read(parts: &[Value], out: &mut Vec<Seen>) -> Result<(), String> {
         })?;
         let wh = size::size(&bytes)
             .ok_or_else(|| format!("image {}: not a PNG or JPEG", out.len() + 1))?;
-        out.push(Seen {
+        out.push(SeenImage {
             w: wh.0,
             h: wh.1,
             hash: crate::images::fnv(url.as_bytes()),
@@ -97,7 +97,7 @@ pub fn read(parts: &[Value], out: &mut Vec<Seen>) -> Result<(), String> {
 impl ImageRule {
     /// The refusal of a prompt with these images (vLLM's words where it has them), and the
     /// name of the parameter at fault; `None` when it is taken.
-    pub fn refusal(&self, images: &[Seen]) -> Option<String> {
+    pub fn refusal(&self, images: &[SeenImage]) -> Option<String> {
         let n = images.len();
         if n > self.limit_per_prompt as usize {
             // vLLM 0.32, vllm/multimodal/processing/context.py `validate_num_items`.
@@ -106,7 +106,7 @@ impl ImageRule {
                 self.limit_per_prompt
             ));
         }
-        let (i, Seen { w, h, .. }) = images
+        let (i, SeenImage { w, h, .. }) = images
             .iter()
             .enumerate()
             .find(|(_, s)| s.w.max(s.h) > self.max_side)?;
@@ -120,7 +120,7 @@ impl ImageRule {
     /// The token ids standing for `images` in the engine, after the text's: as many as
     /// the rule charges each, drawn from its hash (the same image gives the same ids, so a
     /// prefix cache sees it again; another image others).
-    pub fn ids(&self, images: &[Seen]) -> Vec<u32> {
+    pub fn ids(&self, images: &[SeenImage]) -> Vec<u32> {
         let mut out = Vec::new();
         for s in images {
             let mut rng = crate::rng::Rng::new(s.hash);
@@ -133,7 +133,7 @@ impl ImageRule {
 
 /// What `/metrics` says of images (`benchspec_sim:…`, the simulator's own counters).
 #[derive(Debug, Default)]
-pub struct Counts {
+pub struct ImageCounts {
     /// Images in admitted requests.
     pub images: AtomicU64,
     /// Their prompt tokens.
@@ -142,7 +142,7 @@ pub struct Counts {
     pub refused: AtomicU64,
 }
 
-impl Counts {
+impl ImageCounts {
     /// The counters in Prometheus text.
     pub fn render(&self) -> String {
         let line = |name: &str, help: &str, v: &AtomicU64| {

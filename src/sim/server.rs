@@ -136,7 +136,7 @@ fn app(
         next_key: AtomicU64::new(1),
         tokenizer: Mutex::new(tokio::time::Instant::now()),
         entry: super::entry::EntryQueue::new(),
-        images: super::images::Counts::default(),
+        images: super::images::ImageCounts::default(),
     });
     router().with_state(shared)
 }

@@ -43,15 +43,63 @@ fn state(scrape: &Scrape) -> Option<(Vec<String>, Vec<String>, Option<u64>)> {
     ))
 }
 
-/// The window's LoRA figures from its `scrapes`; `None` when none has the gauge.
+/// The adapters running in each series set after the first scrape's latest: states the engine
+/// was in between scrapes, which a scrape's latest series alone misses (an engine idle at each
+/// scrape read no adapter at all on a real vLLM).
+fn set_between(scrapes: &[&Scrape]) -> Vec<Vec<String>> {
+    let ours = |s: &&Scrape| -> Vec<(f64, Vec<String>)> {
+        s.samples
+            .iter()
+            .filter(|x| x.name == NAME)
+            .map(|x| {
+                let running = x
+                    .labels
+                    .iter()
+                    .find(|(k, _)| k == "running_lora_adapters")
+                    .map_or("", |(_, v)| v.as_str());
+                let names = running
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                (x.value, names)
+            })
+            .collect()
+    };
+    let Some(first) = scrapes.first() else {
+        return Vec::new();
+    };
+    let t0 = ours(first)
+        .iter()
+        .map(|(t, _)| *t)
+        .fold(f64::NEG_INFINITY, f64::max);
+    scrapes
+        .iter()
+        .skip(1)
+        .flat_map(ours)
+        .filter(|(t, _)| *t > t0)
+        .map(|(_, names)| names)
+        .collect()
+}
+
+/// The window's LoRA figures from its `scrapes` (the first opening it); `None` when none has
+/// the gauge.
 pub fn read(scrapes: &[&Scrape]) -> Option<LoraUse> {
-    let states: Vec<_> = scrapes.iter().filter_map(|s| state(s)).collect();
+    let mut states: Vec<_> = scrapes.iter().filter_map(|s| state(s)).collect();
     if states.is_empty() {
         return None;
     }
+    let max_lora = states.iter().find_map(|(_, _, m)| *m);
+    let readings = states.len() as u64;
+    states.extend(
+        set_between(scrapes)
+            .into_iter()
+            .map(|r| (r, Vec::new(), max_lora)),
+    );
     let seen: BTreeSet<&String> = states.iter().flat_map(|(r, _, _)| r).collect();
     Some(LoraUse {
-        max_lora: states.iter().find_map(|(_, _, m)| *m),
+        max_lora,
         running_adapters_max: states
             .iter()
             .map(|(r, _, _)| r.len() as u64)
@@ -63,7 +111,7 @@ pub fn read(scrapes: &[&Scrape]) -> Option<LoraUse> {
             .max()
             .unwrap_or(0),
         adapters_seen: seen.into_iter().cloned().collect(),
-        readings: states.len() as u64,
+        readings,
     })
 }
 
@@ -97,5 +145,26 @@ mod tests {
         );
         assert_eq!(got.readings, 2);
         assert!(read(&[&Scrape::new(at, "vllm:num_requests_running 1\n")]).is_none());
+    }
+
+    /// An engine idle at every scrape still ran adapters between them: vLLM's series set
+    /// after the window opened say which (a real vLLM's load cell read none at all).
+    #[test]
+    fn adapters_run_between_idle_scrapes_are_seen() {
+        let at = tokio::time::Instant::now();
+        let line = |running: &str, t: f64| {
+            format!(
+                "vllm:lora_requests_info{{max_lora=\"1\",running_lora_adapters=\"{running}\",waiting_lora_adapters=\"\"}} {t}\n"
+            )
+        };
+        let opened = Scrape::new(at, &(line("b", 90.0) + &line("", 100.0)));
+        let closed = Scrape::new(
+            at,
+            &(line("b", 90.0) + &line("a", 150.0) + &line("", 200.0)),
+        );
+        let got = read(&[&opened, &closed]).unwrap_or_else(|| panic!("the gauge is there"));
+        assert_eq!(got.adapters_seen, ["a"], "b ran before the window: {got:?}");
+        assert_eq!(got.running_adapters_max, 1);
+        assert_eq!(got.readings, 2);
     }
 }

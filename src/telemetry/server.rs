@@ -300,8 +300,13 @@ impl Scrapes {
             itl_ms_p50_bucket: itl.map(|t| t.1),
             source: names.source.to_string(),
         };
-        // The LoRA gauge from inside the window, else from the scrape that closed it.
-        let lora = super::lora::read(&inside).or_else(|| super::lora::read(&[to]));
+        // The LoRA gauge over the window: from the scrape that opened it to the one that
+        // closed it (a series set after the first was set inside the window).
+        let window: Vec<&Scrape> = std::iter::once(*from)
+            .chain(inside.iter().copied())
+            .chain(std::iter::once(*to))
+            .collect();
+        let lora = super::lora::read(&window);
         Some(Seen {
             server,
             waiting_mean: mean(&waiting).unwrap_or(0.0),
