@@ -41,6 +41,7 @@ pub mod rundir;
 pub mod sim;
 pub mod spec;
 pub mod telemetry;
+pub mod tune;
 pub mod twin;
 
 /// Any error that ends a command.
@@ -73,6 +74,9 @@ pub enum Error {
     /// A twin could not be fitted, read or written.
     #[error(transparent)]
     Twin(#[from] twin::TwinError),
+    /// `tune` could not search.
+    #[error(transparent)]
+    Tune(#[from] tune::TuneError),
     /// `init` wrote no spec.
     #[error(transparent)]
     Init(#[from] init::InitError),

@@ -42,6 +42,7 @@ mod sim;
 mod telemetry;
 mod twin;
 mod twin_checks;
+mod tune;
 mod twin_sim;
 mod variants;
 mod vllm;

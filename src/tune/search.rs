@@ -1,0 +1,282 @@
+//! The search: measure the first picks, then, round by round, fit each family's twin on what
+//! was measured, predict the rest, and measure the most promising and the most uncertain of
+//! the configurations whose optimistic end beats the best measured one — until none does, or
+//! the budget is spent. Measuring is `run`'s (the caller's [`Measure`]: `run::run`, or
+//! `run::run_in_process` on a paused clock), into one run directory, resumed cell by cell.
+
+use super::objective::{Estimate, Objective};
+use super::space::{Config, families, first_picks, space};
+use super::{TUNE_FILE, TuneError, TuneFile};
+use crate::plan::RunConfig;
+use crate::run::{RunError, RunOptions};
+use crate::spec::Loaded;
+use std::path::{Path, PathBuf};
+
+/// Measure the cells `RunOptions::only` picks of the run, into `RunOptions::out`: the engine
+/// seconds it took.
+pub type Measure<'a> = &'a dyn Fn(&RunConfig, &RunOptions) -> Result<f64, RunError>;
+
+/// How much `tune` may measure; `None`: no limit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Budget {
+    /// Configurations measured, at most.
+    pub configs: Option<usize>,
+    /// Engine seconds: no configuration is started once this many were spent.
+    pub engine_s: Option<f64>,
+}
+
+/// What `tune` was asked.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    /// The spec.
+    pub loaded: &'a Loaded,
+    /// The run directory.
+    pub out: &'a Path,
+    /// The objective.
+    pub objective: Objective,
+    /// The budget.
+    pub budget: Budget,
+}
+
+/// A measured configuration: why, and the engine seconds it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// `extreme`, `promising`, `uncertain`.
+    pub why: String,
+    /// Engine seconds.
+    pub seconds: f64,
+}
+
+/// The search's state: each configuration measured or predicted.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// The configurations.
+    pub configs: Vec<Config>,
+    /// Measured ones.
+    pub measured: Vec<Option<Measured>>,
+    /// Each measured configuration's objective.
+    pub values: Vec<Option<f64>>,
+    /// Each unmeasured configuration's prediction (`None`: not predicted).
+    pub predicted: Vec<Option<Estimate>>,
+    /// Why it stopped.
+    pub stopped: String,
+}
+
+/// Run the search; `on` hears each step. The state it ended in (also in `tune.json`).
+pub fn tune(ask: &Ask, measure: Measure, on: &dyn Fn(&str)) -> Result<State, TuneError> {
+    let configs = space(&ask.loaded.spec)?;
+    let n = configs.len();
+    let mut st = State {
+        measured: earlier(ask.out, &configs)?,
+        configs,
+        values: vec![None; n],
+        predicted: vec![None; n],
+        stopped: String::new(),
+    };
+    let mut queue: Vec<(usize, &str)> = first_picks(&st.configs)
+        .into_iter()
+        .map(|i| (i, "extreme"))
+        .collect();
+    loop {
+        for (i, why) in std::mem::take(&mut queue) {
+            if st.measured[i].is_some() {
+                continue;
+            }
+            if let Some(why_not) = spent(&st, ask.budget) {
+                st.stopped = why_not;
+                return finish(ask, st);
+            }
+            on(&format!("measuring {} ({why})", st.configs[i].name));
+            let seconds = measure_one(ask, &st.configs[i], measure)?;
+            st.measured[i] = Some(Measured { why: why.into(), seconds });
+            // Written at once: a search stopped here resumes without measuring it again.
+            write(ask, &st)?;
+        }
+        refresh(ask, &mut st, on)?;
+        write(ask, &st)?;
+        queue = next(ask.objective, &st);
+        if queue.is_empty() {
+            st.stopped = if st.measured.iter().all(Option::is_some) {
+                "every configuration was measured".into()
+            } else {
+                "no unmeasured configuration's optimistic end beats the best measured one".into()
+            };
+            return finish(ask, st);
+        }
+    }
+}
+
+/// The state written, then returned.
+fn finish(ask: &Ask, mut st: State) -> Result<State, TuneError> {
+    if st.values.iter().all(Option::is_none) && st.measured.iter().any(Option::is_some) {
+        refresh(ask, &mut st, &|_| {})?;
+    }
+    write(ask, &st)?;
+    Ok(st)
+}
+
+/// Why no more may be measured, if so.
+fn spent(st: &State, b: Budget) -> Option<String> {
+    let count = st.measured.iter().flatten().count();
+    let secs: f64 = st.measured.iter().flatten().map(|m| m.seconds).sum();
+    if b.configs.is_some_and(|c| count >= c) {
+        return Some(format!("the budget of {count} configuration(s) is spent"));
+    }
+    b.engine_s
+        .filter(|s| secs >= *s)
+        .map(|s| format!("the budget of {s:.0} engine seconds is spent ({secs:.0} s)"))
+}
+
+/// The configurations a resumed `tune.json` says were measured.
+fn earlier(out: &Path, configs: &[Config]) -> Result<Vec<Option<Measured>>, TuneError> {
+    let path = out.join(TUNE_FILE);
+    let mut got = vec![None; configs.len()];
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(got);
+    };
+    let file: TuneFile = serde_json::from_str(&text).map_err(|e| TuneError::File {
+        path: path.clone(),
+        message: format!("cannot be read ({e}): remove it, or tune into another --out"),
+    })?;
+    for c in file.configs.iter().filter(|c| c.measured) {
+        if let Some(i) = configs.iter().position(|x| x.name == c.name) {
+            got[i] = Some(Measured {
+                why: "earlier".into(),
+                seconds: c.engine_seconds.unwrap_or(0.0),
+            });
+        }
+    }
+    Ok(got)
+}
+
+/// Measure one configuration's cells into the run directory (resumed once it exists).
+fn measure_one(ask: &Ask, c: &Config, measure: Measure) -> Result<f64, TuneError> {
+    let opts = RunOptions {
+        out: Some(ask.out.to_path_buf()),
+        only: Some(format!("{}/*", c.name)),
+        resume: ask.out.join(crate::rundir::MANIFEST).is_file(),
+        ..RunOptions::default()
+    };
+    measure(&RunConfig::new(ask.loaded), &opts).map_err(|source| TuneError::Run {
+        config: c.name.clone(),
+        source,
+    })
+}
+
+/// The measured values from the run directory, and every unmeasured configuration of a
+/// family with a measured one predicted by the family's twin.
+fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError> {
+    let run = crate::rundir::RunDir::open(ask.out)?.load()?;
+    let gpus = f64::from(ask.loaded.spec.hardware.gpu_count.unwrap_or(1).max(1));
+    for (i, c) in st.configs.iter().enumerate() {
+        st.values[i] = st.measured[i].as_ref().and_then(|_| {
+            ask.objective
+                .measured(run.records.iter().filter(|r| r.variant.as_deref() == Some(&c.name)), gpus)
+        });
+        st.predicted[i] = None;
+    }
+    for (k, fam) in families(&st.configs).into_iter().enumerate() {
+        let (done, todo): (Vec<usize>, Vec<usize>) =
+            fam.into_iter().partition(|i| st.measured[*i].is_some());
+        if done.is_empty() || todo.is_empty() {
+            continue;
+        }
+        let members: Vec<&Config> = done.iter().map(|i| &st.configs[*i]).collect();
+        let dir = ask.out.join("twins");
+        std::fs::create_dir_all(&dir).map_err(|e| TuneError::File {
+            path: dir.clone(),
+            message: e.to_string(),
+        })?;
+        let path = dir.join(format!("family-{}.toml", k + 1));
+        let twin = match super::family::fit(&run, &members, &path) {
+            Ok(t) => t,
+            Err(e) => {
+                on(&format!("family {}: no twin ({e}); its configurations stay unpredicted", k + 1));
+                continue;
+            }
+        };
+        let names: Vec<&str> = todo.iter().map(|i| st.configs[*i].name.as_str()).collect();
+        let (records, cells) =
+            super::family::predict_configs(ask.loaded, (&path, &twin), &names, &scratch())?;
+        for i in todo {
+            let name = &st.configs[i].name;
+            let e = ask.objective.predicted(
+                records.iter().filter(|r| r.variant.as_deref() == Some(name)),
+                &cells,
+                &ask.loaded.spec.slo,
+                gpus,
+            );
+            on(&format!("predicted {name}: {}", e.describe()));
+            st.predicted[i] = Some(e);
+        }
+    }
+    Ok(())
+}
+
+/// The configurations to measure next: the most promising and the most uncertain of those
+/// whose optimistic end beats the best measured value (an unpredicted one, or one without an
+/// interval, always could).
+pub fn next(obj: Objective, st: &State) -> Vec<(usize, &'static str)> {
+    let best = st.values.iter().fold(None, |a, v| obj.best(a, *v));
+    let open: Vec<(usize, Option<Estimate>)> = st
+        .predicted
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| st.measured[*i].is_none())
+        .map(|(i, e)| (i, *e))
+        .filter(|(_, e)| match e {
+            None => true,
+            Some(e) if !e.possible => false,
+            Some(e) => match (e.high, best) {
+                (None, _) | (_, None) => true,
+                (Some(h), Some(b)) => obj.beats(h, b),
+            },
+        })
+        .collect();
+    let score = |e: &Option<Estimate>| e.and_then(|e| e.value);
+    let promising = open
+        .iter()
+        .filter(|(_, e)| score(e).is_some())
+        .fold(None::<(usize, f64)>, |acc, (i, e)| {
+            let v = score(e).unwrap_or_default();
+            match acc {
+                Some((_, b)) if !obj.beats(v, b) => acc,
+                _ => Some((*i, v)),
+            }
+        })
+        .map(|(i, _)| i);
+    let width = |e: &Option<Estimate>| match e {
+        Some(Estimate { value: Some(v), low: Some(l), high: Some(h), .. }) if *v != 0.0 => {
+            (h - l).abs() / v.abs()
+        }
+        _ => f64::INFINITY,
+    };
+    let uncertain = open
+        .iter()
+        .filter(|(i, _)| Some(*i) != promising)
+        .max_by(|a, b| width(&a.1).total_cmp(&width(&b.1)))
+        .map(|(i, _)| *i);
+    [(promising, "promising"), (uncertain, "uncertain")]
+        .into_iter()
+        .filter_map(|(i, why)| Some((i?, why)))
+        .collect()
+}
+
+/// `tune.json` written from the state.
+fn write(ask: &Ask, st: &State) -> Result<(), TuneError> {
+    let file = super::summary::file(ask.objective, st);
+    let path = ask.out.join(TUNE_FILE);
+    let text = serde_json::to_string_pretty(&file).unwrap_or_default() + "\n";
+    std::fs::write(&path, text).map_err(|e| TuneError::File {
+        path,
+        message: e.to_string(),
+    })
+}
+
+/// A directory of its own under the system's temporary directory, for a predicted run.
+fn scratch() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!("benchspec-tune-{}-{nanos}", std::process::id()))
+}
