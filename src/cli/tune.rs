@@ -72,8 +72,11 @@ pub fn run(args: &TuneArgs, out: &Out) -> Result<i32, Error> {
             args.spec
         )));
     }
-    if args.budget_seconds.is_some_and(|s| !(s > 0.0)) || args.budget_configs == Some(0) {
-        return Err(usage("--budget-configs and --budget-seconds take a positive number".into()));
+    if args.budget_seconds.is_some_and(|s| s.is_nan() || s <= 0.0) || args.budget_configs == Some(0)
+    {
+        return Err(usage(
+            "--budget-configs and --budget-seconds take a positive number".into(),
+        ));
     }
     let resumed = args.out.join(crate::tune::TUNE_FILE).is_file();
     if !resumed && std::fs::read_dir(&args.out).is_ok_and(|mut d| d.next().is_some()) {
@@ -99,7 +102,10 @@ pub fn run(args: &TuneArgs, out: &Out) -> Result<i32, Error> {
     let st = tune(&ask, &measure, &|line| out.info(line))?;
     let file = summary::file(objective, &st);
     out.print(&summary::text(&file));
-    out.info(&format!("wrote {}", args.out.join(crate::tune::TUNE_FILE).display()));
+    out.info(&format!(
+        "wrote {}",
+        args.out.join(crate::tune::TUNE_FILE).display()
+    ));
     Ok(if file.winner.is_some() { 0 } else { 1 })
 }
 

@@ -33,7 +33,10 @@ fn family_run(run: &Run, members: &[&Config]) -> Run {
     });
     let output = r.plan.max_output_tokens as f64;
     for x in &mut r.records {
-        if let Some(c) = members.iter().find(|c| Some(c.name.as_str()) == x.variant.as_deref()) {
+        if let Some(c) = members
+            .iter()
+            .find(|c| Some(c.name.as_str()) == x.variant.as_deref())
+        {
             cap(x, c, output);
         }
     }
@@ -55,12 +58,16 @@ fn family_run(run: &Run, members: &[&Config]) -> Run {
 /// A closed-loop cell of `c` whose requests did not all run at once, as the cell of those
 /// that did (its TTFT, which holds the wait, left out).
 fn cap(x: &mut Record, c: &Config, output: f64) {
-    let closed = x.phase == Phase::Decode || (x.phase == Phase::Capacity && x.open.rate_offered.is_none());
+    let closed =
+        x.phase == Phase::Decode || (x.phase == Phase::Capacity && x.open.rate_offered.is_none());
     if !closed {
         return;
     }
     let n = f64::from(x.concurrency.max(1));
-    let model = c.settings.apply(unlimited()).running(n, x.prompt_tokens as f64, output);
+    let model = c
+        .settings
+        .apply(unlimited())
+        .running(n, x.prompt_tokens as f64, output);
     let ran = x
         .server
         .as_ref()
@@ -72,6 +79,10 @@ fn cap(x: &mut Record, c: &Config, output: f64) {
         x.ttft_ms = None;
     }
 }
+
+/// A fitted cell the model misses by more than this (percent, tok/s or TBT) is left out of
+/// the family's fit (`fit` names those beyond 25%).
+const MISSED_PCT: f64 = 25.0;
 
 /// No cost and no limit: what a configuration's settings are applied to for its cap.
 fn unlimited() -> Params {
@@ -104,7 +115,21 @@ pub fn fit(run: &Run, members: &[&Config], path: &Path) -> Result<Twin, TuneErro
         hardware: None,
         variant: None,
     };
-    let twin = crate::twin::fit_runs(&[r], None, &id)?;
+    let mut r = r;
+    let mut twin = crate::twin::fit_runs(std::slice::from_ref(&r), None, &id)?;
+    // Cells the model cannot describe (an engine thrashing its prefix cache, say: `fit` names
+    // them) are not fitted: they would widen every interval of the family. Their
+    // configurations are measured, not predicted from them.
+    let missed: Vec<String> = twin
+        .residuals
+        .iter()
+        .filter(|x| x.metric != "ttft_ms_p50" && x.error_pct.abs() > MISSED_PCT)
+        .map(|x| x.cell.clone())
+        .collect();
+    if !missed.is_empty() && r.records.iter().any(|x| !missed.contains(&x.cell)) {
+        r.records.retain(|x| !missed.contains(&x.cell));
+        twin = crate::twin::fit_runs(&[r], None, &id)?;
+    }
     crate::twin::write_twin(&twin, path)?;
     Ok(twin)
 }
@@ -117,7 +142,14 @@ pub fn predict_configs(
     names: &[&str],
     scratch: &Path,
 ) -> Result<(Vec<Record>, Vec<PredictedCell>), TuneError> {
-    let only = format!("{{{}}}", names.iter().map(|n| format!("{n}/*")).collect::<Vec<_>>().join(","));
+    let only = format!(
+        "{{{}}}",
+        names
+            .iter()
+            .map(|n| format!("{n}/*"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
     let plan = crate::plan::expand_with(
         &loaded.spec,
         &crate::plan::sim::rates_for,

@@ -33,7 +33,7 @@ pub enum TuneError {
         /// The configuration.
         config: String,
         /// Why.
-        source: crate::run::RunError,
+        source: Box<crate::run::RunError>,
     },
     /// The run directory could not be read.
     #[error(transparent)]

@@ -101,7 +101,10 @@ impl Objective {
     fn optimistic(self, r: &Record, gpus: f64, f: f64) -> Option<f64> {
         match self {
             Objective::Goodput => {
-                let rate = r.measured_s.filter(|s| *s > 0.0).map(|s| r.completed as f64 / s);
+                let rate = r
+                    .measured_s
+                    .filter(|s| *s > 0.0)
+                    .map(|s| r.completed as f64 / s);
                 self.best(r.open.goodput_rps, rate).map(|v| v * (1.0 + f))
             }
             Objective::TokSPerGpu => r.total_tok_s.map(|t| t / gpus * (1.0 + f)),

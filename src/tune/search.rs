@@ -88,7 +88,10 @@ pub fn tune(ask: &Ask, measure: Measure, on: &dyn Fn(&str)) -> Result<State, Tun
             }
             on(&format!("measuring {} ({why})", st.configs[i].name));
             let seconds = measure_one(ask, &st.configs[i], measure)?;
-            st.measured[i] = Some(Measured { why: why.into(), seconds });
+            st.measured[i] = Some(Measured {
+                why: why.into(),
+                seconds,
+            });
             // Written at once: a search stopped here resumes without measuring it again.
             write(ask, &st)?;
         }
@@ -159,7 +162,7 @@ fn measure_one(ask: &Ask, c: &Config, measure: Measure) -> Result<f64, TuneError
     };
     measure(&RunConfig::new(ask.loaded), &opts).map_err(|source| TuneError::Run {
         config: c.name.clone(),
-        source,
+        source: Box::new(source),
     })
 }
 
@@ -170,8 +173,12 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
     let gpus = f64::from(ask.loaded.spec.hardware.gpu_count.unwrap_or(1).max(1));
     for (i, c) in st.configs.iter().enumerate() {
         st.values[i] = st.measured[i].as_ref().and_then(|_| {
-            ask.objective
-                .measured(run.records.iter().filter(|r| r.variant.as_deref() == Some(&c.name)), gpus)
+            ask.objective.measured(
+                run.records
+                    .iter()
+                    .filter(|r| r.variant.as_deref() == Some(&c.name)),
+                gpus,
+            )
         });
         st.predicted[i] = None;
     }
@@ -191,7 +198,10 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
         let twin = match super::family::fit(&run, &members, &path) {
             Ok(t) => t,
             Err(e) => {
-                on(&format!("family {}: no twin ({e}); its configurations stay unpredicted", k + 1));
+                on(&format!(
+                    "family {}: no twin ({e}); its configurations stay unpredicted",
+                    k + 1
+                ));
                 continue;
             }
         };
@@ -201,7 +211,9 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
         for i in todo {
             let name = &st.configs[i].name;
             let e = ask.objective.predicted(
-                records.iter().filter(|r| r.variant.as_deref() == Some(name)),
+                records
+                    .iter()
+                    .filter(|r| r.variant.as_deref() == Some(name)),
                 &cells,
                 &ask.loaded.spec.slo,
                 gpus,
@@ -246,9 +258,12 @@ pub fn next(obj: Objective, st: &State) -> Vec<(usize, &'static str)> {
         })
         .map(|(i, _)| i);
     let width = |e: &Option<Estimate>| match e {
-        Some(Estimate { value: Some(v), low: Some(l), high: Some(h), .. }) if *v != 0.0 => {
-            (h - l).abs() / v.abs()
-        }
+        Some(Estimate {
+            value: Some(v),
+            low: Some(l),
+            high: Some(h),
+            ..
+        }) if *v != 0.0 => (h - l).abs() / v.abs(),
         _ => f64::INFINITY,
     };
     let uncertain = open

@@ -26,7 +26,13 @@ impl Config {
     /// The modelled settings in one order, for the extremes (an unset one counts as 0).
     fn key(&self) -> [u64; 4] {
         let s = self.settings;
-        [s.max_num_seqs, s.kv_tokens, s.max_batched_tokens, s.max_model_len].map(|v| v.unwrap_or(0))
+        [
+            s.max_num_seqs,
+            s.kv_tokens,
+            s.max_batched_tokens,
+            s.max_model_len,
+        ]
+        .map(|v| v.unwrap_or(0))
     }
 
     /// How the engine is started: the launch command where the spec has one, else the
@@ -46,10 +52,17 @@ impl Config {
                 .iter()
                 .flat_map(|l| l.env.iter().map(|(k, v)| format!("{k}={v}")))
                 .collect();
-            let cmd: Vec<String> = words.iter().map(|w| crate::spec::command::quote(w)).collect();
+            let cmd: Vec<String> = words
+                .iter()
+                .map(|w| crate::spec::command::quote(w))
+                .collect();
             return [env, cmd].concat().join(" ");
         }
-        format!("engine.kind {}: {}", self.spec.engine.kind.as_str(), self.changes.join(", "))
+        format!(
+            "engine.kind {}: {}",
+            self.spec.engine.kind.as_str(),
+            self.changes.join(", ")
+        )
     }
 }
 
@@ -66,7 +79,11 @@ pub fn space(spec: &Spec) -> Result<Vec<Config>, TuneError> {
                 .collect();
             Config {
                 settings: TwinSettings::of(&v.spec),
-                family: family.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                family: family
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 name: v.name,
                 spec: v.spec,
                 changes: v.changes,

@@ -21,8 +21,15 @@ pub fn file(obj: Objective, st: &State) -> TuneFile {
                 args: c.changes.clone(),
                 family: c.family.clone(),
                 measured: m.is_some(),
-                objective: if m.is_some() { st.values[i] } else { p.and_then(|e| e.value) },
-                interval: p.map(|e| Interval { low: e.low, high: e.high }),
+                objective: if m.is_some() {
+                    st.values[i]
+                } else {
+                    p.and_then(|e| e.value)
+                },
+                interval: p.map(|e| Interval {
+                    low: e.low,
+                    high: e.high,
+                }),
                 why: m.map(|m| m.why.clone()),
                 engine_seconds: m.map(|m| m.seconds),
             }
@@ -35,17 +42,24 @@ pub fn file(obj: Objective, st: &State) -> TuneFile {
         (None, Some(_)) => std::cmp::Ordering::Greater,
         _ => std::cmp::Ordering::Equal,
     });
-    let winner = configs.iter().find(|c| c.measured && c.objective.is_some()).and_then(|w| {
-        let c = st.configs.iter().find(|c| c.name == w.name)?;
-        Some(Winner {
-            name: w.name.clone(),
-            objective: w.objective?,
-            launch: c.launch(),
-        })
-    });
+    let winner = configs
+        .iter()
+        .find(|c| c.measured && c.objective.is_some())
+        .and_then(|w| {
+            let c = st.configs.iter().find(|c| c.name == w.name)?;
+            Some(Winner {
+                name: w.name.clone(),
+                objective: w.objective?,
+                launch: c.launch(),
+            })
+        });
     let secs: Vec<f64> = st.measured.iter().flatten().map(|m| m.seconds).collect();
     let spent: f64 = secs.iter().sum();
-    let mean = if secs.is_empty() { 0.0 } else { spent / secs.len() as f64 };
+    let mean = if secs.is_empty() {
+        0.0
+    } else {
+        spent / secs.len() as f64
+    };
     TuneFile {
         version: TUNE_VERSION,
         objective: obj.as_str().into(),
@@ -77,9 +91,18 @@ pub fn text(f: &TuneFile) -> String {
             "not predicted".into()
         };
         let iv = c.interval.map_or(String::new(), |i| {
-            format!("{} – {}", num(i.low), i.high.map_or("unbounded".into(), |h| format!("{h:.1}")))
+            format!(
+                "{} – {}",
+                num(i.low),
+                i.high.map_or("unbounded".into(), |h| format!("{h:.1}"))
+            )
         });
-        s.push_str(&format!("| {} | {} | {} | {how} | {iv} |\n", k + 1, c.name, num(c.objective)));
+        s.push_str(&format!(
+            "| {} | {} | {} | {how} | {iv} |\n",
+            k + 1,
+            c.name,
+            num(c.objective)
+        ));
     }
     let measured = f.configs.iter().filter(|c| c.measured).count();
     s.push_str(&format!("\nstopped: {}\n", f.stopped));

@@ -47,6 +47,7 @@ fn grid_values(records: &[Record]) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = Vec::new();
     for r in records {
         let (Some(v), Some(t)) = (&r.variant, r.total_tok_s) else {
+            eprintln!("grid {}: {:?} {:?}", r.cell, r.status, r.reasons);
             continue;
         };
         let ok = r.status == benchspec::results::Status::Valid && r.open.slo_met == Some(true);
@@ -114,7 +115,21 @@ fn tune_finds_the_grids_winner_measuring_at_most_half() {
         file.grid_engine_seconds,
         file.engine_seconds / file.grid_engine_seconds
     );
-    assert!(winners.contains(&winner.name.as_str()), "tune's {} vs grid's {winners:?}", winner.name);
+    assert!(
+        winners.contains(&winner.name.as_str()),
+        "tune's {} vs grid's {winners:?}",
+        winner.name
+    );
     assert!(measured * 2 <= 9, "measured {measured} of 9");
     assert_eq!(st.configs.len(), 9);
+}
+
+#[test]
+fn committed_tune_schema_is_up_to_date() {
+    let committed = std::fs::read_to_string(super::repo_path("schemas/tune-v1.schema.json"))
+        .unwrap_or_default();
+    assert!(
+        committed == benchspec::tune::tune_schema_text(),
+        "schemas/tune-v1.schema.json is stale: run `cargo run -- schema --tune --out schemas/tune-v1.schema.json`"
+    );
 }
