@@ -149,7 +149,7 @@ mod tests {
         let c = space(&s).unwrap();
         assert_eq!(families(&c), [vec![0, 1, 2], vec![3]]);
         assert_eq!(first_picks(&c), [1, 0, 3]);
-        assert_eq!(c[3].family, "sim.time_scale 2");
+        assert_eq!(c[3].family, "sim.time_scale 2.0");
         let one = spec("    - {name: a, sim: {max_num_seqs: 8}}");
         assert!(matches!(space(&one), Err(TuneError::Usage(_))));
     }
