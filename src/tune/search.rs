@@ -295,3 +295,62 @@ fn scratch() -> PathBuf {
         .map_or(0, |d| d.as_nanos());
     std::env::temp_dir().join(format!("benchspec-tune-{}-{nanos}", std::process::id()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(measured: &[Option<f64>]) -> State {
+        State {
+            configs: Vec::new(),
+            measured: measured
+                .iter()
+                .map(|s| {
+                    s.map(|seconds| Measured {
+                        why: "extreme".into(),
+                        seconds,
+                    })
+                })
+                .collect(),
+            values: vec![None; measured.len()],
+            predicted: vec![None; measured.len()],
+            stopped: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_budget_stops_at_its_count_or_its_engine_seconds() {
+        let st = state(&[Some(40.0), None, Some(30.0)]);
+        let b = |configs, engine_s| Budget { configs, engine_s };
+        // Two measured, 70 s spent (40 + 30, worked by hand).
+        assert_eq!(spent(&st, b(None, None)), None);
+        assert_eq!(spent(&st, b(Some(3), Some(71.0))), None);
+        let count = spent(&st, b(Some(2), None)).unwrap_or_default();
+        assert!(count.contains("2 configuration"), "{count}");
+        let secs = spent(&st, b(None, Some(70.0))).unwrap_or_default();
+        assert!(secs.contains("70 engine seconds"), "{secs}");
+    }
+
+    #[test]
+    fn next_measures_only_what_could_beat_the_best_measured() {
+        let est = |value, low, high| Estimate {
+            value: Some(value),
+            low: Some(low),
+            high: Some(high),
+            possible: true,
+        };
+        let mut st = state(&[Some(1.0), None, None, None, None]);
+        st.values[0] = Some(100.0);
+        st.predicted[1] = Some(est(95.0, 90.0, 99.0)); // cannot beat 100
+        st.predicted[2] = Some(est(98.0, 90.0, 106.0)); // could, widest
+        st.predicted[3] = Some(est(103.0, 101.0, 105.0)); // most promising
+        st.predicted[4] = Some(Estimate::default()); // no cell can meet the SLO
+        assert_eq!(
+            next(Objective::TokSPerGpu, &st),
+            [(3, "promising"), (2, "uncertain")]
+        );
+        st.predicted[2] = Some(est(98.0, 90.0, 100.0));
+        st.predicted[3] = Some(est(99.0, 95.0, 100.0));
+        assert!(next(Objective::TokSPerGpu, &st).is_empty());
+    }
+}
