@@ -353,4 +353,38 @@ mod tests {
         st.predicted[3] = Some(est(99.0, 95.0, 100.0));
         assert!(next(Objective::TokSPerGpu, &st).is_empty());
     }
+
+    #[test]
+    fn a_resumed_search_does_not_measure_again_what_tune_json_lists_as_measured() {
+        let text = "version: 1\nname: s\nengine:\n  kind: sim\n  variants:\n    - {name: a, sim: {max_num_seqs: 2}}\n    - {name: b, sim: {max_num_seqs: 8}}\nmodel: {served_name: m}\nmatrix: {contexts: [1K], concurrency: [1]}\n";
+        let spec = crate::spec::parse("s.yaml", text, crate::spec::Stage::Validate, &|_| None)
+            .unwrap_or_else(|e| panic!("{:?}", e.diagnostics()))
+            .spec;
+        let configs = space(&spec).unwrap();
+        let path = scratch();
+        std::fs::create_dir_all(&path).unwrap();
+        let dir = path.as_path();
+        assert_eq!(earlier(dir, &configs).unwrap(), [None, None]);
+        let entry = |name: &str, measured: bool| {
+            serde_json::json!({"name": name, "args": [], "family": "", "measured": measured,
+                "objective": null, "interval": null, "why": null,
+                "engine_seconds": if measured { Some(12.5) } else { None }})
+        };
+        let file = serde_json::json!({"version": 1, "objective": "tok-s-per-gpu",
+            "configs": [entry("a", false), entry("b", true), entry("gone", true)],
+            "winner": null, "engine_seconds": 12.5, "grid_engine_seconds": 25.0, "stopped": ""});
+        std::fs::write(dir.join(TUNE_FILE), file.to_string()).unwrap();
+        let got = earlier(dir, &configs).unwrap();
+        let b = Measured {
+            why: "earlier".into(),
+            seconds: 12.5,
+        };
+        assert_eq!(got, [None, Some(b)]);
+        std::fs::write(dir.join(TUNE_FILE), "{").unwrap();
+        assert!(matches!(
+            earlier(dir, &configs),
+            Err(TuneError::File { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+    }
 }
