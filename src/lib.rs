@@ -43,6 +43,7 @@ pub mod sim;
 pub mod spec;
 pub mod telemetry;
 pub mod text;
+pub mod tune;
 pub mod twin;
 
 /// Any error that ends a command.
@@ -75,6 +76,9 @@ pub enum Error {
     /// A twin could not be fitted, read or written.
     #[error(transparent)]
     Twin(#[from] twin::TwinError),
+    /// `tune` could not search.
+    #[error(transparent)]
+    Tune(#[from] tune::TuneError),
     /// `init` wrote no spec.
     #[error(transparent)]
     Init(#[from] init::InitError),

@@ -9,6 +9,7 @@ use crate::report::ReportError;
 use crate::run::{RunError, RunSummary};
 use crate::rundir::RunDirError;
 use crate::sim::SimError;
+use crate::tune::TuneError;
 use crate::twin::TwinError;
 
 /// How a command ends, as the process's exit code.
@@ -67,6 +68,7 @@ impl Exits for Error {
             Error::History(e) => e.exit(),
             Error::Interop(e) => e.exit(),
             Error::Twin(e) => e.exit(),
+            Error::Tune(e) => e.exit(),
             Error::Write { .. } | Error::Json(_) => Exit::Findings,
         }
     }
@@ -172,6 +174,18 @@ impl Exits for TwinError {
             TwinError::Write { .. } | TwinError::Simulate(_) => Exit::Findings,
             TwinError::RunDir(e) => e.exit(),
             _ => Exit::BadInput,
+        }
+    }
+}
+
+impl Exits for TuneError {
+    fn exit(&self) -> Exit {
+        match self {
+            TuneError::Usage(_) => Exit::BadInput,
+            TuneError::Run { source, .. } => source.exit(),
+            TuneError::RunDir(e) => e.exit(),
+            TuneError::Twin(e) => e.exit(),
+            TuneError::File { .. } => Exit::Findings,
         }
     }
 }

@@ -11,6 +11,7 @@ mod probes;
 mod report;
 mod run;
 mod sim;
+mod tune;
 mod twin;
 
 use crate::Error;
@@ -75,6 +76,9 @@ pub enum Command {
         /// The schema of a `repeats.jsonl` line (one repeat of a repeated cell).
         #[arg(long, conflicts_with = "result")]
         repeats: bool,
+        /// The schema of `tune.json` (`benchspec tune`).
+        #[arg(long, conflicts_with_all = ["result", "context", "repeats", "requests"])]
+        tune: bool,
     },
     /// Expand a spec into cells: run order, skip reasons, estimated wall time.
     Plan {
@@ -122,6 +126,9 @@ pub enum Command {
     Fit(twin::FitArgs),
     /// Predict a spec's cells with a twin, each with a 90% interval.
     Predict(twin::PredictArgs),
+    /// Search the spec's engine variants for the best under its SLO, measuring only what the
+    /// twin cannot rule out.
+    Tune(tune::TuneArgs),
     /// The history database: add runs, list them, trends with regression flags, a dashboard.
     History(history::HistoryArgs),
     /// Serve the embedded simulated engine (vLLM's API) on 127.0.0.1.
@@ -173,7 +180,15 @@ pub fn main() -> i32 {
             context,
             repeats,
             requests,
-        } => schema(file.as_deref(), (result, context, repeats, requests), &out),
+            tune,
+        } => {
+            let text = if tune {
+                crate::tune::tune_schema_text()
+            } else {
+                schema_text(result, context, repeats, requests)
+            };
+            schema(file.as_deref(), text, &out)
+        }
         Command::Plan {
             spec,
             format,
@@ -184,6 +199,7 @@ pub fn main() -> i32 {
         Command::History(args) => history::run(args, &out),
         Command::Fit(args) => twin::fit(&args, &out),
         Command::Predict(args) => twin::predict(&args, &out),
+        Command::Tune(args) => tune::run(&args, &out),
         Command::Import(args) => interop::import(&args, &out),
         Command::Export(args) => interop::export(&args, &out),
         Command::Init(args) => init::run(&args, &out),
@@ -290,12 +306,8 @@ fn validate(args: &[String], format: DiagFormat, out: &Out) -> i32 {
     }
 }
 
-fn schema(
-    file: Option<&str>,
-    (result, context, repeats, requests): (bool, bool, bool, bool),
-    out: &Out,
-) -> Result<i32, Error> {
-    let text = if result {
+fn schema_text(result: bool, context: bool, repeats: bool, requests: bool) -> String {
+    if result {
         crate::results::record::record_schema_text()
     } else if requests {
         crate::rundir::request_line_schema_text()
@@ -305,7 +317,10 @@ fn schema(
         crate::report::context::context_schema_text()
     } else {
         spec::schema::spec_schema_text()
-    };
+    }
+}
+
+fn schema(file: Option<&str>, text: String, out: &Out) -> Result<i32, Error> {
     match file {
         Some(path) => std::fs::write(path, text).map_err(|source| Error::Write {
             path: path.to_string(),

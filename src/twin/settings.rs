@@ -108,6 +108,16 @@ impl SpecSettings {
     }
 }
 
+/// Whether a variant's `change` (`--max-num-seqs 128`, `sim.kv_tokens 64K`, as
+/// [`crate::spec::variant::Resolved::changes`] words it) is a setting the twin models:
+/// variants that differ only in such changes are one engine to the twin.
+pub fn modelled(change: &str) -> bool {
+    change.split([' ', '=']).next().is_some_and(is_modelled)
+        || MODELLED_SIM
+            .iter()
+            .any(|k| change.starts_with(&format!("sim.{k} ")))
+}
+
 /// The spec's engine settings the twin does not model, one line each: launch flags, the
 /// simulator's options that differ from their defaults, and what each variant changes.
 pub fn not_modelled(spec: &Spec) -> Vec<String> {
@@ -137,11 +147,7 @@ pub fn not_modelled(spec: &Spec) -> Vec<String> {
     }
     for v in spec.variants() {
         for change in v.changes {
-            let modelled = change.split([' ', '=']).next().is_some_and(is_modelled)
-                || MODELLED_SIM
-                    .iter()
-                    .any(|k| change.starts_with(&format!("sim.{k} ")));
-            if !modelled {
+            if !modelled(&change) {
                 out.push(format!("variant {}: {change}", v.name));
             }
         }

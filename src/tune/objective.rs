@@ -1,0 +1,182 @@
+//! What `tune` maximises (or minimises) under the spec's SLO, from a configuration's records:
+//! measured, the best of its cells that met the SLO; predicted (the spec run against a twin),
+//! the same with a 90% interval — its optimistic end counting every cell that could meet the
+//! SLO within the twin's interval, its pessimistic end only those that met it.
+
+use crate::results::slo::at;
+use crate::results::{Record, Status};
+use crate::spec::{Slo, SloMetric};
+use crate::twin::predict::PredictedCell;
+use serde::{Deserialize, Serialize};
+
+/// The objective `--objective` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// Requests per second that met every objective of the SLO (vLLM's goodput), higher is
+    /// better.
+    Goodput,
+    /// Total output tok/s per GPU (`hardware.gpu_count`, default 1) of a cell that met the
+    /// SLO, higher is better.
+    TokSPerGpu,
+    /// $ per million output tokens (`hardware.cost_per_hour`) of a cell that met the SLO,
+    /// lower is better.
+    UsdPerMtok,
+}
+
+/// A configuration's predicted objective: its value and the ends of its 90% interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Estimate {
+    /// The twin's value (`None`: no cell is predicted to meet the SLO).
+    pub value: Option<f64>,
+    /// The pessimistic end (`None`: no cell surely meets the SLO).
+    pub low: Option<f64>,
+    /// The optimistic end (`None`: unbounded — a cell without an interval could meet it).
+    pub high: Option<f64>,
+    /// Whether any cell could meet the SLO inside its interval.
+    pub possible: bool,
+}
+
+impl Estimate {
+    /// `1234.5 (90%: 1200.0 – 1300.0)`, for people.
+    pub fn describe(&self) -> String {
+        let num = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("{x:.1}"));
+        if !self.possible {
+            return "no cell can meet the SLO inside its interval".into();
+        }
+        format!(
+            "{} (90%: {} – {})",
+            num(self.value),
+            num(self.low),
+            self.high.map_or("unbounded".into(), |h| format!("{h:.1}"))
+        )
+    }
+}
+
+impl Objective {
+    /// The name as `--objective` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Objective::Goodput => "goodput",
+            Objective::TokSPerGpu => "tok-s-per-gpu",
+            Objective::UsdPerMtok => "usd-per-mtok",
+        }
+    }
+
+    /// Whether `a` is better than `b`.
+    pub fn beats(self, a: f64, b: f64) -> bool {
+        match self {
+            Objective::UsdPerMtok => a < b,
+            _ => a > b,
+        }
+    }
+
+    /// The better of two values.
+    pub fn best(self, a: Option<f64>, b: Option<f64>) -> Option<f64> {
+        match (a, b) {
+            (Some(x), Some(y)) => Some(if self.beats(y, x) { y } else { x }),
+            (x, y) => x.or(y),
+        }
+    }
+
+    /// One valid cell's value when it met the SLO.
+    fn cell(self, r: &Record, gpus: f64) -> Option<f64> {
+        if r.status != Status::Valid {
+            return None;
+        }
+        let met = r.open.slo_met == Some(true);
+        match self {
+            Objective::Goodput => r.open.goodput_rps.filter(|g| *g > 0.0),
+            Objective::TokSPerGpu => r.total_tok_s.filter(|_| met).map(|t| t / gpus),
+            Objective::UsdPerMtok => r.usd_per_mtok.filter(|_| met),
+        }
+    }
+
+    /// A measured configuration's value: the best of its cells (`None`: none met the SLO).
+    pub fn measured<'a>(self, records: impl Iterator<Item = &'a Record>, gpus: f64) -> Option<f64> {
+        records.fold(None, |acc, r| self.best(acc, self.cell(r, gpus)))
+    }
+
+    /// A cell's value at the optimistic end of a relative interval `f`: every request good.
+    fn optimistic(self, r: &Record, gpus: f64, f: f64) -> Option<f64> {
+        match self {
+            Objective::Goodput => {
+                let rate = r
+                    .measured_s
+                    .filter(|s| *s > 0.0)
+                    .map(|s| r.completed as f64 / s);
+                self.best(r.open.goodput_rps, rate).map(|v| v * (1.0 + f))
+            }
+            Objective::TokSPerGpu => r.total_tok_s.map(|t| t / gpus * (1.0 + f)),
+            Objective::UsdPerMtok => r.usd_per_mtok.map(|u| u / (1.0 + f)),
+        }
+    }
+
+    /// A cell's value at the pessimistic end.
+    fn pessimistic(self, v: f64, f: f64) -> Option<f64> {
+        match self {
+            Objective::UsdPerMtok => (f < 1.0).then(|| v / (1.0 - f)),
+            _ => Some(v * (1.0 - f).max(0.0)),
+        }
+    }
+
+    /// A predicted configuration's value and interval from its simulated `records` and the
+    /// prediction's `cells` (their intervals).
+    pub fn predicted<'a>(
+        self,
+        records: impl Iterator<Item = &'a Record>,
+        cells: &[PredictedCell],
+        slo: &Slo,
+        gpus: f64,
+    ) -> Estimate {
+        let mut e = Estimate::default();
+        let mut unbounded = false;
+        for r in records.filter(|r| r.status == Status::Valid) {
+            let (f, f_ttft) = fractions(cells.iter().find(|c| c.cell == r.cell));
+            let value = self.cell(r, gpus);
+            e.value = self.best(e.value, value);
+            let could = r.open.slo_met == Some(true) || could_meet(r, slo, f, f_ttft);
+            if !could {
+                continue;
+            }
+            e.possible = true;
+            match f {
+                Some(f) => {
+                    e.high = self.best(e.high, self.optimistic(r, gpus, f));
+                    e.low = self.best(e.low, value.and_then(|v| self.pessimistic(v, f)));
+                }
+                None => unbounded = true,
+            }
+        }
+        if unbounded {
+            e.high = None;
+        }
+        e
+    }
+}
+
+/// A predicted cell's relative half-widths: tok/s (and latencies between tokens), TTFT.
+fn fractions(c: Option<&PredictedCell>) -> (Option<f64>, Option<f64>) {
+    let rel = |h: Option<f64>, v: Option<f64>| Some(h? / v.filter(|v| *v > 0.0)?);
+    let Some(c) = c else { return (None, None) };
+    let f = rel(c.interval.total_tok_s, c.total_tok_s)
+        .or(rel(c.interval.per_request_tok_s, c.per_request_tok_s));
+    (f, rel(c.interval.ttft_ms_p50, c.ttft_ms_p50).or(f))
+}
+
+/// Whether `r` could meet every term of `slo` with each latency at the low end of its
+/// interval (no interval: it could).
+fn could_meet(r: &Record, slo: &Slo, f: Option<f64>, f_ttft: Option<f64>) -> bool {
+    slo.terms().all(|(m, p, limit)| {
+        let (summary, f) = match m {
+            SloMetric::Ttft => (r.ttft_ms, f_ttft),
+            SloMetric::Tpot => (r.open.tpot_ms, f),
+            SloMetric::Itl => (r.open.itl_ms.or(r.tbt_ms), f),
+            SloMetric::E2e => (r.open.e2e_ms, f),
+        };
+        match (summary, f) {
+            (Some(s), Some(f)) => at(&s, p) * (1.0 - f).max(0.0) <= limit.as_secs_f64() * 1e3,
+            _ => true,
+        }
+    })
+}
