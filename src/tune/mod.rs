@@ -10,6 +10,7 @@ pub mod family;
 pub mod objective;
 pub mod search;
 pub mod space;
+pub mod state;
 pub mod summary;
 
 use schemars::JsonSchema;

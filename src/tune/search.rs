@@ -6,6 +6,7 @@
 
 use super::objective::{Estimate, Objective};
 use super::space::{Config, families, first_picks, space};
+use super::state::{Measured, State};
 use super::{TUNE_FILE, TuneError, TuneFile};
 use crate::plan::RunConfig;
 use crate::run::{RunError, RunOptions};
@@ -36,30 +37,6 @@ pub struct Ask<'a> {
     pub objective: Objective,
     /// The budget.
     pub budget: Budget,
-}
-
-/// A measured configuration: why, and the engine seconds it took.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Measured {
-    /// `extreme`, `promising`, `uncertain`.
-    pub why: String,
-    /// Engine seconds.
-    pub seconds: f64,
-}
-
-/// The search's state: each configuration measured or predicted.
-#[derive(Debug, Clone)]
-pub struct State {
-    /// The configurations.
-    pub configs: Vec<Config>,
-    /// Measured ones.
-    pub measured: Vec<Option<Measured>>,
-    /// Each measured configuration's objective.
-    pub values: Vec<Option<f64>>,
-    /// Each unmeasured configuration's prediction (`None`: not predicted).
-    pub predicted: Vec<Option<Estimate>>,
-    /// Why it stopped.
-    pub stopped: String,
 }
 
 /// Run the search; `on` hears each step. The state it ended in (also in `tune.json`).

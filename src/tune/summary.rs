@@ -3,7 +3,7 @@
 //! have cost — and the same for people: a ranking table and the winner's launch command.
 
 use super::objective::Objective;
-use super::search::State;
+use super::state::State;
 use super::{ConfigResult, Interval, TUNE_VERSION, TuneFile, Winner};
 
 /// `tune.json` of `st`: configurations best first (those without a value last, in the
