@@ -5,7 +5,7 @@
 use clap::CommandFactory;
 
 /// Each command's exit codes, as its `--help` lists them.
-const EXIT_CODES: [(&str, &str); 14] = [
+const EXIT_CODES: [(&str, &str); 15] = [
     (
         "validate",
         "0  every spec is valid (warnings allowed)\n2  some spec is invalid or cannot be read",
@@ -57,6 +57,10 @@ const EXIT_CODES: [(&str, &str); 14] = [
     (
         "predict",
         "0  predicted\n1  the spec could not be run against the twin (every cell's values come from that run)\n2  bad usage, an invalid spec, a twin file that cannot be read or that validate refuses (a negative cost), a twin that knows none of the spec's values (its parameters not identified), a spec naming another engine, model or hardware with --strict, or an --out that is not empty",
+    ),
+    (
+        "tune",
+        "0  a winner\n1  no measured configuration met the SLO, or tune.json or the run directory cannot be written\n2  bad usage, an invalid spec, a spec without slo, fewer than two configurations, usd-per-mtok without hardware.cost_per_hour, or an --out that is not empty and holds no tune.json\n3  an engine that could not be launched or reached",
     ),
     (
         "init",
