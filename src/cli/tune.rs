@@ -4,7 +4,7 @@
 
 use super::output::Out;
 use crate::Error;
-use crate::tune::objective::Objective;
+use crate::tune::objective::TuneObjective;
 use crate::tune::search::{Ask, Budget, tune};
 use crate::tune::{TuneError, summary};
 use clap::{Args, ValueEnum};
@@ -45,11 +45,11 @@ pub enum ObjectiveArg {
 }
 
 impl ObjectiveArg {
-    fn objective(self) -> Objective {
+    fn objective(self) -> TuneObjective {
         match self {
-            ObjectiveArg::Goodput => Objective::Goodput,
-            ObjectiveArg::TokSPerGpu => Objective::TokSPerGpu,
-            ObjectiveArg::UsdPerMtok => Objective::UsdPerMtok,
+            ObjectiveArg::Goodput => TuneObjective::Goodput,
+            ObjectiveArg::TokSPerGpu => TuneObjective::TokSPerGpu,
+            ObjectiveArg::UsdPerMtok => TuneObjective::UsdPerMtok,
         }
     }
 }
@@ -66,7 +66,7 @@ pub fn run(args: &TuneArgs, out: &Out) -> Result<i32, Error> {
             args.spec
         )));
     }
-    if objective == Objective::UsdPerMtok && spec.hardware.cost_per_hour.is_none() {
+    if objective == TuneObjective::UsdPerMtok && spec.hardware.cost_per_hour.is_none() {
         return Err(usage(format!(
             "{}: --objective usd-per-mtok needs `hardware.cost_per_hour`",
             args.spec

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// The objective `--objective` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Objective {
+pub enum TuneObjective {
     /// Requests per second that met every objective of the SLO (vLLM's goodput), higher is
     /// better.
     Goodput,
@@ -53,20 +53,20 @@ impl Estimate {
     }
 }
 
-impl Objective {
+impl TuneObjective {
     /// The name as `--objective` takes it.
     pub fn as_str(self) -> &'static str {
         match self {
-            Objective::Goodput => "goodput",
-            Objective::TokSPerGpu => "tok-s-per-gpu",
-            Objective::UsdPerMtok => "usd-per-mtok",
+            TuneObjective::Goodput => "goodput",
+            TuneObjective::TokSPerGpu => "tok-s-per-gpu",
+            TuneObjective::UsdPerMtok => "usd-per-mtok",
         }
     }
 
     /// Whether `a` is better than `b`.
     pub fn beats(self, a: f64, b: f64) -> bool {
         match self {
-            Objective::UsdPerMtok => a < b,
+            TuneObjective::UsdPerMtok => a < b,
             _ => a > b,
         }
     }
@@ -86,9 +86,9 @@ impl Objective {
         }
         let met = r.open.slo_met == Some(true);
         match self {
-            Objective::Goodput => r.open.goodput_rps.filter(|g| *g > 0.0),
-            Objective::TokSPerGpu => r.total_tok_s.filter(|_| met).map(|t| t / gpus),
-            Objective::UsdPerMtok => r.usd_per_mtok.filter(|_| met),
+            TuneObjective::Goodput => r.open.goodput_rps.filter(|g| *g > 0.0),
+            TuneObjective::TokSPerGpu => r.total_tok_s.filter(|_| met).map(|t| t / gpus),
+            TuneObjective::UsdPerMtok => r.usd_per_mtok.filter(|_| met),
         }
     }
 
@@ -100,22 +100,22 @@ impl Objective {
     /// A cell's value at the optimistic end of a relative interval `f`: every request good.
     fn optimistic(self, r: &Record, gpus: f64, f: f64) -> Option<f64> {
         match self {
-            Objective::Goodput => {
+            TuneObjective::Goodput => {
                 let rate = r
                     .measured_s
                     .filter(|s| *s > 0.0)
                     .map(|s| r.completed as f64 / s);
                 self.best(r.open.goodput_rps, rate).map(|v| v * (1.0 + f))
             }
-            Objective::TokSPerGpu => r.total_tok_s.map(|t| t / gpus * (1.0 + f)),
-            Objective::UsdPerMtok => r.usd_per_mtok.map(|u| u / (1.0 + f)),
+            TuneObjective::TokSPerGpu => r.total_tok_s.map(|t| t / gpus * (1.0 + f)),
+            TuneObjective::UsdPerMtok => r.usd_per_mtok.map(|u| u / (1.0 + f)),
         }
     }
 
     /// A cell's value at the pessimistic end.
     fn pessimistic(self, v: f64, f: f64) -> Option<f64> {
         match self {
-            Objective::UsdPerMtok => (f < 1.0).then(|| v / (1.0 - f)),
+            TuneObjective::UsdPerMtok => (f < 1.0).then(|| v / (1.0 - f)),
             _ => Some(v * (1.0 - f).max(0.0)),
         }
     }

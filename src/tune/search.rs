@@ -1,10 +1,10 @@
 //! The search: measure the first picks, then, round by round, fit each family's twin on what
 //! was measured, predict the rest, and measure the most promising and the most uncertain of
 //! the configurations whose optimistic end beats the best measured one — until none does, or
-//! the budget is spent. Measuring is `run`'s (the caller's [`Measure`]: `run::run`, or
+//! the budget is spent. Measuring is `run`'s (the caller's [`MeasureFn`]: `run::run`, or
 //! `run::run_in_process` on a paused clock), into one run directory, resumed cell by cell.
 
-use super::objective::{Estimate, Objective};
+use super::objective::{Estimate, TuneObjective};
 use super::space::{Config, families, first_picks, space};
 use super::state::{Measured, State};
 use super::{TUNE_FILE, TuneError, TuneFile};
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// Measure the cells `RunOptions::only` picks of the run, into `RunOptions::out`: the engine
 /// seconds it took.
-pub type Measure<'a> = &'a dyn Fn(&RunConfig, &RunOptions) -> Result<f64, RunError>;
+pub type MeasureFn<'a> = &'a dyn Fn(&RunConfig, &RunOptions) -> Result<f64, RunError>;
 
 /// How much `tune` may measure; `None`: no limit.
 #[derive(Debug, Clone, Copy, Default)]
@@ -34,13 +34,13 @@ pub struct Ask<'a> {
     /// The run directory.
     pub out: &'a Path,
     /// The objective.
-    pub objective: Objective,
+    pub objective: TuneObjective,
     /// The budget.
     pub budget: Budget,
 }
 
 /// Run the search; `on` hears each step. The state it ended in (also in `tune.json`).
-pub fn tune(ask: &Ask, measure: Measure, on: &dyn Fn(&str)) -> Result<State, TuneError> {
+pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, TuneError> {
     let configs = space(&ask.loaded.spec)?;
     let n = configs.len();
     let mut st = State {
@@ -130,7 +130,7 @@ fn earlier(out: &Path, configs: &[Config]) -> Result<Vec<Option<Measured>>, Tune
 }
 
 /// Measure one configuration's cells into the run directory (resumed once it exists).
-fn measure_one(ask: &Ask, c: &Config, measure: Measure) -> Result<f64, TuneError> {
+fn measure_one(ask: &Ask, c: &Config, measure: MeasureFn) -> Result<f64, TuneError> {
     let opts = RunOptions {
         out: Some(ask.out.to_path_buf()),
         only: Some(format!("{}/*", c.name)),
@@ -205,7 +205,7 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
 /// The configurations to measure next: the most promising and the most uncertain of those
 /// whose optimistic end beats the best measured value (an unpredicted one, or one without an
 /// interval, always could).
-pub fn next(obj: Objective, st: &State) -> Vec<(usize, &'static str)> {
+pub fn next(obj: TuneObjective, st: &State) -> Vec<(usize, &'static str)> {
     let best = st.values.iter().fold(None, |a, v| obj.best(a, *v));
     let open: Vec<(usize, Option<Estimate>)> = st
         .predicted
@@ -323,12 +323,12 @@ mod tests {
         st.predicted[3] = Some(est(103.0, 101.0, 105.0)); // most promising
         st.predicted[4] = Some(Estimate::default()); // no cell can meet the SLO
         assert_eq!(
-            next(Objective::TokSPerGpu, &st),
+            next(TuneObjective::TokSPerGpu, &st),
             [(3, "promising"), (2, "uncertain")]
         );
         st.predicted[2] = Some(est(98.0, 90.0, 100.0));
         st.predicted[3] = Some(est(99.0, 95.0, 100.0));
-        assert!(next(Objective::TokSPerGpu, &st).is_empty());
+        assert!(next(TuneObjective::TokSPerGpu, &st).is_empty());
     }
 
     #[test]

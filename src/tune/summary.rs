@@ -2,13 +2,13 @@
 //! measured or predicted, the winner, the engine seconds spent and what the full grid would
 //! have cost — and the same for people: a ranking table and the winner's launch command.
 
-use super::objective::Objective;
+use super::objective::TuneObjective;
 use super::state::State;
 use super::{ConfigResult, Interval, TUNE_VERSION, TuneFile, Winner};
 
 /// `tune.json` of `st`: configurations best first (those without a value last, in the
 /// spec's order).
-pub fn file(obj: Objective, st: &State) -> TuneFile {
+pub fn file(obj: TuneObjective, st: &State) -> TuneFile {
     let mut configs: Vec<ConfigResult> = st
         .configs
         .iter()

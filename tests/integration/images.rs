@@ -228,11 +228,22 @@ fn the_shipped_spec_sends_images_in_every_phase() {
             "{}: exact text",
             r.cell
         );
-        let per_image = i.image_tokens.unwrap() / i.per_request;
-        assert!(
-            (144.0 * 0.9..=240.0 * 1.1).contains(&per_image),
-            "{}: {per_image} tokens an image ({i:?})",
-            r.cell
-        );
+        // `image_tokens` is a mean over the answered requests, `per_request` over those sent:
+        // they share a base only when every request sent was answered.
+        let tokens = i.image_tokens.unwrap();
+        if i.answered == i.requests {
+            let per_image = tokens / i.per_request;
+            assert!(
+                (144.0 * 0.9..=240.0 * 1.1).contains(&per_image),
+                "{}: {per_image} tokens an image ({i:?})",
+                r.cell
+            );
+        } else {
+            assert!(
+                (144.0 * 0.9..=3.0 * 240.0 * 1.1).contains(&tokens),
+                "{}: {tokens} image tokens a request ({i:?})",
+                r.cell
+            );
+        }
     }
 }

@@ -17,7 +17,7 @@ use benchspec::plan::RunConfig;
 use benchspec::results::Record;
 use benchspec::run::{self, RunOptions};
 use benchspec::spec::{self, Stage};
-use benchspec::tune::objective::Objective;
+use benchspec::tune::objective::TuneObjective;
 use benchspec::tune::search::{Ask, Budget, tune};
 
 /// 32K prompts of 512 output tokens, 8 to 32 streams; running is min(concurrency,
@@ -111,7 +111,7 @@ fn tune_finds_the_grids_winner_measuring_at_most_half() {
     let ask = Ask {
         loaded: &loaded,
         out: &out,
-        objective: Objective::TokSPerGpu,
+        objective: TuneObjective::TokSPerGpu,
         budget: Budget::default(),
     };
     let st = tune(&ask, &measure, &|line| eprintln!("tune: {line}")).unwrap();
