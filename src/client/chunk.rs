@@ -276,20 +276,7 @@ mod tests {
     }
 
     fn outcome(sent: Instant) -> Outcome {
-        Outcome {
-            sent,
-            chunks: 0,
-            counted: 0,
-            usage_completion: None,
-            usage_prompt: None,
-            usage_cached: None,
-            drafted: None,
-            text: None,
-            all_usage: true,
-            failure: None,
-            retry_after: None,
-            message: None,
-        }
+        Outcome::started(sent)
     }
 
     #[test]
@@ -350,20 +337,7 @@ mod tests {
     fn usage_differences_count_several_tokens_per_chunk() {
         let mut st = ChunkState::default();
         let now = Instant::now();
-        let mut out = Outcome {
-            sent: now,
-            chunks: 0,
-            counted: 0,
-            usage_completion: None,
-            usage_prompt: None,
-            usage_cached: None,
-            drafted: None,
-            text: None,
-            all_usage: true,
-            failure: None,
-            retry_after: None,
-            message: None,
-        };
+        let mut out = Outcome::started(now);
         let c1 = st.event(
             r#"{"choices":[{"text":" a b c"}],"usage":{"prompt_tokens":9,"completion_tokens":3}}"#,
             now,

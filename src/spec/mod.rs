@@ -17,6 +17,7 @@ mod load;
 mod model;
 pub mod schema;
 mod sessions;
+mod sim_engine;
 pub mod telemetry;
 pub mod trace;
 mod units;
