@@ -4,6 +4,7 @@
 //! to one [`GpuUse`] per GPU, its energy the power integrated over the window.
 
 use super::prom::Scrape;
+use crate::plan::Watch;
 use crate::results::GpuUse;
 use crate::results::stats::round;
 use std::io::BufRead;
@@ -204,6 +205,71 @@ pub fn window(samples: &[Reading], open: Instant, close: Instant) -> Vec<GpuUse>
             temp_c_max: vals(|s| s.temp_c).into_iter().reduce(f64::max),
             memory_used_mb: vals(|s| s.mem_mb).into_iter().reduce(f64::max),
         });
+    }
+    out
+}
+
+/// `program` on PATH.
+pub(super) fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Poll a DCGM exporter every period into `samples`.
+pub(super) fn poll_dcgm(url: String, samples: Readings) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let Ok(http) = crate::client::http_builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()
+        else {
+            return;
+        };
+        let mut every = tokio::time::interval(PERIOD);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let Ok(r) = http.get(&url).send().await else {
+                continue;
+            };
+            let Ok(text) = r.text().await else { continue };
+            let keep = |n: &str| n.starts_with("DCGM_FI_DEV_");
+            let found = parse_dcgm(&Scrape::only(Instant::now(), &text, &keep));
+            if let Ok(mut v) = samples.lock() {
+                v.extend(found);
+            }
+        }
+    })
+}
+
+/// The GPUs found against `hardware.gpu` and `hardware.gpu_count`: a mismatch is a warning.
+pub(super) fn hardware_warnings(watch: &Watch, samples: &[Reading]) -> Vec<String> {
+    let mut found: Vec<(u32, &str)> = samples.iter().map(|s| (s.index, s.name.as_str())).collect();
+    found.sort_unstable();
+    found.dedup();
+    let names: Vec<String> = found.iter().map(|(i, n)| format!("{i}: {n}")).collect();
+    let mut out = Vec::new();
+    if let Some(n) = watch.gpu_count
+        && n as usize != found.len()
+    {
+        out.push(format!(
+            "GPU telemetry sees {} GPU(s) ({}), `hardware.gpu_count` says {n}",
+            found.len(),
+            names.join(", ")
+        ));
+    }
+    if let Some(want) = &watch.gpu {
+        let want_l = want.to_lowercase();
+        if let Some((_, other)) = found
+            .iter()
+            .find(|(_, n)| !n.to_lowercase().contains(&want_l))
+        {
+            out.push(format!(
+                "GPU telemetry sees `{other}`, `hardware.gpu` says `{want}`"
+            ));
+        }
     }
     out
 }

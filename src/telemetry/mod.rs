@@ -143,71 +143,6 @@ pub fn read(at: Instant, text: &str) -> Scrape {
     }
 }
 
-/// `program` on PATH.
-fn on_path(program: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
-/// Poll a DCGM exporter every period into `samples`.
-fn poll_dcgm(url: String, samples: gpu::Readings) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let Ok(http) = crate::client::http_builder()
-            .no_proxy()
-            .timeout(Duration::from_secs(2))
-            .build()
-        else {
-            return;
-        };
-        let mut every = tokio::time::interval(gpu::PERIOD);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            every.tick().await;
-            let Ok(r) = http.get(&url).send().await else {
-                continue;
-            };
-            let Ok(text) = r.text().await else { continue };
-            let keep = |n: &str| n.starts_with("DCGM_FI_DEV_");
-            let found = gpu::parse_dcgm(&Scrape::only(Instant::now(), &text, &keep));
-            if let Ok(mut v) = samples.lock() {
-                v.extend(found);
-            }
-        }
-    })
-}
-
-/// The GPUs found against `hardware.gpu` and `hardware.gpu_count`: a mismatch is a warning.
-fn hardware_warnings(watch: &Watch, samples: &[gpu::Reading]) -> Vec<String> {
-    let mut found: Vec<(u32, &str)> = samples.iter().map(|s| (s.index, s.name.as_str())).collect();
-    found.sort_unstable();
-    found.dedup();
-    let names: Vec<String> = found.iter().map(|(i, n)| format!("{i}: {n}")).collect();
-    let mut out = Vec::new();
-    if let Some(n) = watch.gpu_count
-        && n as usize != found.len()
-    {
-        out.push(format!(
-            "GPU telemetry sees {} GPU(s) ({}), `hardware.gpu_count` says {n}",
-            found.len(),
-            names.join(", ")
-        ));
-    }
-    if let Some(want) = &watch.gpu {
-        let want_l = want.to_lowercase();
-        if let Some((_, other)) = found
-            .iter()
-            .find(|(_, n)| !n.to_lowercase().contains(&want_l))
-        {
-            out.push(format!(
-                "GPU telemetry sees `{other}`, `hardware.gpu` says `{want}`"
-            ));
-        }
-    }
-    out
-}
-
 impl Observer {
     /// Start watching what `watch` asks for against `client`: the GPU source (waiting up to
     /// a second and a half for its first samples). Returns the observer and the warnings for
@@ -220,7 +155,7 @@ impl Observer {
         let t = &watch.telemetry;
         let samples = gpu::Readings::default();
         let smi = || {
-            let p = on_path("nvidia-smi")?;
+            let p = gpu::on_path("nvidia-smi")?;
             gpu::start_smi(&p, samples.clone()).ok()
         };
         let feed = match t.gpu {
@@ -236,7 +171,7 @@ impl Observer {
             GpuSource::Dcgm => t
                 .dcgm_url
                 .clone()
-                .map(|u| Feed::Dcgm(poll_dcgm(u, samples.clone()))),
+                .map(|u| Feed::Dcgm(gpu::poll_dcgm(u, samples.clone()))),
         };
         let mut warnings = Vec::new();
         if feed.is_some() {
@@ -245,7 +180,7 @@ impl Observer {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             match samples.lock() {
-                Ok(v) if !v.is_empty() => warnings = hardware_warnings(watch, &v),
+                Ok(v) if !v.is_empty() => warnings = gpu::hardware_warnings(watch, &v),
                 _ => note("the GPU telemetry source gave no samples yet".into()),
             }
         }
