@@ -182,6 +182,7 @@ impl Exits for TuneError {
     fn exit(&self) -> Exit {
         match self {
             TuneError::Usage(_) => Exit::BadInput,
+            TuneError::Interrupted(_) => Exit::Findings,
             TuneError::Run { source, .. } => source.exit(),
             TuneError::RunDir(e) => e.exit(),
             TuneError::Twin(e) => e.exit(),

@@ -60,7 +60,7 @@ const EXIT_CODES: [(&str, &str); 15] = [
     ),
     (
         "tune",
-        "0  a winner\n1  no measured configuration met the SLO, or tune.json or the run directory cannot be written\n2  bad usage, an invalid spec, a spec without slo, fewer than two configurations, usd-per-mtok without hardware.cost_per_hour, or an --out that is not empty and holds no tune.json\n3  an engine that could not be launched or reached",
+        "0  a winner\n1  no measured configuration met the SLO, interrupted (run it again to go on), or tune.json or the run directory cannot be written\n2  bad usage, an invalid spec, a spec without slo, fewer than two configurations, usd-per-mtok without a hardware.cost_per_hour above 0, an --out that is a file, or one not empty that holds neither tune.json nor a run of this spec\n3  an engine that could not be launched or reached",
     ),
     (
         "init",

@@ -235,7 +235,7 @@ fn progress_bar() -> indicatif::ProgressBar {
 /// printed (exit 1). A second signal leaves at once (exit 130), after killing a launched
 /// engine's process group, which no signal sent to benchspec reaches. Records on disk are
 /// whole lines (each appended in one write), so leaving then corrupts nothing.
-fn listen_for_signals(interrupt: &run::Interrupt) {
+pub(super) fn listen_for_signals(interrupt: &run::Interrupt) {
     let interrupt = interrupt.clone();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

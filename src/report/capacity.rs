@@ -143,7 +143,12 @@ fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo, bound: Capaci
                 .iter()
                 .find(|p| p.value == v)
                 .and_then(|p| p.cell.record.as_ref()?.usd_per_mtok)
-                .map(|u| format!(" · {} per million output tokens at capacity", usd(u)))
+                .map(|u| {
+                    format!(
+                        " · {} per million output tokens at capacity",
+                        super::format::usd(u)
+                    )
+                })
                 .unwrap_or_default();
             let (least, max) = match bound {
                 CapacityBound::AtLeast => (
@@ -168,15 +173,6 @@ fn line(r: &Record, search: &str, probes: &[ProbeView], slo: &Slo, bound: Capaci
                 "Capacity at {label}: {below} — the lowest load tried (the search's `min`) misses the SLO ({why})"
             )
         }
-    }
-}
-
-/// Dollars: cents below $100, four decimals below 10¢.
-pub fn usd(u: f64) -> String {
-    if u < 0.1 {
-        format!("${u:.4}")
-    } else {
-        format!("${u:.2}")
     }
 }
 

@@ -86,7 +86,7 @@ pub fn hardware(spec: &Spec) -> Vec<Item> {
         item(
             "Cost",
             h.cost_per_hour
-                .map(|c| format!("{} per hour", super::capacity::usd(c))),
+                .map(|c| format!("{} per hour", super::format::usd(c))),
         ),
     ]
     .into_iter()

@@ -85,6 +85,15 @@ pub fn pct(x: f64) -> String {
     format!("{sign}{text}%")
 }
 
+/// Dollars: cents below $100, four decimals below 10¢.
+pub fn usd(u: f64) -> String {
+    if u < 0.1 {
+        format!("${u:.4}")
+    } else {
+        format!("${u:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

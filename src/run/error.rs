@@ -100,6 +100,14 @@ pub enum RunError {
 }
 
 impl RunError {
+    /// Whether the caller asked the run to stop (a signal), rather than something failing.
+    pub fn is_interrupt(&self) -> bool {
+        matches!(
+            self,
+            RunError::Interrupted { .. } | RunError::InterruptedEarly { .. }
+        )
+    }
+
     /// The run directory that holds what was measured before the run stopped, when known.
     pub fn run_dir(&self) -> Option<&std::path::Path> {
         match self {

@@ -28,6 +28,9 @@ pub enum TuneError {
     /// Bad usage or a spec tune cannot search.
     #[error("{0}")]
     Usage(String),
+    /// A signal stopped the search (what was measured is kept).
+    #[error("{0}")]
+    Interrupted(String),
     /// A configuration could not be measured.
     #[error("measuring {config}: {source}")]
     Run {

@@ -54,6 +54,8 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
         .into_iter()
         .map(|i| (i, "extreme"))
         .collect();
+    // A configuration measured since the last refresh: its objective is not read yet.
+    let mut stale = false;
     loop {
         for (i, why) in std::mem::take(&mut queue) {
             if st.measured[i].is_some() {
@@ -61,7 +63,7 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
             }
             if let Some(why_not) = spent(&st, ask.budget) {
                 st.stopped = why_not;
-                return finish(ask, st);
+                return finish(ask, st, stale);
             }
             on(&format!("measuring {} ({why})", st.configs[i].name));
             let seconds = measure_one(ask, &st.configs[i], measure)?;
@@ -69,10 +71,12 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
                 why: why.into(),
                 seconds,
             });
+            stale = true;
             // Written at once: a search stopped here resumes without measuring it again.
             write(ask, &st)?;
         }
         refresh(ask, &mut st, on)?;
+        stale = false;
         write(ask, &st)?;
         queue = next(ask.objective, &st);
         if queue.is_empty() {
@@ -81,14 +85,17 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
             } else {
                 "no unmeasured configuration's optimistic end beats the best measured one".into()
             };
-            return finish(ask, st);
+            return finish(ask, st, false);
         }
     }
 }
 
-/// The state written, then returned.
-fn finish(ask: &Ask, mut st: State) -> Result<State, TuneError> {
-    if st.values.iter().all(Option::is_none) && st.measured.iter().any(Option::is_some) {
+/// The state written, then returned; `stale`: a configuration was measured since the last
+/// refresh (the budget stopped the search in the middle of a round), so the measured
+/// objectives are read again — the winner is chosen among every measured configuration.
+fn finish(ask: &Ask, mut st: State, stale: bool) -> Result<State, TuneError> {
+    let unread = st.values.iter().all(Option::is_none) && st.measured.iter().any(Option::is_some);
+    if stale || unread {
         refresh(ask, &mut st, &|_| {})?;
     }
     write(ask, &st)?;
@@ -104,7 +111,7 @@ fn spent(st: &State, b: Budget) -> Option<String> {
     }
     b.engine_s
         .filter(|s| secs >= *s)
-        .map(|s| format!("the budget of {s:.0} engine seconds is spent ({secs:.0} s)"))
+        .map(|s| format!("the budget of {s} engine seconds is spent ({secs:.1} s)"))
 }
 
 /// The configurations a resumed `tune.json` says were measured.

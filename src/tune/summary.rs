@@ -71,13 +71,23 @@ pub fn file(obj: TuneObjective, st: &State) -> TuneFile {
     }
 }
 
+/// An objective's value for people: dollars to the cent (four decimals below 10¢), else
+/// one decimal.
+fn show(objective: &str, x: f64) -> String {
+    if objective == TuneObjective::UsdPerMtok.as_str() {
+        crate::report::format::usd(x)
+    } else {
+        format!("{x:.1}")
+    }
+}
+
 fn round(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
 /// The ranking as a Markdown table, then the winner and the engine time, for people.
 pub fn text(f: &TuneFile) -> String {
-    let num = |v: Option<f64>| v.map_or("—".to_string(), |x| format!("{x:.1}"));
+    let num = |v: Option<f64>| v.map_or("—".to_string(), |x| show(&f.objective, x));
     let mut s = format!(
         "| rank | configuration | {} | how | 90% interval |\n|---|---|---|---|---|\n",
         f.objective
@@ -94,7 +104,7 @@ pub fn text(f: &TuneFile) -> String {
             format!(
                 "{} – {}",
                 num(i.low),
-                i.high.map_or("unbounded".into(), |h| format!("{h:.1}"))
+                i.high.map_or("unbounded".into(), |h| show(&f.objective, h))
             )
         });
         s.push_str(&format!(
@@ -108,8 +118,11 @@ pub fn text(f: &TuneFile) -> String {
     s.push_str(&format!("\nstopped: {}\n", f.stopped));
     match &f.winner {
         Some(w) => s.push_str(&format!(
-            "winner: {} ({} {:.1})\n  {}\n",
-            w.name, f.objective, w.objective, w.launch
+            "winner: {} ({} {})\n  {}\n",
+            w.name,
+            f.objective,
+            show(&f.objective, w.objective),
+            w.launch
         )),
         None => s.push_str("winner: none — no measured configuration met the SLO\n"),
     }
