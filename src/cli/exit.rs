@@ -75,8 +75,10 @@ impl Exits for Error {
 }
 
 impl Exits for RunSummary {
+    /// Findings when a cell is invalid or failed, or when no cell was measured at all (every
+    /// cell skipped): a run that judged nothing is not a pass.
     fn exit(&self) -> Exit {
-        Exit::findings(self.invalid + self.failed > 0)
+        Exit::findings(self.invalid + self.failed > 0 || self.valid == 0)
     }
 }
 

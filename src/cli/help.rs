@@ -20,7 +20,7 @@ const EXIT_CODES: [(&str, &str); 15] = [
     ),
     (
         "run",
-        "0  every cell is valid\n1  finished, but some cell is invalid or failed; or stopped (Ctrl-C, SIGTERM); or a run directory file cannot be written\n2  bad usage or an invalid spec: nothing was run\n3  the engine could not be launched, reached or kept alive\n4  storage failure: the --history database cannot be opened or is newer (nothing was run), or the run could not be added to it",
+        "0  every cell is valid\n1  finished, but some cell is invalid or failed, or none was measured (every cell skipped); or stopped (Ctrl-C, SIGTERM); or a run directory file cannot be written\n2  bad usage or an invalid spec: nothing was run\n3  the engine could not be launched, reached or kept alive\n4  storage failure: the --history database cannot be opened or is newer (nothing was run), or the run could not be added to it",
     ),
     (
         "report",

@@ -184,6 +184,11 @@ fn done(summary: &run::RunSummary, probes: &super::probes::Probes, out: &Out) {
         summary.skipped,
         summary.out.join(crate::rundir::RESULTS).display()
     ));
+    if summary.valid + summary.invalid + summary.failed == 0 {
+        out.info(
+            "nothing was measured: every cell was skipped (each record's `reasons` says why; `benchspec plan SPEC` shows it before a run)",
+        );
+    }
     // What limits the cells judged, before the capacities (the last lines a user reads);
     // the evidence is in the record and the reports.
     let records = crate::rundir::read_records(&summary.out.join(crate::rundir::RESULTS));

@@ -51,3 +51,36 @@ fn a_database_that_cannot_be_read_exits_4() {
     let d = history(&["list"], db.to_str().unwrap());
     assert_eq!(d.code, 4, "{}", d.stderr);
 }
+
+/// A run whose every cell is skipped measured nothing: exit 1 and a line saying so, not the
+/// 0 of a run whose every measured cell is valid.
+#[test]
+fn a_run_that_measured_nothing_exits_1() {
+    let dir = Dir::new();
+    let spec = dir.path().join("skipped.yaml");
+    std::fs::write(
+        &spec,
+        "version: 1\nname: all skipped\nengine: {kind: sim, sim: {profile: tiny}}\n\
+         model: {served_name: tiny, max_model_len: 8192, kv_tokens: 512}\n\
+         workload: {max_output_tokens: 64}\nmatrix: {contexts: [1K], concurrency: [4]}\n\
+         phases: {prefill: {enabled: false}, decode: {duration: 1s}}\nreport: {formats: []}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let r = Bench::new(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .run();
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("nothing was measured"), "{}", r.stderr);
+    let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap();
+    assert!(!records.is_empty());
+    assert!(
+        records
+            .iter()
+            .all(|r| r.status == benchspec::results::Status::Skipped)
+    );
+}
