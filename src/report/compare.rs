@@ -43,8 +43,8 @@ pub struct Comparison {
     /// The verdict in words: `no regression`, `no cell in common`, `2 regression(s), 1 base
     /// cell(s) missing from the new run`.
     pub summary: String,
-    /// The comparison passes: no regression, a cell in common, and no base cell missing from
-    /// the new run (unless allowed). `compare` exits 1 when it does not.
+    /// The comparison passes: no regression, a cell measured in both runs (a metric
+    /// judged), and no base cell missing from the new run (unless allowed). `compare` exits 1 when it does not.
     pub passed: bool,
     /// Where the new run's frontier (tok/s per GPU, and $/Mtok, against per-user tok/s)
     /// dominates or falls behind the base's, per context; informs, does not gate.
@@ -269,8 +269,17 @@ pub fn compare(base: &RunDir, new: &RunDir, rules: Rules, allow_missing: bool) -
     };
     let regressions = rows.iter().filter(|r| r.regression).count();
     let only_base = only(base, new);
-    let passed = regressions == 0 && !rows.is_empty() && (allow_missing || only_base.is_empty());
-    let summary = summary(rows.len(), regressions, only_base.len(), allow_missing);
+    // Rows with a metric measured in both runs: cells that failed in one run or both are
+    // in common but judge nothing.
+    let judged = rows.iter().filter(|r| !r.metrics.is_empty()).count();
+    let passed = regressions == 0 && judged > 0 && (allow_missing || only_base.is_empty());
+    let summary = summary(
+        rows.len(),
+        judged,
+        regressions,
+        only_base.len(),
+        allow_missing,
+    );
     let (bcx, ncx) = (context::Context::build(base), context::Context::build(new));
     Comparison {
         schema: COMPARE_SCHEMA.into(),
@@ -291,11 +300,22 @@ pub fn compare(base: &RunDir, new: &RunDir, rules: Rules, allow_missing: bool) -
 
 /// The headline's words for `rows` compared, `regressions` among them and `missing` base
 /// cells without a counterpart.
-fn summary(rows: usize, regressions: usize, missing: usize, allow_missing: bool) -> String {
+fn summary(
+    rows: usize,
+    judged: usize,
+    regressions: usize,
+    missing: usize,
+    allow_missing: bool,
+) -> String {
     if rows == 0 {
         return "no cell in common".into();
     }
     let mut failures = Vec::new();
+    if judged == 0 {
+        failures.push(format!(
+            "nothing judged: none of the {rows} cell(s) in common was measured in both runs"
+        ));
+    }
     if regressions > 0 {
         failures.push(format!("{regressions} regression(s)"));
     }

@@ -323,6 +323,31 @@ fn compare_of_identical_runs_finds_nothing() {
     );
 }
 
+/// Cells in common none of which was measured in both runs (every one failed) judge
+/// nothing: the comparison fails with that headline, never "no regression".
+#[test]
+fn compare_of_runs_whose_every_cell_failed_judges_nothing_and_fails() {
+    let dir = Dir::new();
+    let failed = copy_fixture(dir.path());
+    let results = failed.join("results.jsonl");
+    let text = std::fs::read_to_string(&results).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["status"] != "skipped" {
+                v["status"] = "failed".into();
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&results, lines.join("\n") + "\n").unwrap();
+    let done = compare(&failed, &failed, &[]);
+    assert_eq!(done.code, 1, "{}", done.stdout);
+    assert!(done.stdout.contains("nothing judged"), "{}", done.stdout);
+    assert!(!done.stdout.contains("no regression"), "{}", done.stdout);
+}
+
 #[test]
 fn compare_marks_a_planted_regression_and_cells_in_one_run() {
     let dir = Dir::new();
