@@ -49,11 +49,14 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
         values: vec![None; n],
         predicted: vec![None; n],
         stopped: String::new(),
+        frontier: Vec::new(),
     };
     let mut queue: Vec<(usize, &str)> = first_picks(&st.configs)
         .into_iter()
         .map(|i| (i, "extreme"))
         .collect();
+    // Measured since the last refresh: its value and the frontier are not in the state yet.
+    let mut stale = false;
     loop {
         for (i, why) in std::mem::take(&mut queue) {
             if st.measured[i].is_some() {
@@ -61,7 +64,7 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
             }
             if let Some(why_not) = spent(&st, ask.budget) {
                 st.stopped = why_not;
-                return finish(ask, st);
+                return finish(ask, st, stale);
             }
             on(&format!("measuring {} ({why})", st.configs[i].name));
             let seconds = measure_one(ask, &st.configs[i], measure)?;
@@ -69,10 +72,12 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
                 why: why.into(),
                 seconds,
             });
+            stale = true;
             // Written at once: a search stopped here resumes without measuring it again.
             write(ask, &st)?;
         }
         refresh(ask, &mut st, on)?;
+        stale = false;
         write(ask, &st)?;
         queue = next(ask.objective, &st);
         if queue.is_empty() {
@@ -81,14 +86,17 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
             } else {
                 "no unmeasured configuration's optimistic end beats the best measured one".into()
             };
-            return finish(ask, st);
+            return finish(ask, st, false);
         }
     }
 }
 
-/// The state written, then returned.
-fn finish(ask: &Ask, mut st: State) -> Result<State, TuneError> {
-    if st.values.iter().all(Option::is_none) && st.measured.iter().any(Option::is_some) {
+/// The state written, then returned; refreshed first when a configuration was measured since
+/// the last refresh (a budget spent mid-round), so that its value counts for the winner, or
+/// when nothing was refreshed yet (a resumed search whose budget was already spent).
+fn finish(ask: &Ask, mut st: State, stale: bool) -> Result<State, TuneError> {
+    let never = st.values.iter().all(Option::is_none) && st.measured.iter().any(Option::is_some);
+    if stale || never {
         refresh(ask, &mut st, &|_| {})?;
     }
     write(ask, &st)?;
@@ -147,6 +155,16 @@ fn measure_one(ask: &Ask, c: &Config, measure: MeasureFn) -> Result<f64, TuneErr
 /// family with a measured one predicted by the family's twin.
 fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError> {
     let run = crate::rundir::RunDir::open(ask.out)?.load()?;
+    st.frontier = crate::report::frontier::of_run(&run)
+        .into_iter()
+        .filter(|f| !f.points.is_empty())
+        .map(|f| super::TuneFrontier {
+            context: f.context,
+            context_label: f.context_label,
+            points: f.points,
+            cost_points: f.cost_points,
+        })
+        .collect();
     let gpus = f64::from(ask.loaded.spec.hardware.gpu_count.unwrap_or(1).max(1));
     for (i, c) in st.configs.iter().enumerate() {
         st.values[i] = st.measured[i].as_ref().and_then(|_| {
@@ -292,6 +310,7 @@ mod tests {
             values: vec![None; measured.len()],
             predicted: vec![None; measured.len()],
             stopped: String::new(),
+            frontier: Vec::new(),
         }
     }
 

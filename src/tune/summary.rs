@@ -68,7 +68,32 @@ pub fn file(obj: TuneObjective, st: &State) -> TuneFile {
         engine_seconds: round(spent),
         grid_engine_seconds: round(mean * st.configs.len() as f64),
         stopped: st.stopped.clone(),
+        frontier: st.frontier.clone(),
     }
+}
+
+/// The frontier of the measured cells, per context, as a Markdown table (or a line saying
+/// there is none).
+fn frontier_text(f: &TuneFile) -> String {
+    if f.frontier.is_empty() {
+        return "frontier: none — no measured cell has tok/s per GPU and per user\n".into();
+    }
+    let mut s = String::from(
+        "frontier (tok/s per GPU against tok/s per user, measured cells):\n| context | configuration | load | tok/s per GPU | tok/s per user |\n|---|---|---|---|---|\n",
+    );
+    for fr in &f.frontier {
+        for p in &fr.points {
+            s.push_str(&format!(
+                "| {} | {} | {} | {:.1} | {:.1} |\n",
+                fr.context_label,
+                p.variant.as_deref().unwrap_or("—"),
+                p.load,
+                p.tok_s_per_gpu,
+                p.per_user_tok_s
+            ));
+        }
+    }
+    s
 }
 
 fn round(v: f64) -> f64 {
@@ -113,6 +138,7 @@ pub fn text(f: &TuneFile) -> String {
         )),
         None => s.push_str("winner: none — no measured configuration met the SLO\n"),
     }
+    s.push_str(&frontier_text(f));
     s.push_str(&format!(
         "measured {measured} of {} configurations: {:.1} engine seconds, against {:.1} for the full grid (the measured configurations' mean × {})\n",
         f.configs.len(),

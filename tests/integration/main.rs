@@ -47,6 +47,7 @@ mod sim;
 mod spec_decode;
 mod telemetry;
 mod tune;
+mod tune_cli;
 mod twin;
 mod twin_checks;
 mod twin_sim;
