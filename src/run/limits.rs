@@ -13,12 +13,7 @@ use crate::spec::command::{SEQS_FLAGS, first_flag};
 /// `--max-running-requests` (SGLang), `--parallel`/`-np` (llama.cpp), or the simulator's
 /// `engine.sim.max_num_seqs`.
 pub fn cap_of(spec: &Spec) -> Option<Cap> {
-    let args = spec
-        .engine
-        .launch
-        .as_ref()
-        .and_then(|l| l.command.args().ok())
-        .unwrap_or_default();
+    let args = spec.launch_args();
     let from_flag = first_flag(&args, &SEQS_FLAGS).and_then(|(flag, v)| {
         Some(Cap {
             value: v.parse().ok()?,
