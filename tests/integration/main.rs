@@ -24,6 +24,8 @@ mod known;
 mod launch;
 mod layers;
 mod limit;
+mod limit_llamacpp;
+mod limit_sim;
 mod llamacpp;
 mod lora;
 mod lora_vllm;
