@@ -85,11 +85,11 @@ mod tests {
                 "kind: vllm\n  launch: {command: 'vllm serve m --port 8000'}",
                 None,
             ),
-            // The simulator's own cap, where the spec states none: its profile's (tiny: 32,
-            // h200-gemma-4-e2b: 256 — src/sim/profile.rs).
+            // The simulator's own cap, where the spec states none: its profile's (instant:
+            // 1024, h200-gemma-4-e2b: 256 — src/sim/profile.rs).
             (
-                "kind: sim\n  sim: {profile: tiny}",
-                Some((32.0, "engine.sim.profile")),
+                "kind: sim\n  sim: {profile: instant}",
+                Some((1024.0, "engine.sim.profile")),
             ),
             (
                 "kind: sim\n  sim: {profile: h200-gemma-4-e2b, kv_tokens: 4096}",
