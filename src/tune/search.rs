@@ -155,16 +155,7 @@ fn measure_one(ask: &Ask, c: &Config, measure: MeasureFn) -> Result<f64, TuneErr
 /// family with a measured one predicted by the family's twin.
 fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError> {
     let run = crate::rundir::RunDir::open(ask.out)?.load()?;
-    st.frontier = crate::report::frontier::of_run(&run)
-        .into_iter()
-        .filter(|f| !f.points.is_empty())
-        .map(|f| super::TuneFrontier {
-            context: f.context,
-            context_label: f.context_label,
-            points: f.points,
-            cost_points: f.cost_points,
-        })
-        .collect();
+    st.frontier = super::summary::frontier(&run);
     let gpus = f64::from(ask.loaded.spec.hardware.gpu_count.unwrap_or(1).max(1));
     for (i, c) in st.configs.iter().enumerate() {
         st.values[i] = st.measured[i].as_ref().and_then(|_| {

@@ -4,7 +4,7 @@
 
 use super::objective::TuneObjective;
 use super::state::State;
-use super::{ConfigResult, Interval, TUNE_VERSION, TuneFile, Winner};
+use super::{ConfigResult, Interval, TUNE_VERSION, TuneFile, TuneFrontier, Winner};
 
 /// `tune.json` of `st`: configurations best first (those without a value last, in the
 /// spec's order).
@@ -35,13 +35,7 @@ pub fn file(obj: TuneObjective, st: &State) -> TuneFile {
             }
         })
         .collect();
-    configs.sort_by(|a, b| match (a.objective, b.objective) {
-        (Some(x), Some(y)) if obj.beats(x, y) => std::cmp::Ordering::Less,
-        (Some(x), Some(y)) if obj.beats(y, x) => std::cmp::Ordering::Greater,
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        _ => std::cmp::Ordering::Equal,
-    });
+    rank(obj, &mut configs);
     let winner = configs
         .iter()
         .find(|c| c.measured && c.objective.is_some())
@@ -70,6 +64,32 @@ pub fn file(obj: TuneObjective, st: &State) -> TuneFile {
         stopped: st.stopped.clone(),
         frontier: st.frontier.clone(),
     }
+}
+
+/// `configs` best first by `obj` (those without a value last, in their order).
+fn rank(obj: TuneObjective, configs: &mut [ConfigResult]) {
+    configs.sort_by(|a, b| match (a.objective, b.objective) {
+        (Some(x), Some(y)) if obj.beats(x, y) => std::cmp::Ordering::Less,
+        (Some(x), Some(y)) if obj.beats(y, x) => std::cmp::Ordering::Greater,
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        _ => std::cmp::Ordering::Equal,
+    });
+}
+
+/// The frontiers of the measured cells of `run` (the tune directory), as the report computes
+/// them ([`crate::report::frontier::of_run`]); contexts without a point left out.
+pub fn frontier(run: &crate::rundir::Run) -> Vec<TuneFrontier> {
+    crate::report::frontier::of_run(run)
+        .into_iter()
+        .filter(|f| !f.points.is_empty())
+        .map(|f| TuneFrontier {
+            context: f.context,
+            context_label: f.context_label,
+            points: f.points,
+            cost_points: f.cost_points,
+        })
+        .collect()
 }
 
 /// The frontier of the measured cells, per context, as a Markdown table (or a line saying

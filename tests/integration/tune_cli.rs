@@ -102,6 +102,68 @@ fn grid_winner(records: &[Record]) -> (String, f64) {
         .fold((String::new(), 0.0), |a, b| if b.1 > a.1 { b } else { a })
 }
 
+/// tune's frontier, printed (`done`) and written (`file`), is the one worked from `records`,
+/// each point with its record's values.
+fn frontier_printed_and_written(done: &Done, file: &TuneFile, records: &[Record]) {
+    assert!(!file.frontier.is_empty());
+    assert_eq!(points(file), frontier_of(records));
+    for p in file.frontier.iter().flat_map(|f| &f.points) {
+        let r = records.iter().find(|r| r.cell == p.cell).unwrap();
+        assert_eq!(Some(p.tok_s_per_gpu), r.total_tok_s);
+        assert_eq!(Some(p.per_user_tok_s), r.per_request_tok_s);
+        let row = format!(
+            "| 256 | {} | {} | {:.1} | {:.1} |",
+            r.variant.as_deref().unwrap_or_default(),
+            p.load,
+            p.tok_s_per_gpu,
+            p.per_user_tok_s
+        );
+        assert!(done.stdout.contains(&row), "{row} in\n{}", done.stdout);
+    }
+}
+
+/// The second tune (`done`, `files.1`) measured none of what the first (`files.0`, its
+/// records `before`) had: each is `earlier` with the same engine seconds, its cells in
+/// `after` once and the same; three records (the skipped prefill cell, two decode) per
+/// configuration measured.
+fn not_measured_again(
+    done: &Done,
+    (first, second): (&TuneFile, &TuneFile),
+    before: &[Record],
+    after: &[Record],
+) {
+    let measured: Vec<&str> = first
+        .configs
+        .iter()
+        .filter(|c| c.measured)
+        .map(|c| c.name.as_str())
+        .collect();
+    let again = measuring(&done.stderr);
+    assert!(
+        !again.iter().any(|n| measured.contains(&n.as_str())),
+        "measured again: {again:?}"
+    );
+    assert!(again.contains(&"slow4".to_string()), "{again:?}");
+    for name in &measured {
+        let c = second.configs.iter().find(|c| c.name == *name).unwrap();
+        let was = first.configs.iter().find(|c| c.name == *name).unwrap();
+        assert_eq!(c.why.as_deref(), Some("earlier"), "{c:?}");
+        assert_eq!(c.engine_seconds, was.engine_seconds);
+    }
+    // Their cells are the first run's (started at the same second, the same counts), once.
+    for r in before {
+        let same: Vec<&Record> = after.iter().filter(|x| x.cell == r.cell).collect();
+        assert_eq!(same.len(), 1, "{}", r.cell);
+        assert_eq!(
+            (&same[0].started_at, same[0].output_tokens),
+            (&r.started_at, r.output_tokens)
+        );
+    }
+    let n = second.configs.iter().filter(|c| c.measured).count();
+    assert_eq!(after.len(), 3 * n, "{n} measured");
+    assert_eq!(points(second), frontier_of(after));
+}
+
 #[test]
 fn a_budget_stops_tune_and_a_second_tune_goes_on_without_measuring_again() {
     let _cpu = super::cpu();
@@ -138,52 +200,12 @@ fn a_budget_stops_tune_and_a_second_tune_goes_on_without_measuring_again() {
         v
     };
     assert_eq!(variants(&before), ["seqs1", "seqs4"]);
-    // The frontier: tune's, printed and written, is the one worked from the records.
-    assert!(!first.frontier.is_empty());
-    assert_eq!(points(&first), frontier_of(&before));
-    for p in first.frontier.iter().flat_map(|f| &f.points) {
-        let r = before.iter().find(|r| r.cell == p.cell).unwrap();
-        assert_eq!(Some(p.tok_s_per_gpu), r.total_tok_s);
-        assert_eq!(Some(p.per_user_tok_s), r.per_request_tok_s);
-        let row = format!(
-            "| 256 | {} | {} | {:.1} | {:.1} |",
-            r.variant.as_deref().unwrap_or_default(),
-            p.load,
-            p.tok_s_per_gpu,
-            p.per_user_tok_s
-        );
-        assert!(done.stdout.contains(&row), "{row} in\n{}", done.stdout);
-    }
+    frontier_printed_and_written(&done, &first, &before);
 
     // 2. Again into the same directory: the two are not measured again.
     let (done, second) = tune(&spec, &out, &[]);
     assert_eq!(done.code, 0, "{}", done.stderr);
-    let again = measuring(&done.stderr);
-    assert!(
-        !again.iter().any(|n| measured.contains(&n.as_str())),
-        "measured again: {again:?}"
-    );
-    assert!(again.contains(&"slow4".to_string()), "{again:?}");
-    for name in &measured {
-        let c = second.configs.iter().find(|c| c.name == *name).unwrap();
-        let was = first.configs.iter().find(|c| c.name == *name).unwrap();
-        assert_eq!(c.why.as_deref(), Some("earlier"), "{c:?}");
-        assert_eq!(c.engine_seconds, was.engine_seconds);
-    }
-    let after = records(&out);
-    // Their cells are the first run's (started at the same second, the same counts), once.
-    for r in &before {
-        let same: Vec<&Record> = after.iter().filter(|x| x.cell == r.cell).collect();
-        assert_eq!(same.len(), 1, "{}", r.cell);
-        assert_eq!(
-            (&same[0].started_at, same[0].output_tokens),
-            (&r.started_at, r.output_tokens)
-        );
-    }
-    // Three cells (the prefill cell, skipped, and two decode) per configuration measured.
-    let n = second.configs.iter().filter(|c| c.measured).count();
-    assert_eq!(after.len(), 3 * n, "{n} measured");
-    assert_eq!(points(&second), frontier_of(&after));
+    not_measured_again(&done, (&first, &second), &before, &records(&out));
 
     // 3. The winner against the full grid, measured whole by `run`.
     let grid = dir.path().join("grid");
@@ -202,8 +224,13 @@ fn a_budget_stops_tune_and_a_second_tune_goes_on_without_measuring_again() {
     assert_eq!(winner.name, best);
 
     // 4. The tune directory is a run directory: `report` renders it, with the same frontier.
+    report_draws(&out, &points(&second));
+}
+
+/// `report` of the tune directory `out` renders, and its frontier's points are `want`.
+fn report_draws(out: &Path, want: &[String]) {
     let done = Bench::new(&["report", "--format", "markdown", "--format", "json"])
-        .arg(&out)
+        .arg(out)
         .run();
     assert_eq!(done.code, 0, "{}", done.stderr);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
@@ -218,5 +245,5 @@ fn a_budget_stops_tune_and_a_second_tune_goes_on_without_measuring_again() {
         .map(|p| p["cell"].as_str().unwrap().to_string())
         .collect();
     drawn.sort();
-    assert_eq!(drawn, points(&second));
+    assert_eq!(drawn, want);
 }
