@@ -51,6 +51,10 @@ report: {formats: []}
     // running at most, at most 64 − 32 = 32 waiting.
     let s = c64.server.as_ref().unwrap();
     assert_eq!(s.running_max, Some(cap));
+    // Its KV gauge agrees: 32 requests of at most (256 + 256) / 16 = 32 blocks hold at most
+    // 1,024 of tiny's 4,096 blocks, 0.25 (seen: 0.25 at c64).
+    let kv = s.kv_usage_max.unwrap();
+    assert!(kv > 0.0 && kv <= 0.25, "{kv}");
     assert_eq!(ev("server.running_max").0, cap);
     let waiting = ev("server.waiting_max").0;
     assert!((1.0..=32.0).contains(&waiting), "{waiting}");

@@ -22,7 +22,7 @@ use benchspec::tune::search::{Ask, Budget, tune};
 
 /// 32K prompts of 512 output tokens, 8 to 32 streams; running is min(concurrency,
 /// max_num_seqs, KV / 33.3K).
-fn space() -> String {
+pub(super) fn space() -> String {
     let mut variants = String::new();
     for mns in [12, 20, 40] {
         for (label, kv) in [("kv4", 150_000), ("kv18", 600_000), ("kv48", 1_600_000)] {
@@ -53,7 +53,7 @@ report: {{formats: []}}
 
 /// Each variant's objective from the grid's records, worked here: the highest total tok/s of
 /// its valid cells whose `slo_met` is true.
-fn grid_values(records: &[Record]) -> Vec<(String, f64)> {
+pub(super) fn grid_values(records: &[Record]) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = Vec::new();
     for r in records {
         let (Some(v), Some(t)) = (&r.variant, r.total_tok_s) else {

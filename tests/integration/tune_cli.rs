@@ -247,3 +247,54 @@ fn report_draws(out: &Path, want: &[String]) {
     drawn.sort();
     assert_eq!(drawn, want);
 }
+
+/// A budget spent between the two configurations of a round (the 3 × 3 space of
+/// `tune.rs`: two extremes, then the round's most promising, then the budget): the last one
+/// measured counts — its objective in `tune.json` is the one worked from its records, and
+/// its cells are on the frontier's points where they belong — though no round refreshed
+/// after it.
+#[test]
+fn a_budget_spent_mid_round_still_counts_what_it_measured() {
+    use benchspec::run::{self, RunOptions};
+    use benchspec::tune::objective::TuneObjective;
+    use benchspec::tune::search::{Ask, Budget, tune};
+    let _cpu = super::cpu();
+    let yaml = super::tune::space();
+    let dir = Dir::new();
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, &yaml).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    let loaded =
+        benchspec::spec::parse(&path, &yaml, benchspec::spec::Stage::Run, &|_| None).unwrap();
+    let out = dir.path().join("tuned");
+    let measure = |config: &benchspec::plan::RunConfig, opts: &RunOptions| {
+        super::open::on_paused_clock(async {
+            let t0 = tokio::time::Instant::now();
+            run::run_in_process(config, opts, &run::Interrupt::new(), &|_| {}).await?;
+            Ok(t0.elapsed().as_secs_f64())
+        })
+    };
+    let ask = Ask {
+        loaded: &loaded,
+        out: &out,
+        objective: TuneObjective::TokSPerGpu,
+        budget: Budget {
+            configs: Some(3),
+            engine_s: None,
+        },
+    };
+    tune(&ask, &measure, &|line| eprintln!("tune: {line}")).unwrap();
+    let file: TuneFile =
+        serde_json::from_str(&std::fs::read_to_string(out.join("tune.json")).unwrap()).unwrap();
+    eprintln!("{}", benchspec::tune::summary::text(&file));
+    assert!(file.stopped.contains("budget of 3"), "{}", file.stopped);
+    let recs = records(&out);
+    let worked = super::tune::grid_values(&recs);
+    let measured: Vec<_> = file.configs.iter().filter(|c| c.measured).collect();
+    assert_eq!(measured.len(), 3);
+    for c in measured {
+        let want = worked.iter().find(|(n, _)| *n == c.name).map(|(_, v)| *v);
+        assert_eq!(c.objective, want, "{}", c.name);
+    }
+    assert_eq!(points(&file), frontier_of(&recs));
+}
