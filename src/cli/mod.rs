@@ -128,6 +128,10 @@ pub enum Command {
     Predict(twin::PredictArgs),
     /// Search the spec's engine variants for the best under its SLO, measuring only what the
     /// twin cannot rule out.
+    ///
+    /// Prints the ranking (measured and predicted), the winner's launch command, the frontier
+    /// of the measured cells (tok/s per GPU against per user) and the engine time spent
+    /// against the full grid's; DIR/tune.json holds the same.
     Tune(tune::TuneArgs),
     /// The history database: add runs, list them, trends with regression flags, a dashboard.
     History(history::HistoryArgs),

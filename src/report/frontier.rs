@@ -9,7 +9,7 @@
 use super::view::{CellStatus, CellView};
 use crate::plan::Phase;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `a` dominates `b`: at least as high in both coordinates, higher in one.
 pub(crate) fn dominates(a: (f64, f64), b: (f64, f64)) -> bool {
@@ -25,7 +25,7 @@ pub(crate) fn pareto(points: &[(f64, f64)]) -> Vec<bool> {
 }
 
 /// One point of a frontier: which cell it is and its values.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FrontierPoint {
     /// The cell id.
     pub cell: String,
@@ -71,6 +71,13 @@ pub struct FrontierView {
     pub cost_points: Vec<FrontierPoint>,
     /// Cells of the context that are no point, with why.
     pub left_out: Vec<LeftOut>,
+}
+
+/// The frontiers of the measured cells of `run` (its spec's `hardware.gpu_count` and
+/// `cost_per_hour`), as the report draws them; `tune` lists them too.
+pub fn of_run(run: &crate::rundir::Run) -> Vec<FrontierView> {
+    let hw = &run.spec.hardware;
+    frontiers(&super::cells::cells(run), hw.gpu_count, hw.cost_per_hour)
 }
 
 /// A cell that can be a point: a decode or load cell that is not a capacity probe.

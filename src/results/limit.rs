@@ -19,6 +19,13 @@ pub const TPOT_RISE: f64 = 1.2;
 /// TTFT at this many times a cold request's or more is TTFT dominated by waiting (more than
 /// half of it is not the prefill itself).
 pub const TTFT_QUEUED: f64 = 2.0;
+/// TTFT's wait (TTFT p50 − a cold request's) must also be this many ms or more for prefill
+/// interference: a few milliseconds of wait, however many times a fast prefill, is no limit
+/// a user sees.
+pub const QUEUE_FLOOR_MS: f64 = 50.0;
+/// … and worth this many output tokens or more (the cell's TPOT p50 times this): a wait
+/// shorter than a few tokens' time is small against the request's own decode.
+pub const QUEUE_TOKENS: f64 = 4.0;
 /// The client's requests in flight above the engine's running mean by this many or more,
 /// with requests waiting, is requests held back by the engine.
 pub const HELD_BACK: f64 = 1.0;
@@ -206,7 +213,7 @@ pub fn judge(j: &Judged) -> Limit {
             _ => done(LimitKind::KvCache, ev),
         };
     }
-    latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met): not judged".into()), |(k, ev)| done(k, ev))
+    latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met: TPOT 1.2× the lower step's, or TTFT 2× a cold request's with a wait of 50 ms and 4 output tokens or more): not judged".into()), |(k, ev)| done(k, ev))
 }
 
 /// The client's self-check as evidence, when it says the client was the bottleneck.
@@ -260,7 +267,7 @@ fn latency_kind(
     }
     let ttft = a.ttft_ms.map(|s| s.p50);
     if let (Some(ttft), Some((cold, cell))) = (ttft, j.cold_ttft)
-        && ttft >= TTFT_QUEUED * cold
+        && queued(ttft, cold, t)
     {
         ev.push(fact(
             "ttft_ms.p50",
@@ -271,6 +278,14 @@ fn latency_kind(
         return Ok((LimitKind::PrefillInterference, ev));
     }
     Err(ev)
+}
+
+/// TTFT `ttft` (ms) dominated by waiting, against a cold request's `cold` and the cell's TPOT
+/// `tpot`: at least [`TTFT_QUEUED`] times the cold one, and the wait at least
+/// [`QUEUE_FLOOR_MS`] and [`QUEUE_TOKENS`] output tokens' time.
+fn queued(ttft: f64, cold: f64, tpot: f64) -> bool {
+    let wait = ttft - cold;
+    ttft >= TTFT_QUEUED * cold && wait >= QUEUE_FLOOR_MS && wait >= QUEUE_TOKENS * tpot
 }
 
 fn not_judged(evidence: Vec<Evidence>, why: String) -> Limit {

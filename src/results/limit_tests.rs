@@ -160,6 +160,15 @@ fn latency_rows() -> Vec<Row> {
             Some(50.0),
             None,
         ),
+        // The shipped capacity test's: TTFT 9.6 ms, 2.9× a cold 3.3 ms, but 6.3 ms of wait
+        // (under 50 ms): no limit a user sees, not prefill interference.
+        (
+            "tiny wait",
+            rec(8, Some((8.0, 8.0, 0.0, 0.5, 0.0)), 8.0, 10.5, 9.6),
+            None,
+            Some(3.3),
+            None,
+        ),
         // No engine metrics: not judged.
         (
             "no metrics",
@@ -198,6 +207,34 @@ fn each_kind_from_its_evidence_and_none_without() {
         if want.is_some() && want != Some(LimitKind::Client) {
             assert!(!got.evidence.is_empty(), "{name}");
         }
+    }
+}
+
+#[test]
+fn prefill_interference_needs_a_wait_of_50_ms_and_4_tokens() {
+    // (TTFT p50, cold TTFT p50, TPOT p50 (the lower step's the same), interference?)
+    let cases = [
+        (150.0, 50.0, 11.9, true),  // 100 ms wait ≥ 50, ≥ 4 × 11.9 = 47.6
+        (99.0, 49.0, 11.9, true),   // 50 ms wait: the floor itself
+        (98.0, 49.0, 11.9, false),  // 49 ms: under the floor, though 2× cold
+        (9.6, 3.3, 0.6, false),     // 6.3 ms: milliseconds
+        (140.0, 60.0, 25.0, false), // 80 ms ≥ 50 but < 4 × 25 = 100: under 4 tokens
+        (180.0, 60.0, 25.0, true),  // 120 ms ≥ 100
+        (110.0, 60.0, 5.0, false),  // 1.83× cold: the ratio rule
+    ];
+    for (ttft, cold, tpot, want) in cases {
+        let base = rec(4, Some((4.0, 4.0, 0.0, 0.3, 0.0)), 4.0, tpot, cold);
+        let r = rec(8, Some((8.0, 8.0, 0.0, 0.5, 0.0)), 8.0, tpot, ttft);
+        let j = Judged {
+            at: &r,
+            base: Some(&base),
+            cold_ttft: Some((cold, "prefill/1K")),
+            cap: None,
+            max_client_busy: 0.9,
+        };
+        let got = judge(&j).kind;
+        let expect = want.then_some(LimitKind::PrefillInterference);
+        assert_eq!(got, expect, "TTFT {ttft} cold {cold} TPOT {tpot}");
     }
 }
 

@@ -10,15 +10,11 @@ use crate::spec::Spec;
 use crate::spec::command::{SEQS_FLAGS, first_flag};
 
 /// The cap on running requests `spec` sets: its launch command's `--max-num-seqs` (vLLM),
-/// `--max-running-requests` (SGLang), `--parallel`/`-np` (llama.cpp), or the simulator's
-/// `engine.sim.max_num_seqs`.
+/// `--max-running-requests` (SGLang), `--parallel`/`-np` (llama.cpp), or, for the embedded
+/// simulator (`kind: sim`), `engine.sim.max_num_seqs` or else its profile's (or twin's) own:
+/// the simulator's cap is known even where the spec does not state it.
 pub fn cap_of(spec: &Spec) -> Option<Cap> {
-    let args = spec
-        .engine
-        .launch
-        .as_ref()
-        .and_then(|l| l.command.args().ok())
-        .unwrap_or_default();
+    let args = spec.launch_args();
     let from_flag = first_flag(&args, &SEQS_FLAGS).and_then(|(flag, v)| {
         Some(Cap {
             value: v.parse().ok()?,
@@ -26,10 +22,19 @@ pub fn cap_of(spec: &Spec) -> Option<Cap> {
         })
     });
     from_flag.or_else(|| {
-        let n = spec.engine.sim.as_ref()?.max_num_seqs?;
+        if let Some(n) = spec.engine.sim.as_ref().and_then(|s| s.max_num_seqs) {
+            return Some(Cap {
+                value: f64::from(n),
+                from: "engine.sim.max_num_seqs",
+            });
+        }
+        if spec.engine.kind != crate::spec::EngineKind::Sim {
+            return None;
+        }
+        let opts = crate::plan::sim::options_for(spec).ok()?;
         Some(Cap {
-            value: f64::from(n),
-            from: "engine.sim.max_num_seqs",
+            value: opts.profile.max_num_seqs as f64,
+            from: "engine.sim.profile",
         })
     })
 }
@@ -79,6 +84,16 @@ mod tests {
             (
                 "kind: vllm\n  launch: {command: 'vllm serve m --port 8000'}",
                 None,
+            ),
+            // The simulator's own cap, where the spec states none: its profile's (instant:
+            // 1024, h200-gemma-4-e2b: 256 — src/sim/profile.rs).
+            (
+                "kind: sim\n  sim: {profile: instant}",
+                Some((1024.0, "engine.sim.profile")),
+            ),
+            (
+                "kind: sim\n  sim: {profile: h200-gemma-4-e2b, kv_tokens: 4096}",
+                Some((256.0, "engine.sim.profile")),
             ),
         ];
         for (engine, want) in cases {

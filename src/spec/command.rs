@@ -36,6 +36,18 @@ impl LaunchCommand {
     }
 }
 
+impl super::Spec {
+    /// The words of the engine's launch command, the program first; none without a launch
+    /// command or with one that cannot be split (the spec's checks report that).
+    pub fn launch_args(&self) -> Vec<String> {
+        self.engine
+            .launch
+            .as_ref()
+            .and_then(|l| l.command.args().ok())
+            .unwrap_or_default()
+    }
+}
+
 /// Split a command line into words.
 pub fn split(line: &str) -> Result<Vec<String>, CommandError> {
     let mut words = Vec::new();
@@ -293,6 +305,37 @@ mod tests {
 
     fn words(s: &[&str]) -> Vec<String> {
         s.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn launch_args_are_the_commands_words_or_none() {
+        // (engine yaml, words)
+        let cases: [(&str, &[&str]); 3] = [
+            (
+                "kind: vllm\n  launch: {command: \"vllm serve 'm x' --max-num-seqs 8\"}",
+                &["vllm", "serve", "m x", "--max-num-seqs", "8"],
+            ),
+            (
+                "kind: vllm\n  launch: {command: [llama-server, -np, '2']}",
+                &["llama-server", "-np", "2"],
+            ),
+            ("kind: sim", &[]),
+        ];
+        for (engine, want) in cases {
+            let text = format!(
+                "version: 1\nname: t\nengine:\n  {engine}\n  base_url: http://127.0.0.1:8000\nmodel: {{served_name: m}}\nmatrix: {{contexts: [1K], concurrency: [1]}}\n"
+            );
+            let mut spec =
+                crate::spec::parse("s.yaml", &text, crate::spec::Stage::Validate, &|_| None)
+                    .unwrap_or_else(|e| panic!("{:?}", e.diagnostics()))
+                    .spec;
+            assert_eq!(spec.launch_args(), words(want), "{engine}");
+            // A command that cannot be split has no words.
+            if let Some(l) = spec.engine.launch.as_mut() {
+                l.command = LaunchCommand::Line("vllm serve 'm".into());
+                assert_eq!(spec.launch_args(), words(&[]), "{engine}");
+            }
+        }
     }
 
     #[test]

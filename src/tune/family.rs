@@ -86,23 +86,7 @@ const MISSED_PCT: f64 = 25.0;
 
 /// No cost and no limit: what a configuration's settings are applied to for its cap.
 fn unlimited() -> Params {
-    Params {
-        step_s: 0.0,
-        per_seq_s: 0.0,
-        per_kv_token_s: 0.0,
-        prefill_token_s: 0.0,
-        prefill_quadratic_s: 0.0,
-        api_s: 0.0,
-        api_stream_s: 0.0,
-        cached_request_s: 0.0,
-        cached_token_s: 0.0,
-        cached_quadratic_s: 0.0,
-        tokenizer_token_s: 0.0,
-        max_batched_tokens: u64::MAX,
-        max_num_seqs: u64::MAX,
-        kv_tokens: u64::MAX,
-        max_model_len: u64::MAX,
-    }
+    crate::twin::build::costless(u64::MAX, u64::MAX, u64::MAX, u64::MAX)
 }
 
 /// The twin of the measured configurations `members` (one family) of `run`, written to `path`.

@@ -98,6 +98,22 @@ pub struct Winner {
     pub launch: String,
 }
 
+/// The frontier at one context of the configurations measured: each point a cell (which
+/// variant, how many at once), as the report's frontier (docs/reports.md) draws it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TuneFrontier {
+    /// Context tokens.
+    pub context: u64,
+    /// `8K`.
+    pub context_label: String,
+    /// The points on the frontier of tok/s per GPU against per-user tok/s, by per-user tok/s
+    /// ascending.
+    pub points: Vec<crate::report::frontier::FrontierPoint>,
+    /// The points on the frontier of $/Mtok against per-user tok/s (empty without
+    /// `hardware.cost_per_hour`).
+    pub cost_points: Vec<crate::report::frontier::FrontierPoint>,
+}
+
 /// `tune.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TuneFile {
@@ -117,6 +133,10 @@ pub struct TuneFile {
     pub grid_engine_seconds: f64,
     /// Why the search stopped.
     pub stopped: String,
+    /// Per context, the frontier of the measured configurations' cells (empty before any
+    /// was measured).
+    #[serde(default)]
+    pub frontier: Vec<TuneFrontier>,
 }
 
 /// The JSON Schema of `tune.json`, as committed in `schemas/tune-v1.schema.json`.

@@ -49,12 +49,13 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
         values: vec![None; n],
         predicted: vec![None; n],
         stopped: String::new(),
+        frontier: Vec::new(),
     };
     let mut queue: Vec<(usize, &str)> = first_picks(&st.configs)
         .into_iter()
         .map(|i| (i, "extreme"))
         .collect();
-    // A configuration measured since the last refresh: its objective is not read yet.
+    // Measured since the last refresh: its value and the frontier are not in the state yet.
     let mut stale = false;
     loop {
         for (i, why) in std::mem::take(&mut queue) {
@@ -90,12 +91,12 @@ pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, T
     }
 }
 
-/// The state written, then returned; `stale`: a configuration was measured since the last
-/// refresh (the budget stopped the search in the middle of a round), so the measured
-/// objectives are read again — the winner is chosen among every measured configuration.
+/// The state written, then returned; refreshed first when a configuration was measured since
+/// the last refresh (a budget spent mid-round), so that its value counts for the winner, or
+/// when nothing was refreshed yet (a resumed search whose budget was already spent).
 fn finish(ask: &Ask, mut st: State, stale: bool) -> Result<State, TuneError> {
-    let unread = st.values.iter().all(Option::is_none) && st.measured.iter().any(Option::is_some);
-    if stale || unread {
+    let never = st.values.iter().all(Option::is_none) && st.measured.iter().any(Option::is_some);
+    if stale || never {
         refresh(ask, &mut st, &|_| {})?;
     }
     write(ask, &st)?;
@@ -111,7 +112,7 @@ fn spent(st: &State, b: Budget) -> Option<String> {
     }
     b.engine_s
         .filter(|s| secs >= *s)
-        .map(|s| format!("the budget of {s} engine seconds is spent ({secs:.1} s)"))
+        .map(|s| format!("the budget of {s:.0} engine seconds is spent ({secs:.0} s)"))
 }
 
 /// The configurations a resumed `tune.json` says were measured.
@@ -154,6 +155,7 @@ fn measure_one(ask: &Ask, c: &Config, measure: MeasureFn) -> Result<f64, TuneErr
 /// family with a measured one predicted by the family's twin.
 fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError> {
     let run = crate::rundir::RunDir::open(ask.out)?.load()?;
+    st.frontier = super::summary::frontier(&run);
     let gpus = f64::from(ask.loaded.spec.hardware.gpu_count.unwrap_or(1).max(1));
     for (i, c) in st.configs.iter().enumerate() {
         st.values[i] = st.measured[i].as_ref().and_then(|_| {
@@ -299,6 +301,7 @@ mod tests {
             values: vec![None; measured.len()],
             predicted: vec![None; measured.len()],
             stopped: String::new(),
+            frontier: Vec::new(),
         }
     }
 

@@ -26,4 +26,6 @@ pub struct State {
     pub predicted: Vec<Option<Estimate>>,
     /// Why it stopped.
     pub stopped: String,
+    /// The measured cells' frontier per context.
+    pub frontier: Vec<super::TuneFrontier>,
 }

@@ -4,7 +4,7 @@
 
 use super::objective::TuneObjective;
 use super::state::State;
-use super::{ConfigResult, Interval, TUNE_VERSION, TuneFile, Winner};
+use super::{ConfigResult, Interval, TUNE_VERSION, TuneFile, TuneFrontier, Winner};
 
 /// `tune.json` of `st`: configurations best first (those without a value last, in the
 /// spec's order).
@@ -35,13 +35,7 @@ pub fn file(obj: TuneObjective, st: &State) -> TuneFile {
             }
         })
         .collect();
-    configs.sort_by(|a, b| match (a.objective, b.objective) {
-        (Some(x), Some(y)) if obj.beats(x, y) => std::cmp::Ordering::Less,
-        (Some(x), Some(y)) if obj.beats(y, x) => std::cmp::Ordering::Greater,
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        _ => std::cmp::Ordering::Equal,
-    });
+    rank(obj, &mut configs);
     let winner = configs
         .iter()
         .find(|c| c.measured && c.objective.is_some())
@@ -68,6 +62,7 @@ pub fn file(obj: TuneObjective, st: &State) -> TuneFile {
         engine_seconds: round(spent),
         grid_engine_seconds: round(mean * st.configs.len() as f64),
         stopped: st.stopped.clone(),
+        frontier: st.frontier.clone(),
     }
 }
 
@@ -79,6 +74,56 @@ fn show(objective: &str, x: f64) -> String {
     } else {
         format!("{x:.1}")
     }
+}
+
+/// `configs` best first by `obj` (those without a value last, in their order).
+fn rank(obj: TuneObjective, configs: &mut [ConfigResult]) {
+    configs.sort_by(|a, b| match (a.objective, b.objective) {
+        (Some(x), Some(y)) if obj.beats(x, y) => std::cmp::Ordering::Less,
+        (Some(x), Some(y)) if obj.beats(y, x) => std::cmp::Ordering::Greater,
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        _ => std::cmp::Ordering::Equal,
+    });
+}
+
+/// The frontiers of the measured cells of `run` (the tune directory), as the report computes
+/// them ([`crate::report::frontier::of_run`]); contexts without a point left out.
+pub fn frontier(run: &crate::rundir::Run) -> Vec<TuneFrontier> {
+    crate::report::frontier::of_run(run)
+        .into_iter()
+        .filter(|f| !f.points.is_empty())
+        .map(|f| TuneFrontier {
+            context: f.context,
+            context_label: f.context_label,
+            points: f.points,
+            cost_points: f.cost_points,
+        })
+        .collect()
+}
+
+/// The frontier of the measured cells, per context, as a Markdown table (or a line saying
+/// there is none).
+fn frontier_text(f: &TuneFile) -> String {
+    if f.frontier.is_empty() {
+        return "frontier: none — no measured cell has tok/s per GPU and per user\n".into();
+    }
+    let mut s = String::from(
+        "frontier (tok/s per GPU against tok/s per user, measured cells):\n| context | configuration | load | tok/s per GPU | tok/s per user |\n|---|---|---|---|---|\n",
+    );
+    for fr in &f.frontier {
+        for p in &fr.points {
+            s.push_str(&format!(
+                "| {} | {} | {} | {:.1} | {:.1} |\n",
+                fr.context_label,
+                p.variant.as_deref().unwrap_or("—"),
+                p.load,
+                p.tok_s_per_gpu,
+                p.per_user_tok_s
+            ));
+        }
+    }
+    s
 }
 
 fn round(v: f64) -> f64 {
@@ -126,6 +171,7 @@ pub fn text(f: &TuneFile) -> String {
         )),
         None => s.push_str("winner: none — no measured configuration met the SLO\n"),
     }
+    s.push_str(&frontier_text(f));
     s.push_str(&format!(
         "measured {measured} of {} configurations: {:.1} engine seconds, against {:.1} for the full grid (the measured configurations' mean × {})\n",
         f.configs.len(),

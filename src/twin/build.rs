@@ -17,6 +17,25 @@ use std::path::Path;
 fn base(run: &Run) -> Params {
     let e = &run.manifest.engine;
     let set = super::settings::TwinSettings::of(&run.spec);
+    costless(
+        set.max_batched_tokens.unwrap_or(8192),
+        set.max_num_seqs.unwrap_or(256),
+        e.kv_tokens.unwrap_or(1 << 30),
+        e.max_model_len
+            .or(run.plan.max_model_len)
+            .unwrap_or(131_072),
+    )
+}
+
+/// The twin's parameters with no cost and these limits: tokens per step, requests at once,
+/// KV-cache tokens, longest sequence — what a fit starts from (`base`), or, with no limits,
+/// what a configuration's settings are applied to for its cap (`tune::family`).
+pub(crate) fn costless(
+    max_batched_tokens: u64,
+    max_num_seqs: u64,
+    kv_tokens: u64,
+    max_model_len: u64,
+) -> Params {
     Params {
         step_s: 0.0,
         per_seq_s: 0.0,
@@ -29,13 +48,10 @@ fn base(run: &Run) -> Params {
         cached_token_s: 0.0,
         cached_quadratic_s: 0.0,
         tokenizer_token_s: 0.0,
-        max_batched_tokens: set.max_batched_tokens.unwrap_or(8192),
-        max_num_seqs: set.max_num_seqs.unwrap_or(256),
-        kv_tokens: e.kv_tokens.unwrap_or(1 << 30),
-        max_model_len: e
-            .max_model_len
-            .or(run.plan.max_model_len)
-            .unwrap_or(131_072),
+        max_batched_tokens,
+        max_num_seqs,
+        kv_tokens,
+        max_model_len,
     }
 }
 

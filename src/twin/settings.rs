@@ -44,12 +44,7 @@ pub struct TwinSettings {
 impl TwinSettings {
     /// What `spec` sets: its launch command's flags, its simulator's options, its model's.
     pub fn of(spec: &Spec) -> TwinSettings {
-        let args = spec
-            .engine
-            .launch
-            .as_ref()
-            .and_then(|l| l.command.args().ok())
-            .unwrap_or_default();
+        let args = spec.launch_args();
         let flag = |names: &[&'static str]| {
             first_flag(&args, names).and_then(|(_, v)| Tokens::parse(v).ok().map(|t| t.0))
         };
@@ -122,12 +117,7 @@ pub fn modelled(change: &str) -> bool {
 /// simulator's options that differ from their defaults, and what each variant changes.
 pub fn not_modelled(spec: &Spec) -> Vec<String> {
     let mut out = Vec::new();
-    let args = spec
-        .engine
-        .launch
-        .as_ref()
-        .and_then(|l| l.command.args().ok())
-        .unwrap_or_default();
+    let args = spec.launch_args();
     for a in args.iter().filter(|a| a.starts_with("--")) {
         let name = a.split('=').next().unwrap_or(a);
         if !is_modelled(name) && !PLACE_FLAGS.contains(&name) {

@@ -50,9 +50,11 @@ impl Drop for Sim {
     }
 }
 
-/// The simulator's `/metrics` body.
-fn metrics(port: u16) -> String {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+/// The engine's `/metrics` body (empty while nothing listens on `port`).
+pub(super) fn metrics(port: u16) -> String {
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: sim\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut text = String::new();
@@ -61,7 +63,7 @@ fn metrics(port: u16) -> String {
 }
 
 /// A sample's value (its first series).
-fn metric(text: &str, name: &str) -> f64 {
+pub(super) fn metric(text: &str, name: &str) -> f64 {
     text.lines()
         .find(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
         .and_then(|l| l.rsplit(' ').next())
@@ -70,7 +72,11 @@ fn metric(text: &str, name: &str) -> f64 {
 }
 
 /// The most of each gauge `names` the simulator showed while `f` ran, polled every 50 ms.
-fn watched<T>(port: u16, names: [&'static str; 3], f: impl FnOnce() -> T) -> (T, [f64; 3]) {
+pub(super) fn watched<T>(
+    port: u16,
+    names: [&'static str; 3],
+    f: impl FnOnce() -> T,
+) -> (T, [f64; 3]) {
     let most = Arc::new(Mutex::new([0.0f64; 3]));
     let stop = Arc::new(AtomicBool::new(false));
     let poller = {
