@@ -46,6 +46,7 @@ mod sessions;
 mod sim;
 mod spec_decode;
 mod telemetry;
+mod traffic_reports;
 mod tune;
 mod twin;
 mod twin_checks;
