@@ -123,6 +123,13 @@ impl One<'_, '_> {
             Err(e) if up.interrupt.is_requested() => return Err(e),
             Err(e) => return self.failed(&e.to_string(), summary),
         };
+        // A spec error, not an engine that failed: the run ends (exit 2) before any of this
+        // variant's cells, the earlier variants' records kept.
+        let served = Some(self.name);
+        if let Err(e) = super::engine::adapters_served(&engine.client, &server, up.config, served) {
+            engine.down().await;
+            return Err(e);
+        }
         let mut facts = manifest::variant_facts(self.name, v, &server);
         facts.failed = None;
         self.remember(facts)?;

@@ -26,6 +26,7 @@ mod layers;
 mod limit;
 mod llamacpp;
 mod lora;
+mod lora_paths;
 mod lora_vllm;
 mod merge;
 mod merge_split;
