@@ -5,6 +5,7 @@
 use super::cli::Bench;
 use super::cli::tempdir::Dir;
 use benchspec::results::Status;
+use std::collections::BTreeMap;
 
 /// Two variants of the simulator serving adapters: `both` serves `a` and `b`, `only_a`
 /// (second) serves `a` alone; the workload asks for both.
@@ -95,4 +96,88 @@ phases: {prefill: {enabled: false}, decode: {enabled: false}, replay: {trace: sa
     );
     let records = benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap_or_default();
     assert!(records.is_empty(), "{records:#?}");
+}
+
+/// `run --shard K/2 --split-load --start-at AT` of `spec` into `dir/name`.
+fn split_shard(
+    dir: &std::path::Path,
+    spec: &std::path::Path,
+    k: u32,
+    at: &str,
+) -> std::path::PathBuf {
+    let out = dir.join(format!("s{k}"));
+    let shard = format!("{k}/2");
+    let done = Bench::new(&[
+        "run",
+        "-q",
+        "--shard",
+        &shard,
+        "--split-load",
+        "--start-at",
+        at,
+    ])
+    .arg("--out")
+    .arg(&out)
+    .arg(spec)
+    .run();
+    assert_eq!(done.code, 0, "shard {k}: {}", done.stderr);
+    out
+}
+
+/// The load cell's `by_adapter` of the run in `dir`: adapter → requests.
+fn by_adapter(dir: &std::path::Path) -> BTreeMap<String, u64> {
+    let records = benchspec::rundir::read_records(&dir.join("results.jsonl")).unwrap();
+    let r = records
+        .iter()
+        .find(|r| r.cell == "load/256/r12")
+        .unwrap_or_else(|| panic!("{records:#?}"));
+    r.by_adapter
+        .iter()
+        .flatten()
+        .map(|u| (u.adapter.clone(), u.requests))
+        .collect()
+}
+
+/// Two shards of a LoRA load cell against one simulator, started together and merged: the
+/// whole cell's `by_adapter` counts are the shards' added and the simulator's own count of
+/// requests per adapter.
+#[test]
+fn merged_split_shards_keep_by_adapter() {
+    let _cpu = super::cpu();
+    let (rt, sim) = super::lora::sim_with(3);
+    let base = sim.base_url();
+    let dir = Dir::new();
+    let spec = dir.path().join("lora.yaml");
+    std::fs::write(&spec, super::lora::spec(&base, "{a: 2, b: 1, c: 1}")).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let at = benchspec::results::rfc3339_ms(now + 4.0);
+    let (one, two) = std::thread::scope(|s| {
+        let (d, sp, at) = (dir.path(), spec.as_path(), at.as_str());
+        let one = s.spawn(move || split_shard(d, sp, 1, at));
+        let two = s.spawn(move || split_shard(d, sp, 2, at));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    let (mut per, _) = super::lora::counters(&rt, &base);
+    rt.block_on(sim.stop());
+    per.retain(|_, n| *n > 0);
+    let out = dir.path().join("merged");
+    let done = Bench::new(&["merge", "--out", out.to_str().unwrap()])
+        .arg(&one)
+        .arg(&two)
+        .run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let mut added = by_adapter(&one);
+    for (k, n) in by_adapter(&two) {
+        *added.entry(k).or_default() += n;
+    }
+    added.retain(|_, n| *n > 0);
+    let mut merged = by_adapter(&out);
+    assert_eq!(merged.len(), 3, "a row per adapter of the mix: {merged:?}");
+    merged.retain(|_, n| *n > 0);
+    assert_eq!(merged, added, "the shards' counts added");
+    assert_eq!(merged, per, "the simulator's own count per adapter");
+    assert!(per.values().sum::<u64>() >= 30, "12 req/s for 3 s: {per:?}");
 }
