@@ -141,6 +141,31 @@ fn spec_decode_in_the_csv() {
     );
 }
 
+/// A run of the adapters `mix` against a simulator of its own into `dir/name`, its CSV's
+/// `by_adapter_requests` checked against the simulator's own count: the run directory and
+/// that count (adapters asked for at least once).
+fn mix_run(dir: &Dir, name: &str, mix: &str) -> (PathBuf, BTreeMap<String, u64>) {
+    let (rt, sim) = super::lora::sim_with(3);
+    let base = sim.base_url();
+    let out = run(dir, name, &super::lora::spec(&base, mix));
+    let (mut per, _) = super::lora::counters(&rt, &base);
+    // The simulator lists every adapter it serves, 0 for one never asked for.
+    per.retain(|_, n| *n > 0);
+    rt.block_on(sim.stop());
+    let rows = csv_rows(&out);
+    let row = &rows["load/256/r12"];
+    let claimed: BTreeMap<String, u64> = row["by_adapter_requests"]
+        .split("; ")
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(claimed, per, "{name}: CSV vs the simulator's own count");
+    assert_eq!(num(row, "lora_max_lora"), 3.0);
+    (out, per)
+}
+
 /// Two mixes on two simulators: the CSV's `by_adapter_requests` are each simulator's own
 /// count per adapter, and `compare` pairs the adapters, one only in the base run.
 #[test]
@@ -150,24 +175,7 @@ fn adapters_in_csv_and_compare_agree_with_the_simulator() {
     let mut runs = Vec::new();
     let mut counted = Vec::new();
     for (name, mix) in [("abc", "{a: 2, b: 1, c: 1}"), ("ab", "{a: 1, b: 1}")] {
-        let (rt, sim) = super::lora::sim_with(3);
-        let base = sim.base_url();
-        let out = run(&dir, name, &super::lora::spec(&base, mix));
-        let (mut per, _) = super::lora::counters(&rt, &base);
-        // The simulator lists every adapter it serves, 0 for one never asked for.
-        per.retain(|_, n| *n > 0);
-        rt.block_on(sim.stop());
-        let rows = csv_rows(&out);
-        let row = &rows["load/256/r12"];
-        let claimed: BTreeMap<String, u64> = row["by_adapter_requests"]
-            .split("; ")
-            .map(|p| {
-                let (k, v) = p.split_once('=').unwrap();
-                (k.to_string(), v.parse().unwrap())
-            })
-            .collect();
-        assert_eq!(claimed, per, "CSV vs the simulator's own count");
-        assert_eq!(num(row, "lora_max_lora"), 3.0);
+        let (out, per) = mix_run(&dir, name, mix);
         counted.push(per);
         runs.push(out);
     }
