@@ -115,7 +115,11 @@ impl Exits for SimError {
             | SimError::Twin { .. }
             | SimError::TwinParams(_)
             | SimError::TwinCost { .. }
-            | SimError::TwinLimit { .. } => Exit::BadInput,
+            | SimError::TwinLimit { .. }
+            | SimError::ImageUrl { .. }
+            | SimError::ImageFormat { .. }
+            | SimError::ImageTokensArg { .. }
+            | SimError::AcceptanceArg { .. } => Exit::BadInput,
             SimError::Bind { .. } => Exit::Engine,
         }
     }

@@ -86,8 +86,8 @@ pub struct SimArgs {
 }
 
 /// `--image-tokens`: `N` or `patch:P`.
-fn image_tokens(s: &str) -> Result<sim::images::ImageTokens, String> {
-    let bad = || format!("`{s}` is not N or patch:P (e.g. 256, patch:28)");
+fn image_tokens(s: &str) -> Result<sim::images::ImageTokens, sim::SimError> {
+    let bad = || sim::SimError::ImageTokensArg { value: s.into() };
     match s.strip_prefix("patch:") {
         Some(p) => p
             .parse()
@@ -107,17 +107,16 @@ fn image_tokens(s: &str) -> Result<sim::images::ImageTokens, String> {
 pub struct AcceptanceArg(pub [f64; 3]);
 
 /// Read `--acceptance R,N,C`: three numbers from 0 to 1.
-fn acceptance(s: &str) -> Result<AcceptanceArg, String> {
+fn acceptance(s: &str) -> Result<AcceptanceArg, sim::SimError> {
+    let bad = || sim::SimError::AcceptanceArg { value: s.into() };
     let v: Vec<f64> = s
         .split(',')
         .map(|p| p.trim().parse::<f64>())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("`{s}`: {e}; give three probabilities, e.g. 0.3,0.6,0.8"))?;
+        .map_err(|_| bad())?;
     match v[..] {
         [r, n, c] if v.iter().all(|p| (0.0..=1.0).contains(p)) => Ok(AcceptanceArg([r, n, c])),
-        _ => Err(format!(
-            "`{s}`: give three probabilities from 0 to 1 (random, natural, code), e.g. 0.3,0.6,0.8"
-        )),
+        _ => Err(bad()),
     }
 }
 
@@ -203,6 +202,48 @@ async fn serve(port: u16, opts: Options, out: &Out) -> Result<i32, Error> {
         () = server.wait() => {
             out.info("benchspec sim: stopped by the `die_after` fault option");
             Ok(Exit::Engine.code())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--acceptance` takes three probabilities; anything else is the one sentence saying
+    /// what to give (`SimError::AcceptanceArg`), as is an `--image-tokens` that is neither
+    /// `N` nor `patch:P`.
+    #[test]
+    fn sim_flags_are_read_or_refused_in_the_stages_error() {
+        for (text, ok) in [
+            ("0.3,0.6,0.8", true),
+            ("0, 1, 0.5", true),
+            ("0.3,0.6", false),
+            ("0.3,1.5,0.8", false),
+            ("a,b,c", false),
+        ] {
+            match acceptance(text) {
+                Ok(_) => assert!(ok, "{text}"),
+                Err(e) => {
+                    assert!(!ok, "{text}");
+                    assert!(matches!(e, sim::SimError::AcceptanceArg { .. }), "{text}");
+                    assert!(e.to_string().starts_with(&format!("`{text}`: give three")));
+                }
+            }
+        }
+        for (text, ok) in [
+            ("256", true),
+            ("patch:28", true),
+            ("patch:0", false),
+            ("x", false),
+        ] {
+            match image_tokens(text) {
+                Ok(_) => assert!(ok, "{text}"),
+                Err(e) => {
+                    assert!(!ok, "{text}");
+                    assert!(matches!(e, sim::SimError::ImageTokensArg { .. }), "{text}");
+                }
+            }
         }
     }
 }

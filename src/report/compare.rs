@@ -5,6 +5,8 @@
 //! also regressed; and the cells that only one run has. A base cell the new run lacks fails
 //! the comparison (unless allowed), and so does a comparison with no cell in common.
 
+use super::compare_traffic as traffic;
+pub use super::compare_traffic::{Acceptance, AdapterChange, ImagesChange};
 use super::context;
 use super::verdict::{LATENCIES, Pick, RATES, probe};
 pub use super::verdict::{Rules, Verdict, parse_threshold};
@@ -87,30 +89,14 @@ pub struct Row {
     /// change read beside it (context, never a verdict).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub acceptance: Option<Acceptance>,
-}
-
-/// Speculative decoding's acceptance rate (`spec_decode.acceptance_rate`) in both runs.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Acceptance {
-    /// In the base run.
-    pub base: Option<f64>,
-    /// In the new run.
-    pub new: Option<f64>,
-    /// new − base, in points of acceptance (0 to 1).
-    pub change: Option<f64>,
-}
-
-/// The acceptance of `b` and `n`, when either has it.
-fn acceptance(b: &Record, n: &Record) -> Option<Acceptance> {
-    let rate = |r: &Record| r.spec_decode.as_ref().map(|s| s.acceptance_rate);
-    let (base, new) = (rate(b), rate(n));
-    (base.is_some() || new.is_some()).then(|| Acceptance {
-        base,
-        new,
-        change: base
-            .zip(new)
-            .map(|(x, y)| crate::results::stats::round(y - x, 4)),
-    })
+    /// The images of the cell's prompts in both runs, where either sent images (context,
+    /// never a verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImagesChange>,
+    /// Each LoRA adapter's share in both runs, where either spread its requests over
+    /// adapters (context, never a verdict).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adapters: Option<Vec<AdapterChange>>,
 }
 
 /// One value in both runs.
@@ -235,7 +221,9 @@ fn row(b: &Record, n: &Record, rules: &Rules) -> Row {
         base_status: status(b),
         new_status: status(n),
         regression: !notes.is_empty(),
-        acceptance: acceptance(b, n),
+        acceptance: traffic::acceptance(b, n),
+        images: traffic::images(b, n),
+        adapters: traffic::adapters(b, n),
         metrics,
         notes,
     }

@@ -1,7 +1,8 @@
 //! `results.csv`: one row per cell in plan order (its engine variant second), the record's fields as columns (latency
 //! summaries flattened to `ttft_ms_p50` and so on, `reasons` joined with `; `, `error_kinds`
 //! and `labels` as `key=value` pairs, then the client's footprint as `client_cpu_busy` …, the
-//! open-loop fields, the engine's view as `server_…`, and the GPUs added up). A planned cell
+//! open-loop fields, the engine's view as `server_…`, the GPUs added up, and the images,
+//! speculative decoding and LoRA adapters of `csv_traffic`). A planned cell
 //! without a record is a row with status `missing`.
 
 use super::ReportError;
@@ -116,6 +117,7 @@ fn header() -> Vec<String> {
     h.extend(SERVER.iter().map(|s| format!("server_{s}")));
     h.extend(GPU.iter().map(|s| s.to_string()));
     h.extend(SESSIONS.iter().map(|s| s.to_string()));
+    h.extend(super::csv_traffic::COLUMNS.iter().map(|s| s.to_string()));
     h.extend(FRONTIER.iter().map(|s| s.to_string()));
     h
 }
@@ -246,6 +248,7 @@ pub fn render(cx: &Context) -> Result<String, ReportError> {
                 ]);
                 row.extend(observed(r));
                 row.extend(sessions(r));
+                row.extend(super::csv_traffic::values(r));
             }
             None => row.resize(header().len() - FRONTIER.len(), String::new()),
         }

@@ -7,8 +7,10 @@
 mod capacity;
 mod cells;
 pub(crate) mod compare;
+mod compare_traffic;
 pub(crate) mod context;
 mod csv;
+mod csv_traffic;
 mod export;
 mod view;
 pub use export::{CompareFormat, Exported, Exporter, Json, exporter};

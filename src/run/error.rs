@@ -54,11 +54,13 @@ pub enum RunError {
     Engine(#[from] EngineError),
     /// A LoRA adapter of `workload.adapters` is not among the models the server lists.
     #[error(
-        "{at}: the engine at {base} does not serve adapter `{adapter}` (its /v1/models lists {there}); name a listed adapter, or serve it (vLLM: `--enable-lora --lora-modules {adapter}=PATH`)"
+        "{at}: the engine{which} at {base} does not serve adapter `{adapter}` (its /v1/models lists {there}); name a listed adapter, or serve it (vLLM: `--enable-lora --lora-modules {adapter}=PATH`; the simulator: `engine.sim.lora.adapters`)"
     )]
     AdapterNotServed {
         /// Where the spec names it (`FILE:LINE:COL`).
         at: String,
+        /// ` of variant `NAME`` for an engine variant's server; empty for the spec's engine.
+        which: String,
         /// The server.
         base: String,
         /// The adapter.

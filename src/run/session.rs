@@ -57,7 +57,7 @@ impl Session<'_> {
         )
         .await?;
         let server = manifest::ServerInfo::read(&engine.client, &spec_engine.served_name).await?;
-        if let Err(e) = super::engine::adapters_served(&engine.client, &server, config) {
+        if let Err(e) = super::engine::adapters_served(&engine.client, &server, config, None) {
             engine.down().await;
             return Err(e);
         }

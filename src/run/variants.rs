@@ -99,27 +99,11 @@ impl One<'_, '_> {
             self.mine.runnable().count()
         )));
         log_header(up.dir, self.name);
-        let pool = self.mine.max_concurrency() as usize;
-        let started = async {
-            let engine = EngineSide::up(
-                v,
-                up.dir.path(),
-                pool,
-                (up.interrupt, up.tokenizer, up.in_process),
-                up.on,
-            )
-            .await?;
-            match manifest::ServerInfo::read(&engine.client, &v.served_name).await {
-                Ok(server) => Ok((engine, server)),
-                Err(e) => {
-                    engine.down().await;
-                    Err(RunError::from(e))
-                }
-            }
-        }
-        .await;
-        let (mut engine, server) = match started {
+        let (mut engine, server) = match self.start().await {
             Ok(s) => s,
+            // An adapter it does not serve is the spec's error, not an engine that failed:
+            // the run ends (exit 2) before any of this variant's cells, earlier ones kept.
+            Err(e @ RunError::AdapterNotServed { .. }) => return Err(e),
             Err(e) if up.interrupt.is_requested() => return Err(e),
             Err(e) => return self.failed(&e.to_string(), summary),
         };
@@ -146,6 +130,35 @@ impl One<'_, '_> {
         match lost {
             Some((why, note)) if !up.interrupt.is_requested() => self.lost(&why, &note, summary),
             _ => result,
+        }
+    }
+
+    /// The variant's engine up and ready, what it says of itself read, and every adapter of
+    /// the mix among the models it lists; on an error, its engine down.
+    async fn start(&self) -> Result<(EngineSide, manifest::ServerInfo), RunError> {
+        let (up, v) = (self.up, self.v);
+        let engine = EngineSide::up(
+            v,
+            up.dir.path(),
+            self.mine.max_concurrency() as usize,
+            (up.interrupt, up.tokenizer, up.in_process),
+            up.on,
+        )
+        .await?;
+        let checked = match manifest::ServerInfo::read(&engine.client, &v.served_name).await {
+            Ok(server) => {
+                let variant = Some(self.name);
+                super::engine::adapters_served(&engine.client, &server, up.config, variant)
+                    .map(|()| server)
+            }
+            Err(e) => Err(RunError::from(e)),
+        };
+        match checked {
+            Ok(server) => Ok((engine, server)),
+            Err(e) => {
+                engine.down().await;
+                Err(e)
+            }
         }
     }
 

@@ -105,6 +105,10 @@ pub struct OpenRequest {
     /// The server it went to, by its place in the run's list (with several servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<usize>,
+    /// The LoRA adapter it went to, by its place in the mix (`workload.adapters`, the
+    /// order of the record's `by_adapter`), so that split shards merge their `by_adapter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<usize>,
 }
 
 /// A turn of a session cell that ended inside its window; times in seconds from the

@@ -131,9 +131,9 @@ impl GenRequest {
         }
     }
 
-    /// The images of the chat messages' content parts, in order; an error message for one
-    /// that cannot be read.
-    pub fn images(&self) -> Result<Vec<super::images::SeenImage>, String> {
+    /// The images of the chat messages' content parts, in order; an error for one that
+    /// cannot be read.
+    pub fn images(&self) -> Result<Vec<super::images::SeenImage>, super::SimError> {
         let mut out = Vec::new();
         for m in self.messages.iter().flatten() {
             if let Content::Parts(parts) = &m.content {

@@ -187,7 +187,7 @@ fn admit(s: &Shared, body: &[u8]) -> Result<Admitted, Box<Response>> {
     let opts = &s.opts;
     let adapter = model_of(opts, &req)?;
     let mut ids = req.prompt_ids().map_err(|e| bad(&e.to_string()))?;
-    let images = req.images().map_err(|e| bad(&e))?;
+    let images = req.images().map_err(|e| bad(&e.to_string()))?;
     if let Some(why) = opts.images.refusal(&images) {
         s.images.refused.fetch_add(1, Ordering::Relaxed);
         return Err(Box::new(error(

@@ -66,9 +66,9 @@ pub struct SeenImage {
     pub hash: u64,
 }
 
-/// The images in `parts` (a message's content parts) appended to `out`; an error message
-/// for a part whose image cannot be read.
-pub fn read(parts: &[Value], out: &mut Vec<SeenImage>) -> Result<(), String> {
+/// The images in `parts` (a message's content parts) appended to `out`; an error for a
+/// part whose image cannot be read.
+pub fn read(parts: &[Value], out: &mut Vec<SeenImage>) -> Result<(), super::SimError> {
     for p in parts {
         if p.get("type").and_then(Value::as_str) != Some("image_url") {
             continue;
@@ -77,14 +77,9 @@ pub fn read(parts: &[Value], out: &mut Vec<SeenImage>) -> Result<(), String> {
             .pointer("/image_url/url")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let bytes = size::data_url(url).ok_or_else(|| {
-            format!(
-                "image {}: the simulator reads base64 `data:` URLs only",
-                out.len() + 1
-            )
-        })?;
-        let wh = size::size(&bytes)
-            .ok_or_else(|| format!("image {}: not a PNG or JPEG", out.len() + 1))?;
+        let index = out.len() + 1;
+        let bytes = size::data_url(url).ok_or(super::SimError::ImageUrl { index })?;
+        let wh = size::size(&bytes).ok_or(super::SimError::ImageFormat { index })?;
         out.push(SeenImage {
             w: wh.0,
             h: wh.1,
@@ -169,5 +164,42 @@ impl ImageCounts {
             ),
         ]
         .concat()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::SimError;
+
+    /// A part that is no `data:` URL, or whose bytes are no PNG or JPEG, is refused by its
+    /// place among the request's images (the text part before them not counted).
+    #[test]
+    fn unreadable_images_are_named_by_their_place() {
+        let part = |url: &str| serde_json::json!({"type": "image_url", "image_url": {"url": url}});
+        let text = serde_json::json!({"type": "text", "text": "hi"});
+        let cases = [
+            (
+                part("http://127.0.0.1/x.png"),
+                "image 1: the simulator reads base64 `data:` URLs only",
+            ),
+            // "aGVsbG8=" is base64 of `hello`: neither PNG nor JPEG.
+            (
+                part("data:image/png;base64,aGVsbG8="),
+                "image 1: not a PNG or JPEG",
+            ),
+        ];
+        for (bad, says) in cases {
+            let mut out = Vec::new();
+            let e = read(&[text.clone(), bad], &mut out).err();
+            assert!(
+                matches!(
+                    e,
+                    Some(SimError::ImageUrl { index: 1 } | SimError::ImageFormat { index: 1 })
+                ),
+                "{e:?}"
+            );
+            assert_eq!(e.map(|e| e.to_string()).as_deref(), Some(says));
+        }
     }
 }

@@ -72,6 +72,32 @@ pub enum SimError {
         /// Its value.
         value: f64,
     },
+    /// An image of a request is not a base64 `data:` URL (answered HTTP 400).
+    #[error("image {index}: the simulator reads base64 `data:` URLs only")]
+    ImageUrl {
+        /// Its place among the request's images, from 1.
+        index: usize,
+    },
+    /// An image of a request is neither PNG nor JPEG (answered HTTP 400).
+    #[error("image {index}: not a PNG or JPEG")]
+    ImageFormat {
+        /// Its place among the request's images, from 1.
+        index: usize,
+    },
+    /// `benchspec sim --image-tokens` is neither `N` nor `patch:P`.
+    #[error("`{value}` is not N or patch:P (e.g. 256, patch:28)")]
+    ImageTokensArg {
+        /// What was given.
+        value: String,
+    },
+    /// `benchspec sim --acceptance` is not three probabilities.
+    #[error(
+        "`{value}`: give three probabilities from 0 to 1 (random, natural, code), e.g. 0.3,0.6,0.8"
+    )]
+    AcceptanceArg {
+        /// What was given.
+        value: String,
+    },
     /// The address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {

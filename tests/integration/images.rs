@@ -7,7 +7,7 @@ use benchspec::spec::{self, Stage};
 
 /// A spec of `images` (a YAML flow map) against the server at `base`, chat, 256-token
 /// prompts: three cold prefill requests and a second of decode at concurrency 2.
-fn spec_for(base: &str, images: &str) -> String {
+pub(super) fn spec_for(base: &str, images: &str) -> String {
     format!(
         "version: 1\nname: images\nengine: {{kind: vllm, base_url: '{base}'}}\n\
          model: {{served_name: tiny}}\n\
@@ -18,7 +18,7 @@ fn spec_for(base: &str, images: &str) -> String {
 }
 
 /// An external simulator (`tiny`) with `rule`'s images, and its runtime.
-fn sim_with(
+pub(super) fn sim_with(
     rule: benchspec::sim::images::ImageRule,
 ) -> (tokio::runtime::Runtime, benchspec::sim::Sim) {
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -33,7 +33,7 @@ fn sim_with(
 }
 
 /// The simulator's counter `name` from its `/metrics`.
-fn counter(rt: &tokio::runtime::Runtime, sim: &benchspec::sim::Sim, name: &str) -> u64 {
+pub(super) fn counter(rt: &tokio::runtime::Runtime, sim: &benchspec::sim::Sim, name: &str) -> u64 {
     let text = rt.block_on(async {
         let c = benchspec::client::http_builder()
             .no_proxy()
@@ -64,7 +64,7 @@ fn run(yaml: &str) -> Vec<Record> {
     benchspec::rundir::read_records(&out.join("results.jsonl")).unwrap()
 }
 
-fn patch16() -> benchspec::sim::images::ImageRule {
+pub(super) fn patch16() -> benchspec::sim::images::ImageRule {
     benchspec::sim::images::ImageRule {
         tokens: benchspec::sim::images::ImageTokens::Patch(16),
         ..Default::default()

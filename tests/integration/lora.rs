@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// A simulator on 127.0.0.1 serving `tiny` with adapters a, b, c in `max_loras` slots,
 /// each load costing 40 ms.
-fn sim_with(max_loras: usize) -> (tokio::runtime::Runtime, benchspec::sim::Sim) {
+pub(super) fn sim_with(max_loras: usize) -> (tokio::runtime::Runtime, benchspec::sim::Sim) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let sim = rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -27,7 +27,7 @@ fn sim_with(max_loras: usize) -> (tokio::runtime::Runtime, benchspec::sim::Sim) 
 }
 
 /// The simulator's own LoRA counters: requests per adapter, and loads.
-fn counters(rt: &tokio::runtime::Runtime, base: &str) -> (BTreeMap<String, u64>, u64) {
+pub(super) fn counters(rt: &tokio::runtime::Runtime, base: &str) -> (BTreeMap<String, u64>, u64) {
     let text = rt.block_on(async {
         let http = benchspec::client::http_builder()
             .no_proxy()
@@ -51,7 +51,7 @@ fn counters(rt: &tokio::runtime::Runtime, base: &str) -> (BTreeMap<String, u64>,
 
 /// A load cell of 12 req/s for 3 s over the adapters `mix`, against `base`; cold prompts, so
 /// that no request is sent before the window (primes would draw adapters too).
-fn spec(base: &str, mix: &str) -> String {
+pub(super) fn spec(base: &str, mix: &str) -> String {
     format!(
         "version: 1\nname: t\nengine: {{kind: vllm, base_url: '{base}'}}\nmodel: {{served_name: tiny}}\n\
          workload: {{max_output_tokens: 16, seed: 3, prompt_cache: cold, adapters: {mix}}}\n\

@@ -122,6 +122,7 @@ fn keep_requests(cx: &Ctx, cell: &Cell, f: &Finished) {
             error: d.failure.clone(),
             itl_us: d.gaps.clone(),
             endpoint: (cx.client.endpoints().len() > 1).then_some(d.endpoint),
+            adapter: d.adapter,
         });
         lines.push(RequestLine::unnumbered(&cell.id, request));
     }

@@ -5,11 +5,14 @@ pub mod launch;
 pub mod manifest;
 
 /// Every adapter of `workload.adapters` is among the models `server` lists (`/v1/models`,
-/// asked at readiness); else the run is refused, pointing at the adapter in the spec.
+/// asked at readiness); else the run is refused, pointing at the adapter in the spec. Every
+/// server a run starts or attaches to is checked here once it is ready: the spec's engine,
+/// and each engine variant's (`variant`), before any of its cells.
 pub(in crate::run) fn adapters_served(
     client: &client::Client,
     server: &manifest::ServerInfo,
     config: &crate::plan::RunConfig,
+    variant: Option<&str>,
 ) -> Result<(), RunError> {
     let Some(missing) = client
         .adapters()
@@ -25,6 +28,7 @@ pub(in crate::run) fn adapters_served(
     let there = server.models.iter().map(|m| format!("`{m}`"));
     Err(RunError::AdapterNotServed {
         at: crate::spec::locate(&config.spec_path, &config.spec_source, &pointer),
+        which: variant.map_or(String::new(), |v| format!(" of variant `{v}`")),
         base: client.base.clone(),
         adapter: missing,
         there: there.collect::<Vec<_>>().join(", "),

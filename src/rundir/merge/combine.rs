@@ -43,7 +43,19 @@ pub(super) fn combine(
         .flatten()
         .map(|e| e.url.clone())
         .collect();
-    rec.by_endpoint = shares(&finished.done).fields(&urls, rec.measured_s.unwrap_or(0.0));
+    // The adapters in the mix's order, as every part's `by_adapter` lists them.
+    let adapters: Vec<String> = first
+        .by_adapter
+        .iter()
+        .flatten()
+        .map(|a| a.adapter.clone())
+        .collect();
+    let shares = shares(&finished.done);
+    let span = rec.measured_s.unwrap_or(0.0);
+    rec.by_endpoint = shares.fields(&urls, span);
+    rec.by_adapter = shares.adapter_fields(&adapters, span);
+    // The engine's gauge, as its view (`server`): the first part's readings.
+    rec.lora = first.lora.clone();
     from_parts(&mut rec, parts);
     if let Some(cost) = workload.cost_per_hour {
         rec.usd_per_mtok = rec
@@ -79,7 +91,7 @@ fn finished(parts: &[(Record, Vec<OpenRequest>)]) -> Finished {
             usage_cached: r.usage_cached_tokens,
             prompt_target: r.prompt_tokens,
             endpoint: r.endpoint.unwrap_or(0),
-            adapter: None,
+            adapter: r.adapter,
         })
         .collect();
     Finished {
@@ -212,6 +224,7 @@ mod tests {
                     error: None,
                     itl_us: vec![(tpot * 1e6) as u32; 15],
                     endpoint: None,
+                    adapter: None,
                 }
             })
             .collect()
@@ -291,5 +304,51 @@ mod tests {
             "{:?}",
             merged.reasons
         );
+    }
+
+    /// Worked by hand: 120 requests, request i to adapter i mod 3 of [a, b, c] (40 each),
+    /// split over two parts: the whole's `by_adapter` counts every part's requests, 40 each.
+    #[test]
+    fn the_parts_adapters_add_up() {
+        let plan = plan();
+        let Some(cell) = plan.cells.iter().find(|c| c.id == "load/512/r30") else {
+            panic!("{:#?}", plan.cells);
+        };
+        let mut rec = Record::new(cell, String::new(), &Default::default());
+        let row = |name: &str| crate::results::AdapterUse {
+            adapter: name.into(),
+            requests: 0,
+            total_tok_s: None,
+            ttft_ms_p50: None,
+        };
+        rec.by_adapter = Some(vec![row("a"), row("b"), row("c")]);
+        let all: Vec<OpenRequest> = requests()
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| OpenRequest {
+                adapter: Some(i % 3),
+                ..r
+            })
+            .collect();
+        let parts: Vec<(Record, Vec<OpenRequest>)> = (0..2)
+            .map(|k| {
+                (
+                    rec.clone(),
+                    all.iter().skip(k).step_by(2).cloned().collect(),
+                )
+            })
+            .collect();
+        let merged = combine(cell, &plan.workload, &parts);
+        let got: Vec<(String, u64)> = merged
+            .by_adapter
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| (a.adapter, a.requests))
+            .collect();
+        let want: Vec<(String, u64)> = ["a", "b", "c"]
+            .iter()
+            .map(|n| (n.to_string(), 40))
+            .collect();
+        assert_eq!(got, want);
     }
 }

@@ -264,6 +264,7 @@ mod tests {
             error: None,
             itl_us: Vec::new(),
             endpoint: None,
+            adapter: None,
         };
         let lines: Vec<OpenRequest> = (0..8).map(|i| line(f64::from(i) * 0.5)).collect();
         let t0 = 1_796_637_600.0;
