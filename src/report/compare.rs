@@ -271,7 +271,11 @@ pub fn compare(base: &RunDir, new: &RunDir, rules: Rules, allow_missing: bool) -
     let (bcx, ncx) = (context::Context::build(base), context::Context::build(new));
     Comparison {
         schema: COMPARE_SCHEMA.into(),
-        frontier: super::frontier_compare::compare(&bcx.frontier, &ncx.frontier),
+        frontier: super::frontier_compare::compare(
+            &bcx.frontier,
+            &ncx.frontier,
+            rules.threshold_pct / 100.0,
+        ),
         base: side(base, bcx),
         new: side(new, ncx),
         threshold_pct: rules.threshold_pct,

@@ -43,8 +43,9 @@ pub struct FrontierChange {
     pub verdict: String,
 }
 
-/// The frontiers of `base` and `new` compared.
-pub fn compare(base: &[FrontierView], new: &[FrontierView]) -> FrontierComparison {
+/// The frontiers of `base` and `new` compared; a point dominates another only beyond
+/// `margin` (a fraction: compare's threshold), so that two runs of one spec are even.
+pub fn compare(base: &[FrontierView], new: &[FrontierView], margin: f64) -> FrontierComparison {
     let has = |f: &FrontierView| !f.points.is_empty();
     let mut changes = Vec::new();
     let mut only_base = Vec::new();
@@ -53,9 +54,11 @@ pub fn compare(base: &[FrontierView], new: &[FrontierView]) -> FrontierCompariso
             only_base.push(b.context_label.clone());
             continue;
         };
-        changes.push(change(b, "tok/s per GPU", &b.points, &n.points, per_gpu));
+        let sides = (&b.points[..], &n.points[..]);
+        changes.push(change(b, "tok/s per GPU", sides, per_gpu, margin));
         if !b.cost_points.is_empty() && !n.cost_points.is_empty() {
-            changes.push(change(b, "$/Mtok", &b.cost_points, &n.cost_points, cost));
+            let sides = (&b.cost_points[..], &n.cost_points[..]);
+            changes.push(change(b, "$/Mtok", sides, cost, margin));
         }
     }
     let only_new: Vec<String> = new
@@ -98,13 +101,35 @@ fn cost(p: &FrontierPoint) -> Option<((f64, f64), String)> {
     ))
 }
 
-/// The points of `these` some point of `by` dominates, described.
-fn dominated(these: &[FrontierPoint], by: &[FrontierPoint], xy: Coords) -> Vec<String> {
+/// `q` dominates `p` beyond `margin`: worse on neither coordinate by more than the margin,
+/// better on one by more than it (relative changes; a run measured twice moves by noise).
+fn dominates_beyond(q: (f64, f64), p: (f64, f64), margin: f64) -> bool {
+    let gain = |a: f64, b: f64| {
+        if b == 0.0 {
+            if a > b { f64::INFINITY } else { 0.0 }
+        } else {
+            (a - b) / b.abs()
+        }
+    };
+    let (gx, gy) = (gain(q.0, p.0), gain(q.1, p.1));
+    if margin <= 0.0 {
+        return dominates(q, p);
+    }
+    gx >= -margin && gy >= -margin && (gx > margin || gy > margin)
+}
+
+/// The points of `these` some point of `by` dominates beyond `margin`, described.
+fn dominated(
+    these: &[FrontierPoint],
+    by: &[FrontierPoint],
+    xy: Coords,
+    margin: f64,
+) -> Vec<String> {
     let others: Vec<(f64, f64)> = by.iter().filter_map(|p| Some(xy(p)?.0)).collect();
     these
         .iter()
         .filter_map(xy)
-        .filter(|(p, _)| others.iter().any(|q| dominates(*q, *p)))
+        .filter(|(p, _)| others.iter().any(|q| dominates_beyond(*q, *p, margin)))
         .map(|(_, text)| text)
         .collect()
 }
@@ -113,12 +138,12 @@ fn dominated(these: &[FrontierPoint], by: &[FrontierPoint], xy: Coords) -> Vec<S
 fn change(
     b: &FrontierView,
     frontier: &str,
-    base: &[FrontierPoint],
-    new: &[FrontierPoint],
+    (base, new): (&[FrontierPoint], &[FrontierPoint]),
     xy: Coords,
+    margin: f64,
 ) -> FrontierChange {
-    let base_dominated = dominated(base, new, xy);
-    let new_dominated = dominated(new, base, xy);
+    let base_dominated = dominated(base, new, xy, margin);
+    let new_dominated = dominated(new, base, xy, margin);
     let verdict = match (base_dominated.is_empty(), new_dominated.is_empty()) {
         (false, true) => "ahead",
         (true, false) => "behind",

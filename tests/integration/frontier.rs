@@ -174,8 +174,12 @@ fn compare_of_the_variants(run: &Path, records: &[Record]) {
     let beaten = |a: &[(String, f64, f64)], by: &[(String, f64, f64)]| {
         a.iter()
             .filter(|p| {
-                by.iter()
-                    .any(|q| q.1 >= p.1 && q.2 >= p.2 && (q.1 > p.1 || q.2 > p.2))
+                // Beyond compare's default 5% threshold: worse on neither axis by more,
+                // better on one by more.
+                by.iter().any(|q| {
+                    let (gx, gy) = ((q.1 - p.1) / p.1, (q.2 - p.2) / p.2);
+                    gx >= -0.05 && gy >= -0.05 && (gx > 0.05 || gy > 0.05)
+                })
             })
             .count()
     };

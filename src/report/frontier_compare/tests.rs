@@ -59,7 +59,7 @@ fn each_base_point_dominated_or_not_and_each_new_one() {
                 .map(|(i, (x, y))| pt(&format!("n{i}"), *x, *y, None))
                 .collect(),
         )];
-        let c = compare(&base, &new);
+        let c = compare(&base, &new, 0.05);
         assert_eq!(c.changes.len(), 1, "{verdict}");
         let ch = &c.changes[0];
         assert_eq!(ch.verdict, verdict);
@@ -67,11 +67,37 @@ fn each_base_point_dominated_or_not_and_each_new_one() {
         assert_eq!(ch.new_dominated.len(), new_dom, "{verdict}");
         assert_eq!(c.summary, format!("{verdict} at 1K (tok/s per GPU)"));
     }
-    let c = compare(&base, &[view(1024, vec![pt("n", 120.0, 10.0, None)])]);
+    let c = compare(&base, &[view(1024, vec![pt("n", 120.0, 10.0, None)])], 0.05);
     assert_eq!(
         c.changes[0].base_dominated,
         ["`a` (100.0 tok/s per GPU at 10.0 per user)"]
     );
+}
+
+/// Two runs of one spec differ by noise: a point better by 0.1% on one axis and worse by
+/// 0.1% on the other, or better by 1% on both, is even under a 5% margin; 6% better on one
+/// axis and 1% worse on the other is ahead (worked by hand).
+#[test]
+fn noise_below_the_margin_is_even() {
+    let base = [view(1024, vec![pt("a", 100.0, 10.0, None)])];
+    let cases = [
+        ((100.1, 9.99), "even"),
+        ((101.0, 10.1), "even"),
+        ((106.0, 9.9), "ahead"),
+        ((94.0, 10.0), "behind"),
+        ((106.0, 9.4), "even"),
+    ];
+    for ((x, y), verdict) in cases {
+        let new = [view(1024, vec![pt("n", x, y, None)])];
+        assert_eq!(
+            compare(&base, &new, 0.05).changes[0].verdict,
+            verdict,
+            "{x} {y}"
+        );
+    }
+    // No margin: exact dominance, as before.
+    let new = [view(1024, vec![pt("n", 100.1, 10.0, None)])];
+    assert_eq!(compare(&base, &new, 0.0).changes[0].verdict, "ahead");
 }
 
 /// Lower $/Mtok is better: $2 at 10 per user dominates $3 at 10 per user.
@@ -79,13 +105,13 @@ fn each_base_point_dominated_or_not_and_each_new_one() {
 fn the_cost_frontier_is_compared_where_both_runs_have_a_cost() {
     let base = [view(1024, vec![pt("a", 100.0, 10.0, Some(3.0))])];
     let new = [view(1024, vec![pt("n", 100.0, 10.0, Some(2.0))])];
-    let c = compare(&base, &new);
+    let c = compare(&base, &new, 0.05);
     assert_eq!(
         c.summary,
         "even at 1K (tok/s per GPU); ahead at 1K ($/Mtok)"
     );
     // One run without a cost: the per-GPU frontier only.
-    let c = compare(&base, &[view(1024, vec![pt("n", 100.0, 10.0, None)])]);
+    let c = compare(&base, &[view(1024, vec![pt("n", 100.0, 10.0, None)])], 0.05);
     assert_eq!(c.changes.len(), 1);
 }
 
@@ -100,7 +126,7 @@ fn no_common_context_judges_nothing() {
         view(2048, vec![pt("n", 1.0, 1.0, None)]),
         view(4096, vec![]),
     ];
-    let c = compare(&base, &new);
+    let c = compare(&base, &new, 0.05);
     assert!(c.changes.is_empty());
     assert_eq!(
         c.summary,
@@ -110,5 +136,5 @@ fn no_common_context_judges_nothing() {
         (c.only_base, c.only_new),
         (vec!["1K".to_string()], vec!["2K".to_string()])
     );
-    assert_eq!(compare(&[], &[]).summary, c.summary);
+    assert_eq!(compare(&[], &[], 0.05).summary, c.summary);
 }
