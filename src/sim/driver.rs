@@ -74,6 +74,8 @@ struct Book {
     streams: HashMap<ReqId, Stream>,
     ids: HashMap<u64, ReqId>,
     snap: Snapshot,
+    /// The label sets `vllm:lora_requests_info` was set with.
+    lora_seen: super::lora::InfoSeries,
 }
 
 /// Run the engine until every sender is gone (call on a thread of its own).
@@ -142,6 +144,7 @@ impl Book {
             streams: HashMap::new(),
             ids: HashMap::new(),
             snap: Snapshot::of(engine),
+            lora_seen: super::lora::InfoSeries::default(),
         }
     }
 
@@ -263,7 +266,7 @@ impl Book {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64());
             let (running, waiting) = (engine.running_adapters(), engine.waiting_adapters());
-            s.lora = slots.render(&running, &waiting, now);
+            s.lora = slots.render(&running, &waiting, now, &mut self.lora_seen);
         }
         s.spec = engine.drafter.as_ref().map(|d| d.counts.clone());
         if let Ok(mut m) = metrics.lock() {

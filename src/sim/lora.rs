@@ -30,6 +30,11 @@ pub struct LoraOptions {
     pub load_s: f64,
 }
 
+/// Every label set (running adapters, waiting adapters) `lora_requests_info` was set with,
+/// and when it was last set.
+#[derive(Debug, Clone, Default)]
+pub struct InfoSeries(std::collections::BTreeMap<(String, String), f64>);
+
 /// The engine's adapter slots and counters.
 #[derive(Debug, Clone)]
 pub struct Slots {
@@ -96,9 +101,17 @@ impl Slots {
         self.opts.load_s
     }
 
-    /// `/metrics` lines: vLLM's `lora_requests_info` at `now_s` (seconds since the epoch)
-    /// with the adapters of `running` and `waiting` requests, and the simulator's counters.
-    pub fn render(&self, running: &[usize], waiting: &[usize], now_s: f64) -> String {
+    /// `/metrics` lines: vLLM's `lora_requests_info` — the series of the adapters of
+    /// `running` and `waiting` requests set to `now_s` (seconds since the epoch) in `seen`,
+    /// and every series set before, as a Prometheus gauge keeps each label set it was ever
+    /// set with at its last value — and the simulator's counters.
+    pub fn render(
+        &self,
+        running: &[usize],
+        waiting: &[usize],
+        now_s: f64,
+        seen: &mut InfoSeries,
+    ) -> String {
         let names = |list: &[usize]| {
             let mut v: Vec<&str> = list
                 .iter()
@@ -108,12 +121,17 @@ impl Slots {
             v.dedup();
             v.join(",")
         };
-        let mut out = format!(
-            "# HELP vllm:lora_requests_info Running stats on lora requests.\n# TYPE vllm:lora_requests_info gauge\nvllm:lora_requests_info{{max_lora=\"{}\",running_lora_adapters=\"{}\",waiting_lora_adapters=\"{}\"}} {now_s:?}\n",
-            self.opts.max_loras,
-            names(running),
-            names(waiting)
+        seen.0.insert((names(running), names(waiting)), now_s);
+        let mut out = String::from(
+            "# HELP vllm:lora_requests_info Running stats on lora requests.\n# TYPE vllm:lora_requests_info gauge\n",
         );
+        for ((run, wait), at) in &seen.0 {
+            let _ = writeln!(
+                out,
+                "vllm:lora_requests_info{{max_lora=\"{}\",running_lora_adapters=\"{run}\",waiting_lora_adapters=\"{wait}\"}} {at:?}",
+                self.opts.max_loras
+            );
+        }
         out.push_str("# HELP benchspec_sim:lora_requests_total Requests submitted, per adapter (the simulator's own count).\n# TYPE benchspec_sim:lora_requests_total counter\n");
         for (name, n) in self.opts.adapters.iter().zip(&self.requests) {
             let _ = writeln!(
@@ -170,10 +188,23 @@ mod tests {
         assert!(!one.fits(1, &[0]), "a runs: b waits");
         assert!(one.fits(0, &[0]), "a again: runs");
         assert!(one.fits(1, &[]), "a idle: b may evict it");
-        let text = one.render(&[0], &[1, 1], 5.0);
+        let mut seen = InfoSeries::default();
+        let text = one.render(&[0], &[1, 1], 5.0, &mut seen);
         assert!(text.contains(
             "{max_lora=\"1\",running_lora_adapters=\"a\",waiting_lora_adapters=\"b\"} 5.0"
         ));
+        // Later, b runs and nothing waits: both series are there, each at its last time,
+        // as vLLM's gauge keeps every label set it was set with.
+        let text = one.render(&[1], &[], 7.0, &mut seen);
+        assert!(text.contains("running_lora_adapters=\"a\",waiting_lora_adapters=\"b\"} 5.0"));
+        assert!(text.contains("running_lora_adapters=\"b\",waiting_lora_adapters=\"\"} 7.0"));
+        let text = one.render(&[0], &[1], 9.0, &mut seen);
+        assert!(text.contains("running_lora_adapters=\"a\",waiting_lora_adapters=\"b\"} 9.0"));
+        assert_eq!(
+            text.matches("vllm:lora_requests_info{").count(),
+            2,
+            "{text}"
+        );
         assert!(text.contains("benchspec_sim:lora_loads_total 1"));
     }
 }

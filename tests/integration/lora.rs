@@ -127,7 +127,7 @@ fn one_slot_for_three_adapters_costs_loads() {
         let (rt, sim) = sim_with(max_loras);
         let base = sim.base_url();
         let (code, stderr, records, _) = run(&spec(&base, "{a: 1, b: 1, c: 1}"));
-        let (_, loads) = counters(&rt, &base);
+        let (requests, loads) = counters(&rt, &base);
         rt.block_on(sim.stop());
         assert_eq!(code, 0, "{stderr}");
         let r = records.iter().find(|r| r.cell == "load/256/r12").unwrap();
@@ -135,6 +135,20 @@ fn one_slot_for_three_adapters_costs_loads() {
             r.lora.as_ref().and_then(|l| l.max_lora),
             Some(max_loras as u64)
         );
+        // Every adapter the simulator ran a request on is seen, with one slot too (its
+        // gauge keeps each label set it was set with, as vLLM's does; it kept only the
+        // latest, and the window saw one or two of the three).
+        let ran: Vec<&String> = requests
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(a, _)| a)
+            .collect();
+        let seen_by_record: Vec<&String> = r
+            .lora
+            .as_ref()
+            .map(|l| l.adapters_seen.iter().collect())
+            .unwrap_or_default();
+        assert_eq!(seen_by_record, ran, "max_loras {max_loras}");
         seen.push((loads, r.ttft_ms.unwrap().p50));
     }
     let ((one, ttft_one), (three, ttft_three)) = (seen[0], seen[1]);
