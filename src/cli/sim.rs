@@ -62,12 +62,15 @@ pub struct SimArgs {
     /// Fault: fraction of streams that go silent mid-way.
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub stall_rate: f64,
-    /// Speculative decoding: draft this many tokens per decode step (0: none).
-    #[arg(long, default_value_t = 0, value_name = "K")]
-    pub draft_tokens: usize,
+    /// Speculative decoding: draft this many tokens per decode step (0: none; at most 64,
+    /// as `engine.sim.speculative.draft_tokens`).
+    #[arg(long, default_value_t = 0, value_name = "K",
+          value_parser = clap::value_parser!(u32).range(0..=64))]
+    pub draft_tokens: u32,
     /// The probability that a draft token is accepted, for random, natural and code prompt
-    /// text (with `--draft-tokens`).
-    #[arg(long, default_value = "0.3,0.6,0.8", value_name = "R,N,C", value_parser = acceptance)]
+    /// text (needs `--draft-tokens`).
+    #[arg(long, default_value = "0.3,0.6,0.8", value_name = "R,N,C", value_parser = acceptance,
+          requires = "draft_tokens")]
     pub acceptance: AcceptanceArg,
     /// Fault: stop serving after this long (e.g. `30s`).
     #[arg(long, value_name = "DURATION", value_parser = |s: &str| Span::parse(s))]
@@ -153,7 +156,7 @@ pub fn run(args: &SimArgs, out: &Out) -> Result<i32, Error> {
         max_side: args.max_image_side.max(1),
     };
     opts.speculation = (args.draft_tokens > 0).then_some(sim::Speculation {
-        draft_tokens: args.draft_tokens,
+        draft_tokens: args.draft_tokens as usize,
         acceptance: args.acceptance.0,
     });
     opts.dialect = crate::plan::sim::dialect(args.dialect);
@@ -213,6 +216,25 @@ mod tests {
     /// `--acceptance` takes three probabilities; anything else is the one sentence saying
     /// what to give (`SimError::AcceptanceArg`), as is an `--image-tokens` that is neither
     /// `N` nor `patch:P`.
+    #[test]
+    fn draft_tokens_are_bounded_and_acceptance_needs_them() {
+        use clap::Parser;
+        let parse = |args: &[&str]| {
+            let mut all = vec!["benchspec", "sim"];
+            all.extend_from_slice(args);
+            crate::cli::Cli::try_parse_from(all).map(|_| ())
+        };
+        assert!(parse(&["--draft-tokens", "64"]).is_ok());
+        assert!(parse(&["--draft-tokens", "65"]).is_err(), "the spec's 1–64");
+        assert!(parse(&["--draft-tokens", "1000000"]).is_err());
+        assert!(
+            parse(&["--acceptance", "0.1,0.2,0.3"]).is_err(),
+            "ignored alone"
+        );
+        assert!(parse(&["--draft-tokens", "3", "--acceptance", "0.1,0.2,0.3"]).is_ok());
+        assert!(parse(&[]).is_ok());
+    }
+
     #[test]
     fn sim_flags_are_read_or_refused_in_the_stages_error() {
         for (text, ok) in [
