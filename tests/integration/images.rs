@@ -211,6 +211,29 @@ fn bad_image_specs_are_refused_where_they_are_written() {
     }
 }
 
+/// With `kind: sim` and no `model.image_limit`, the simulator's own
+/// `engine.sim.images.limit_per_prompt` bounds the count at validate (it was found only when
+/// the server refused the requests).
+#[test]
+fn the_simulators_own_image_limit_is_checked_at_validate() {
+    let base = "version: 1\nname: t\nengine:\n  kind: sim\n  sim: {images: {limit_per_prompt: 2}}\nmodel: {served_name: m}\nmatrix: {contexts: [1K], concurrency: [1]}\nworkload:\n  api: chat\n  images: {count: 2, width: 64, height: 64}\n";
+    assert!(spec::parse("t.yaml", base, Stage::Validate, &|_| None).is_ok());
+    let text = base.replace("count: 2", "count: 3");
+    let got = spec::parse("t.yaml", &text, Stage::Validate, &|_| None)
+        .err()
+        .map(|e| e.diagnostics().to_vec())
+        .unwrap_or_default();
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(got[0].pointer, "/workload/images/count");
+    assert!(
+        got[0]
+            .message
+            .contains("`engine.sim.images.limit_per_prompt`"),
+        "{}",
+        got[0].message
+    );
+}
+
 #[test]
 fn the_shipped_spec_sends_images_in_every_phase() {
     let yaml = std::fs::read_to_string(super::repo_path("specs/images.yaml")).unwrap();

@@ -193,6 +193,24 @@ fn bad_adapters_are_refused_where_they_stand() {
     }
 }
 
+/// With `kind: sim`, an adapter the simulator does not serve is refused at validate, where
+/// the mix names it (it was found only at readiness).
+#[test]
+fn an_adapter_the_simulator_does_not_serve_is_refused_at_validate() {
+    let text = "version: 1\nname: t\nengine:\n  kind: sim\n  sim: {lora: {adapters: [a, b]}}\nmodel: {served_name: m}\nmatrix: {contexts: [1K], concurrency: [1]}\nworkload:\n  adapters: {a: 1, zz: 1}\n";
+    let done = Bench::new(&["validate"]).spec("t.yaml", text).run();
+    assert_eq!(done.code, 2, "{}", done.stderr);
+    assert!(done.stderr.contains("t.yaml:9:"), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("serves a, b, not `zz`"),
+        "{}",
+        done.stderr
+    );
+    let ok = text.replace("zz: 1", "b: 1");
+    let done = Bench::new(&["validate"]).spec("t.yaml", &ok).run();
+    assert_eq!(done.code, 0, "{}", done.stderr);
+}
+
 /// The shipped example on the paused clock: every measured cell is broken down over its three
 /// adapters, the rows adding up to the cell, and the simulator's gauge says one slot. The
 /// decode cell is invalid, as it should be: with four streams over three adapters and one

@@ -10,6 +10,7 @@ use serde_json::Value;
 pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
     if let Some(map) = cx.json.pointer("/workload/adapters") {
         mix(map, out);
+        served_by_the_simulator(cx, map, out);
     }
     if let Ok(Some(names)) = cx.field::<Vec<String>>("/engine/sim/lora/adapters") {
         for (i, name) in names.iter().enumerate() {
@@ -20,6 +21,41 @@ pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
                 ));
             }
         }
+    }
+}
+
+/// With `engine.kind: sim`, the mix names only adapters the simulator serves
+/// (`engine.sim.lora.adapters`, unless a variant changes `lora`): known before a server
+/// is started, so refused here rather than at readiness.
+fn served_by_the_simulator(cx: &Checker<'_>, map: &Value, out: &mut Vec<Problem>) {
+    if cx.json.pointer("/engine/kind").and_then(Value::as_str) != Some("sim") {
+        return;
+    }
+    let variants_change_lora = cx
+        .json
+        .pointer("/engine/variants")
+        .and_then(Value::as_array)
+        .is_some_and(|vs| vs.iter().any(|v| v.pointer("/sim/lora").is_some()));
+    let Some(map) = map.as_object().filter(|_| !variants_change_lora) else {
+        return;
+    };
+    let served: Vec<String> = cx
+        .field::<Vec<String>>("/engine/sim/lora/adapters")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    for name in map.keys().filter(|n| !served.contains(n)) {
+        let listed = if served.is_empty() {
+            "serves no adapter (no `engine.sim.lora`)".to_string()
+        } else {
+            format!("serves {}", served.join(", "))
+        };
+        out.push(Problem::error(
+            &format!("/workload/adapters/{}", pointer_escape(name)),
+            format!(
+                "the simulator {listed}, not `{name}`: add it to `engine.sim.lora.adapters`, or leave it out of the mix"
+            ),
+        ));
     }
 }
 

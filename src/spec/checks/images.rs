@@ -23,12 +23,39 @@ pub(super) fn check(cx: &Checker<'_>, out: &mut Vec<Problem>) {
         .ok()
         .flatten()
         .unwrap_or_default();
-    amount(cx, "count", 0, limit.per_prompt, "per_prompt", out);
-    amount(cx, "width", 1, limit.width, "width", out);
-    amount(cx, "height", 1, limit.height, "height", out);
+    // The simulator's own limit (vLLM's `--limit-mm-per-prompt`) where the model states none.
+    let sim_limit = cx
+        .json
+        .pointer("/engine/kind")
+        .filter(|k| k.as_str() == Some("sim"))
+        .and_then(|_| cx.field::<u32>("/engine/sim/images/limit_per_prompt").ok())
+        .flatten();
+    match (limit.per_prompt, sim_limit) {
+        (None, Some(cap)) => amount(cx, "count", 0, Some(cap), SIM_LIMIT, out),
+        _ => amount(
+            cx,
+            "count",
+            0,
+            limit.per_prompt,
+            "model.image_limit.per_prompt",
+            out,
+        ),
+    }
+    amount(cx, "width", 1, limit.width, "model.image_limit.width", out);
+    amount(
+        cx,
+        "height",
+        1,
+        limit.height,
+        "model.image_limit.height",
+        out,
+    );
 }
 
-/// `workload.images.<key>`: at least `least`, and within `cap` (`model.image_limit.<name>`).
+/// Where the simulator's limit of images a prompt is set.
+const SIM_LIMIT: &str = "engine.sim.images.limit_per_prompt";
+
+/// `workload.images.<key>`: at least `least`, and within `cap` (the key `name` sets).
 fn amount(
     cx: &Checker<'_>,
     key: &str,
@@ -68,14 +95,14 @@ fn amount(
         Some(most) if most > u64::from(cap) => out.push(Problem::error(
             &ptr,
             format!(
-                "{key} reaches {most}, over the model's limit of {cap} (`model.image_limit.{name}`): \
+                "{key} reaches {most}, over the limit of {cap} (`{name}`): \
                  the server refuses such requests; lower it"
             ),
         )),
         None if a.mean() > cap => out.push(Problem::error(
             &ptr,
             format!(
-                "the mean {key} {} is over the model's limit of {cap} (`model.image_limit.{name}`); lower it",
+                "the mean {key} {} is over the limit of {cap} (`{name}`); lower it",
                 a.mean()
             ),
         )),
