@@ -8,6 +8,8 @@
 //! file is the rules alone, with no I/O.
 
 use super::Record;
+pub use super::limit_knobs::Knobs;
+use super::limit_knobs::{front_end, suggestion};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +31,15 @@ pub const QUEUE_TOKENS: f64 = 4.0;
 /// The client's requests in flight above the engine's running mean by this many or more,
 /// with requests waiting, is requests held back by the engine.
 pub const HELD_BACK: f64 = 1.0;
+/// The client's requests in flight at this many times the engine's (running mean + waiting
+/// max) or more, and [`FRONT_GAP`] more, is requests held before the engine's scheduler (in
+/// its API server): the engine's gauges do not see them, so no engine kind is judged.
+pub const FRONT_END: f64 = 2.0;
+/// … and at least this many requests more than the engine holds.
+pub const FRONT_GAP: f64 = 2.0;
+/// The engine's running mean within this of its cap (and its max at the cap) is running at
+/// the cap the whole window: one request more would wait.
+pub const AT_CAP: f64 = 0.5;
 
 /// What limits a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -139,6 +150,8 @@ pub struct Judged<'a> {
     pub cap: Option<Cap>,
     /// `validity.max_client_busy`.
     pub max_client_busy: f64,
+    /// Where the user changes the engine's settings (the suggestion names them so).
+    pub knobs: Knobs,
 }
 
 fn fact(name: &str, value: f64, source: String) -> Evidence {
@@ -164,7 +177,7 @@ pub fn judge(j: &Judged) -> Limit {
     let done = |kind: LimitKind, evidence: Vec<Evidence>| Limit {
         kind: Some(kind),
         evidence,
-        suggestion: suggestion(kind, family, j.cap),
+        suggestion: suggestion(kind, family, j.cap, j.knobs),
     };
     if let Some(ev) = client_busy(j) {
         return done(LimitKind::Client, ev);
@@ -198,20 +211,35 @@ pub fn judge(j: &Judged) -> Limit {
             ),
         );
     };
+    let in_flight = fact(
+        "avg_active",
+        active,
+        format!("{}: the client's requests in flight", a.cell),
+    );
     if held {
-        ev.push(fact(
-            "avg_active",
-            active,
-            format!("{}: the client's requests in flight", a.cell),
-        ));
+        ev.push(in_flight);
         let Some(cap) = j.cap else {
-            return not_judged(ev, "requests were held back, but the engine's cap on running requests is not in the spec: set it (`--max-num-seqs N`, llama.cpp `--parallel N`, `engine.sim.max_num_seqs`) so a full scheduler can be told from a full KV cache".into());
+            return not_judged(ev, no_cap(j.knobs));
         };
         ev.push(fact("cap", cap.value, format!("the spec's {}", cap.from)));
         return match s.running_max {
             Some(r) if r >= cap.value => done(LimitKind::Scheduler, ev),
             _ => done(LimitKind::KvCache, ev),
         };
+    }
+    if let Some(cap) = j.cap
+        && s.running_max.is_some_and(|r| r >= cap.value)
+        && s.running_mean.is_some_and(|r| r + AT_CAP >= cap.value)
+    {
+        ev.push(in_flight);
+        ev.push(fact("cap", cap.value, format!("the spec's {} (running at it the whole window: one request more would wait)", cap.from)));
+        return done(LimitKind::Scheduler, ev);
+    }
+    let engine = s.running_mean.unwrap_or(0.0) + s.waiting_max.unwrap_or(0.0);
+    if active >= FRONT_END * engine && active - engine >= FRONT_GAP {
+        ev.push(in_flight);
+        ev.push(fact("before_scheduler", active - engine, format!("{}: avg_active − (server.running_mean + server.waiting_max): requests neither running nor waiting in the engine", a.cell)));
+        return not_judged(ev, front_end(family, j.knobs));
     }
     latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met: TPOT 1.2× the lower step's, or TTFT 2× a cold request's with a wait of 50 ms and 4 output tokens or more): not judged".into()), |(k, ev)| done(k, ev))
 }
@@ -288,29 +316,21 @@ fn queued(ttft: f64, cold: f64, tpot: f64) -> bool {
     ttft >= TTFT_QUEUED * cold && wait >= QUEUE_FLOOR_MS && wait >= QUEUE_TOKENS * tpot
 }
 
+/// Why a held-back cell without a cap is not judged, and what would state the cap.
+fn no_cap(knobs: Knobs) -> String {
+    let how = match knobs {
+        Knobs::Sim => "set `engine.sim.max_num_seqs`",
+        Knobs::Launch => "set it in the launch command (`--max-num-seqs N`, llama.cpp `--parallel N`, SGLang `--max-running-requests N`)",
+        Knobs::Attached => "this spec attaches to a running server, whose launch flags it cannot read: start the engine from the spec (`engine.launch.command` with `--max-num-seqs N`, llama.cpp `--parallel N`)",
+    };
+    format!("requests were held back, but the engine's cap on running requests is not known: {how}, so a full scheduler can be told from a full KV cache")
+}
+
 fn not_judged(evidence: Vec<Evidence>, why: String) -> Limit {
     Limit {
         kind: None,
         evidence,
         suggestion: why,
-    }
-}
-
-/// The knob a user of `family` (`vllm`, `llamacpp`, `sglang`, `trtllm`) would turn.
-fn suggestion(kind: LimitKind, family: &str, cap: Option<Cap>) -> String {
-    let llama = family == "llamacpp";
-    match kind {
-        LimitKind::Scheduler if llama => "raise `--parallel` (more slots; `--ctx-size` is shared among them, raise it too)".into(),
-        LimitKind::Scheduler => {
-            let flag = cap.map_or("--max-num-seqs", |c| if c.from.starts_with("engine.sim") { "engine.sim.max_num_seqs" } else { c.from });
-            format!("raise `{flag}` (the KV cache must hold the extra requests), or add replicas")
-        }
-        LimitKind::KvCache if llama => "a larger `--ctx-size` (the slots share it), fewer `--parallel` slots, or a quantized KV cache (`--cache-type-k`/`--cache-type-v q8_0`)".into(),
-        LimitKind::KvCache => "more KV memory: raise `--gpu-memory-utilization`, `--kv-cache-dtype fp8`, more GPUs (`--tensor-parallel-size`), or a smaller `--max-model-len`".into(),
-        LimitKind::PrefillInterference if llama => "a larger `--batch-size`/`--ubatch-size` (prompt tokens per step), or a replica for long prompts".into(),
-        LimitKind::PrefillInterference => "tune chunked prefill: `--max-num-batched-tokens` (larger: prefills finish sooner; smaller: decodes stall less), `--enable-chunked-prefill`, or disaggregated prefill".into(),
-        LimitKind::Compute => "the hardware is the limit at this batch: add replicas or GPUs, or a faster (quantized) model; a bigger batch only trades per-user speed for little throughput".into(),
-        LimitKind::Client => "give the client more cores or `--client-threads`, or split the load over machines (`--shard N/M --split-load`)".into(),
     }
 }
 
