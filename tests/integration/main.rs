@@ -25,6 +25,7 @@ mod launch;
 mod layers;
 mod limit;
 mod limit_llamacpp;
+mod limit_front;
 mod limit_sim;
 mod llamacpp;
 mod lora;
