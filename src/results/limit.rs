@@ -211,11 +211,8 @@ pub fn judge(j: &Judged) -> Limit {
             ),
         );
     };
-    let in_flight = fact(
-        "avg_active",
-        active,
-        format!("{}: the client's requests in flight", a.cell),
-    );
+    let src = format!("{}: the client's requests in flight", a.cell);
+    let in_flight = fact("avg_active", active, src);
     if held {
         ev.push(in_flight);
         let Some(cap) = j.cap else {
@@ -227,21 +224,46 @@ pub fn judge(j: &Judged) -> Limit {
             _ => done(LimitKind::KvCache, ev),
         };
     }
+    let ev = match beside_the_queue(j, s, in_flight, ev) {
+        Ok(ev) => ev,
+        Err((Some(kind), ev)) => return done(kind, ev),
+        Err((None, ev)) => return not_judged(ev, front_end(family, j.knobs)),
+    };
+    latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met: TPOT 1.2× the lower step's, or TTFT 2× a cold request's with a wait of 50 ms and 4 output tokens or more): not judged".into()), |(k, ev)| done(k, ev))
+}
+
+/// With nothing held back in the engine's queue: running at the cap the whole window (the
+/// scheduler: `Err` with it), or requests in neither gauge, held before the scheduler (`Err`
+/// with no kind); `Ok` with the evidence when neither.
+#[allow(clippy::type_complexity)]
+fn beside_the_queue(
+    j: &Judged,
+    s: &super::ServerUse,
+    in_flight: Evidence,
+    mut ev: Vec<Evidence>,
+) -> Result<Vec<Evidence>, (Option<LimitKind>, Vec<Evidence>)> {
+    let active = in_flight.value;
     if let Some(cap) = j.cap
         && s.running_max.is_some_and(|r| r >= cap.value)
         && s.running_mean.is_some_and(|r| r + AT_CAP >= cap.value)
     {
         ev.push(in_flight);
-        ev.push(fact("cap", cap.value, format!("the spec's {} (running at it the whole window: one request more would wait)", cap.from)));
-        return done(LimitKind::Scheduler, ev);
+        let why = "running at it the whole window: one request more would wait";
+        let source = format!("the spec's {} ({why})", cap.from);
+        ev.push(fact("cap", cap.value, source));
+        return Err((Some(LimitKind::Scheduler), ev));
     }
     let engine = s.running_mean.unwrap_or(0.0) + s.waiting_max.unwrap_or(0.0);
     if active >= FRONT_END * engine && active - engine >= FRONT_GAP {
+        let source = format!(
+            "{}: avg_active − (server.running_mean + server.waiting_max): requests neither running nor waiting in the engine",
+            j.at.cell
+        );
         ev.push(in_flight);
-        ev.push(fact("before_scheduler", active - engine, format!("{}: avg_active − (server.running_mean + server.waiting_max): requests neither running nor waiting in the engine", a.cell)));
-        return not_judged(ev, front_end(family, j.knobs));
+        ev.push(fact("before_scheduler", active - engine, source));
+        return Err((None, ev));
     }
-    latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met: TPOT 1.2× the lower step's, or TTFT 2× a cold request's with a wait of 50 ms and 4 output tokens or more): not judged".into()), |(k, ev)| done(k, ev))
+    Ok(ev)
 }
 
 /// The client's self-check as evidence, when it says the client was the bottleneck.
@@ -320,10 +342,16 @@ fn queued(ttft: f64, cold: f64, tpot: f64) -> bool {
 fn no_cap(knobs: Knobs) -> String {
     let how = match knobs {
         Knobs::Sim => "set `engine.sim.max_num_seqs`",
-        Knobs::Launch => "set it in the launch command (`--max-num-seqs N`, llama.cpp `--parallel N`, SGLang `--max-running-requests N`)",
-        Knobs::Attached => "this spec attaches to a running server, whose launch flags it cannot read: start the engine from the spec (`engine.launch.command` with `--max-num-seqs N`, llama.cpp `--parallel N`)",
+        Knobs::Launch => {
+            "set it in the launch command (`--max-num-seqs N`, llama.cpp `--parallel N`, SGLang `--max-running-requests N`)"
+        }
+        Knobs::Attached => {
+            "this spec attaches to a running server, whose launch flags it cannot read: start the engine from the spec (`engine.launch.command` with `--max-num-seqs N`, llama.cpp `--parallel N`)"
+        }
     };
-    format!("requests were held back, but the engine's cap on running requests is not known: {how}, so a full scheduler can be told from a full KV cache")
+    format!(
+        "requests were held back, but the engine's cap on running requests is not known: {how}, so a full scheduler can be told from a full KV cache"
+    )
 }
 
 fn not_judged(evidence: Vec<Evidence>, why: String) -> Limit {

@@ -73,7 +73,10 @@ pub fn front_end(family: &str, knobs: Knobs) -> String {
         ),
         _ if family == "vllm" => format!(
             "{what}; {}",
-            where_set(knobs, "more API server processes (`--api-server-count N`), or add replicas")
+            where_set(
+                knobs,
+                "more API server processes (`--api-server-count N`), or add replicas"
+            )
         ),
         _ => format!("{what}; add replicas (or the engine's API server workers)"),
     }

@@ -327,7 +327,13 @@ fn requests_neither_running_nor_waiting_are_held_before_the_scheduler_not_comput
         from: "engine.sim.max_num_seqs",
     });
     let base = rec(1, Some((0.9, 2.0, 0.0, 0.0, 0.0)), 0.9, 3.8, 88.0);
-    let r = rec(60, Some((5.4, 6.0, 0.0, 0.004, 0.0)), 33.8 * 1.378, 4.94, 1243.0);
+    let r = rec(
+        60,
+        Some((5.4, 6.0, 0.0, 0.004, 0.0)),
+        33.8 * 1.378,
+        4.94,
+        1243.0,
+    );
     let l = judged(&r, &base, cap, Knobs::Sim);
     assert_eq!(l.kind, None, "{l:#?}");
     let gap = l.evidence.iter().find(|e| e.name == "before_scheduler");
@@ -338,10 +344,17 @@ fn requests_neither_running_nor_waiting_are_held_before_the_scheduler_not_comput
     let r = rec(16, Some((6.0, 6.0, 0.0, 0.008, 0.0)), 16.0, 4.9, 583.0);
     let l = judged(&r, &base, cap, Knobs::Attached);
     assert_eq!(l.kind, None, "{l:#?}");
-    assert!(l.suggestion.contains("--api-server-count"), "{}", l.suggestion);
+    assert!(
+        l.suggestion.contains("--api-server-count"),
+        "{}",
+        l.suggestion
+    );
     // In flight = running: the engine holds them all, TPOT rising is compute as before.
     let r = rec(16, Some((16.0, 16.0, 0.0, 0.1, 0.0)), 16.0, 4.94, 90.0);
-    assert_eq!(judged(&r, &base, cap, Knobs::Sim).kind, Some(LimitKind::Compute));
+    assert_eq!(
+        judged(&r, &base, cap, Knobs::Sim).kind,
+        Some(LimitKind::Compute)
+    );
 }
 
 #[test]
@@ -360,7 +373,10 @@ fn running_at_the_cap_the_whole_window_is_the_scheduler() {
     assert!(l.suggestion.contains("engine.sim.max_num_seqs"));
     // Under the cap (7.2 of 8 on average): TPOT's rise is compute.
     let r = rec(8, Some((7.2, 8.0, 0.0, 0.127, 0.0)), 8.0, 0.773, 4.9);
-    assert_eq!(judged(&r, &base, cap, Knobs::Sim).kind, Some(LimitKind::Compute));
+    assert_eq!(
+        judged(&r, &base, cap, Knobs::Sim).kind,
+        Some(LimitKind::Compute)
+    );
 }
 
 #[test]
@@ -370,15 +386,57 @@ fn the_suggestion_names_what_the_spec_can_change() {
     let full = rec(8, Some((8.0, 8.0, 0.0, 0.97, 0.0)), 8.0, 12.0, 60.0);
     // (record, cap, knobs, must contain, must not contain)
     let cases = [
-        (&full, None, Knobs::Sim, "engine.sim.kv_tokens", "--gpu-memory-utilization"),
-        (&full, None, Knobs::Launch, "--gpu-memory-utilization", "engine.sim"),
-        (&full, None, Knobs::Attached, "attached server's own launch command", "engine.sim"),
-        (&held, CAP4, Knobs::Attached, "attached server's own launch command", "engine.sim"),
-        (&held, CAP4, Knobs::Sim, "engine.sim.max_num_seqs", "--max-num-seqs"),
+        (
+            &full,
+            None,
+            Knobs::Sim,
+            "engine.sim.kv_tokens",
+            "--gpu-memory-utilization",
+        ),
+        (
+            &full,
+            None,
+            Knobs::Launch,
+            "--gpu-memory-utilization",
+            "engine.sim",
+        ),
+        (
+            &full,
+            None,
+            Knobs::Attached,
+            "attached server's own launch command",
+            "engine.sim",
+        ),
+        (
+            &held,
+            CAP4,
+            Knobs::Attached,
+            "attached server's own launch command",
+            "engine.sim",
+        ),
+        (
+            &held,
+            CAP4,
+            Knobs::Sim,
+            "engine.sim.max_num_seqs",
+            "--max-num-seqs",
+        ),
         // No cap known: attached, neither `--max-num-seqs` in a launch command nor
         // `engine.sim.max_num_seqs` exists to set; the spec can launch the engine itself.
-        (&held, None, Knobs::Attached, "engine.launch.command", "engine.sim"),
-        (&held, None, Knobs::Sim, "engine.sim.max_num_seqs", "--max-num-seqs"),
+        (
+            &held,
+            None,
+            Knobs::Attached,
+            "engine.launch.command",
+            "engine.sim",
+        ),
+        (
+            &held,
+            None,
+            Knobs::Sim,
+            "engine.sim.max_num_seqs",
+            "--max-num-seqs",
+        ),
     ];
     for (r, cap, knobs, has, lacks) in cases {
         let s = judged(r, &base, cap, knobs).suggestion;

@@ -127,7 +127,10 @@ mod tests {
     #[test]
     fn the_knobs_follow_the_engine_kind_and_its_launch() {
         let cases = [
-            ("kind: vllm\n  launch: {command: 'vllm serve m --port 8000'}", Knobs::Launch),
+            (
+                "kind: vllm\n  launch: {command: 'vllm serve m --port 8000'}",
+                Knobs::Launch,
+            ),
             ("kind: vllm", Knobs::Attached),
             ("kind: sim\n  sim: {max_num_seqs: 3}", Knobs::Sim),
         ];

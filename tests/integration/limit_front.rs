@@ -32,7 +32,10 @@ report: {formats: []}
     let (records, _dir) = super::open::run_spec_paused(yaml);
     let r = cell(&records, "load/16K/r60");
     let s = r.server.as_ref().unwrap_or_else(|| panic!("{r:#?}"));
-    eprintln!("{:?} {:?} {:?} {s:?} {:?}", r.avg_active, r.open.rate_achieved, r.open.e2e_ms, r.limit);
+    eprintln!(
+        "{:?} {:?} {:?} {s:?} {:?}",
+        r.avg_active, r.open.rate_achieved, r.open.e2e_ms, r.limit
+    );
     // By hand: the API server's one tokenizer takes 16,384 × 1.7 µs = 27.9 ms a prompt
     // (src/sim/profile.rs), so at most 1 / 0.0279 = 35.9 req/s get through; 60 are offered.
     let achieved = r.open.rate_achieved.unwrap_or(f64::NAN);
@@ -42,10 +45,16 @@ report: {formats: []}
     let e2e_s = r.open.e2e_ms.map_or(f64::NAN, |e| e.mean / 1e3);
     let active = r.avg_active.unwrap_or(f64::NAN);
     let little = achieved * e2e_s;
-    assert!((active - little).abs() <= 0.15 * little, "{active} vs {achieved} × {e2e_s}");
+    assert!(
+        (active - little).abs() <= 0.15 * little,
+        "{active} vs {achieved} × {e2e_s}"
+    );
     // The simulator's own /metrics: running + waiting far under the client's in flight.
     let engine = s.running_mean.unwrap_or(f64::NAN) + s.waiting_max.unwrap_or(f64::NAN);
-    assert!(active >= 2.0 * engine + 2.0, "{active} in flight, {engine} in the engine");
+    assert!(
+        active >= 2.0 * engine + 2.0,
+        "{active} in flight, {engine} in the engine"
+    );
     let l = r.limit.as_ref().unwrap_or_else(|| panic!("{r:#?}"));
     assert_eq!(l.kind, None, "{l:#?}");
     let gap = l.evidence.iter().find(|e| e.name == "before_scheduler");
