@@ -38,7 +38,7 @@ pub const FRONT_END: f64 = 2.0;
 /// … and at least this many requests more than the engine holds.
 pub const FRONT_GAP: f64 = 2.0;
 /// The engine's running mean within this of its cap (and its max at the cap) is running at
-/// the cap the whole window: one request more would wait.
+/// the cap the whole window; with the step up held back at it, the cap is the limit.
 pub const AT_CAP: f64 = 0.5;
 
 /// What limits a cell.
@@ -144,6 +144,9 @@ pub struct Judged<'a> {
     pub at: &'a Record,
     /// The same series' step below `at` (TPOT's baseline), if any.
     pub base: Option<&'a Record>,
+    /// The same series' step above `at`, if any (where a cap reached at `at` holds requests
+    /// back).
+    pub above: Option<&'a Record>,
     /// A cold request's TTFT at this context, ms, and the cell it is from.
     pub cold_ttft: Option<(f64, &'a str)>,
     /// The engine's cap on running requests, when the spec sets it.
@@ -196,13 +199,7 @@ pub fn judge(j: &Judged) -> Limit {
     if preempted || s.kv_usage_max.is_some_and(|k| k >= KV_FULL) {
         return done(LimitKind::KvCache, ev);
     }
-    let held = match (a.avg_active, s.running_mean, s.waiting_max) {
-        (Some(active), Some(running), Some(waiting)) => {
-            Some((waiting >= 1.0 && active - running >= HELD_BACK, active))
-        }
-        _ => None,
-    };
-    let Some((held, active)) = held else {
+    let Some((held, active)) = held_back(a) else {
         return not_judged(
             ev,
             format!(
@@ -232,6 +229,19 @@ pub fn judge(j: &Judged) -> Limit {
     latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met: TPOT 1.2× the lower step's, or TTFT 2× a cold request's with a wait of 50 ms and 4 output tokens or more): not judged".into()), |(k, ev)| done(k, ev))
 }
 
+/// Whether the engine of `r` held requests back (waiting, and the client's in flight at
+/// least [`HELD_BACK`] above its running mean), with the client's in flight; `None` when a
+/// gauge is missing.
+fn held_back(r: &Record) -> Option<(bool, f64)> {
+    let s = r.server.as_ref()?;
+    match (r.avg_active, s.running_mean, s.waiting_max) {
+        (Some(active), Some(running), Some(waiting)) => {
+            Some((waiting >= 1.0 && active - running >= HELD_BACK, active))
+        }
+        _ => None,
+    }
+}
+
 /// With nothing held back in the engine's queue: running at the cap the whole window (the
 /// scheduler: `Err` with it), or requests in neither gauge, held before the scheduler (`Err`
 /// with no kind); `Ok` with the evidence when neither.
@@ -246,11 +256,19 @@ fn beside_the_queue(
     if let Some(cap) = j.cap
         && s.running_max.is_some_and(|r| r >= cap.value)
         && s.running_mean.is_some_and(|r| r + AT_CAP >= cap.value)
+        && let Some(above) = j.above
+        && held_back(above).is_some_and(|h| h.0)
     {
         ev.push(in_flight);
-        let why = "running at it the whole window: one request more would wait";
-        let source = format!("the spec's {} ({why})", cap.from);
-        ev.push(fact("cap", cap.value, source));
+        let why = "running at it the whole window";
+        ev.push(fact(
+            "cap",
+            cap.value,
+            format!("the spec's {} ({why})", cap.from),
+        ));
+        let waiting = above.server.as_ref().and_then(|s| s.waiting_max);
+        let source = format!("{}: the step up, held back at the cap", above.cell);
+        ev.push(fact("server.waiting_max", waiting.unwrap_or(0.0), source));
         return Err((Some(LimitKind::Scheduler), ev));
     }
     let engine = s.running_mean.unwrap_or(0.0) + s.waiting_max.unwrap_or(0.0);

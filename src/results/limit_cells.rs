@@ -58,6 +58,7 @@ pub fn fill(records: &mut [Record], engine: &EngineOf, busy: f64) {
         let mut j = Judged {
             at: r,
             base: below,
+            above: step_above(records, r),
             cold_ttft: cold,
             cap,
             max_client_busy: busy,
@@ -73,6 +74,7 @@ pub fn fill(records: &mut [Record], engine: &EngineOf, busy: f64) {
         {
             j.at = next;
             j.base = Some(r);
+            j.above = step_above(records, next);
             let mut limit = judge(&j);
             let plateau = |t: f64, cell: &str| Evidence {
                 name: "total_tok_s".into(),

@@ -202,6 +202,7 @@ fn each_kind_from_its_evidence_and_none_without() {
         let j = Judged {
             at: &r,
             base: Some(&base),
+            above: None,
             cold_ttft: cold.map(|c| (c, "prefill/1K")),
             cap,
             max_client_busy: 0.9,
@@ -234,6 +235,7 @@ fn prefill_interference_needs_a_wait_of_50_ms_and_4_tokens() {
         let j = Judged {
             at: &r,
             base: Some(&base),
+            above: None,
             cold_ttft: Some((cold, "prefill/1K")),
             cap: None,
             max_client_busy: 0.9,
@@ -251,6 +253,7 @@ fn the_evidence_quotes_the_record_and_the_flag_follows_the_engine() {
     let j = Judged {
         at: &r,
         base: None,
+        above: None,
         cold_ttft: None,
         cap: CAP4,
         max_client_busy: 0.9,
@@ -305,9 +308,21 @@ fn the_last_cell_before_a_plateau_is_judged_from_the_step_past_it() {
 
 /// A judgement of `r` against `base` with `cap`, the settings changed where `knobs` says.
 fn judged(r: &Record, base: &Record, cap: Option<Cap>, knobs: Knobs) -> Limit {
+    judged_above(r, base, None, cap, knobs)
+}
+
+/// [`judged`] with the step above `r`.
+fn judged_above(
+    r: &Record,
+    base: &Record,
+    above: Option<&Record>,
+    cap: Option<Cap>,
+    knobs: Knobs,
+) -> Limit {
     judge(&Judged {
         at: r,
         base: Some(base),
+        above,
         cold_ttft: None,
         cap,
         max_client_busy: 0.9,
@@ -358,25 +373,30 @@ fn requests_neither_running_nor_waiting_are_held_before_the_scheduler_not_comput
 }
 
 #[test]
-fn running_at_the_cap_the_whole_window_is_the_scheduler() {
+fn running_at_the_cap_with_the_step_up_held_back_is_the_scheduler() {
     // The newcomer's capacity/1K/c8 on tiny with max_num_seqs 8: 8 running on average and at
     // most, none waiting, TPOT 0.773 against c1's 0.619 (1.25×, "compute" before); c12
-    // (held back at 8) failed the SLO, so capacity 8 is the cap.
+    // held 4 back at 8 running (rc1's records), so capacity 8 is the cap.
     let cap = Some(Cap {
         value: 8.0,
         from: "engine.sim.max_num_seqs",
     });
     let base = rec(1, Some((1.0, 1.0, 0.0, 0.016, 0.0)), 1.0, 0.619, 3.2);
+    let c12 = rec(12, Some((8.0, 8.0, 4.0, 0.127, 0.0)), 12.0, 0.777, 4.9);
     let r = rec(8, Some((8.0, 8.0, 0.0, 0.127, 0.0)), 8.0, 0.773, 4.9);
-    let l = judged(&r, &base, cap, Knobs::Sim);
+    let l = judged_above(&r, &base, Some(&c12), cap, Knobs::Sim);
     assert_eq!(l.kind, Some(LimitKind::Scheduler), "{l:#?}");
     assert!(l.suggestion.contains("engine.sim.max_num_seqs"));
+    // No step up (the search's top), or one not held back: nothing shows the cap binds.
+    let free = rec(12, Some((12.0, 12.0, 0.0, 0.2, 0.0)), 12.0, 0.9, 4.9);
+    for above in [None, Some(&free)] {
+        let got = judged_above(&r, &base, above, cap, Knobs::Sim).kind;
+        assert_eq!(got, Some(LimitKind::Compute), "{above:?}");
+    }
     // Under the cap (7.2 of 8 on average): TPOT's rise is compute.
     let r = rec(8, Some((7.2, 8.0, 0.0, 0.127, 0.0)), 8.0, 0.773, 4.9);
-    assert_eq!(
-        judged(&r, &base, cap, Knobs::Sim).kind,
-        Some(LimitKind::Compute)
-    );
+    let got = judged_above(&r, &base, Some(&c12), cap, Knobs::Sim).kind;
+    assert_eq!(got, Some(LimitKind::Compute));
 }
 
 #[test]
