@@ -242,6 +242,15 @@ fn held_back(r: &Record) -> Option<(bool, f64)> {
     }
 }
 
+/// Whether `r` sent more than the engine's cap `cap` could run: held back, or the client's
+/// in flight at least [`HELD_BACK`] above the cap while the engine ran at it (the requests
+/// past the cap wait somewhere, whether or not a scrape caught them in the queue).
+fn beyond_cap(r: &Record, cap: f64) -> bool {
+    let at_cap = r.server.as_ref().and_then(|s| s.running_max) >= Some(cap);
+    let over = r.avg_active.is_some_and(|a| a >= cap + HELD_BACK);
+    held_back(r).is_some_and(|h| h.0) || (at_cap && over)
+}
+
 /// With nothing held back in the engine's queue: running at the cap the whole window (the
 /// scheduler: `Err` with it), or requests in neither gauge, held before the scheduler (`Err`
 /// with no kind); `Ok` with the evidence when neither.
@@ -257,7 +266,7 @@ fn beside_the_queue(
         && s.running_max.is_some_and(|r| r >= cap.value)
         && s.running_mean.is_some_and(|r| r + AT_CAP >= cap.value)
         && let Some(above) = j.above
-        && held_back(above).is_some_and(|h| h.0)
+        && beyond_cap(above, cap.value)
     {
         ev.push(in_flight);
         let why = "running at it the whole window";
@@ -267,7 +276,7 @@ fn beside_the_queue(
             format!("the spec's {} ({why})", cap.from),
         ));
         let waiting = above.server.as_ref().and_then(|s| s.waiting_max);
-        let source = format!("{}: the step up, held back at the cap", above.cell);
+        let source = format!("{}: the step up, past the cap", above.cell);
         ev.push(fact("server.waiting_max", waiting.unwrap_or(0.0), source));
         return Err((Some(LimitKind::Scheduler), ev));
     }

@@ -387,8 +387,13 @@ fn running_at_the_cap_with_the_step_up_held_back_is_the_scheduler() {
     let l = judged_above(&r, &base, Some(&c12), cap, Knobs::Sim);
     assert_eq!(l.kind, Some(LimitKind::Scheduler), "{l:#?}");
     assert!(l.suggestion.contains("engine.sim.max_num_seqs"));
-    // No step up (the search's top), or one not held back: nothing shows the cap binds.
-    let free = rec(12, Some((12.0, 12.0, 0.0, 0.2, 0.0)), 12.0, 0.9, 4.9);
+    // The same c12 as a 1 s probe's few scrapes saw it (/tmp rerun of cap.yaml): none
+    // caught waiting, 6 running on average, 8 at most: 12 in flight past a cap of 8.
+    let sparse = rec(12, Some((6.0, 8.0, 0.0, 0.127, 0.0)), 12.0, 0.777, 4.9);
+    let l = judged_above(&r, &base, Some(&sparse), cap, Knobs::Sim);
+    assert_eq!(l.kind, Some(LimitKind::Scheduler), "{l:#?}");
+    // No step up (the search's top), or one not past the cap: nothing shows the cap binds.
+    let free = rec(12, Some((7.0, 7.5, 0.0, 0.2, 0.0)), 8.0, 0.9, 4.9);
     for above in [None, Some(&free)] {
         let got = judged_above(&r, &base, above, cap, Knobs::Sim).kind;
         assert_eq!(got, Some(LimitKind::Compute), "{above:?}");
