@@ -37,8 +37,9 @@ pub const HELD_BACK: f64 = 1.0;
 pub const FRONT_END: f64 = 2.0;
 /// … and at least this many requests more than the engine holds.
 pub const FRONT_GAP: f64 = 2.0;
-/// The engine's running mean within this of its cap (and its max at the cap) is running at
-/// the cap the whole window; with the step up held back at it, the cap is the limit.
+/// The client's mean in flight within this of the engine's cap (and the engine's running max
+/// at it) is the engine at the cap the whole window (the client's count, not the engine's
+/// few scrapes of a short probe); with the step up past it, the cap is the limit.
 pub const AT_CAP: f64 = 0.5;
 
 /// What limits a cell.
@@ -264,7 +265,7 @@ fn beside_the_queue(
     let active = in_flight.value;
     if let Some(cap) = j.cap
         && s.running_max.is_some_and(|r| r >= cap.value)
-        && s.running_mean.is_some_and(|r| r + AT_CAP >= cap.value)
+        && active + AT_CAP >= cap.value
         && let Some(above) = j.above
         && beyond_cap(above, cap.value)
     {

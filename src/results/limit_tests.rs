@@ -398,8 +398,13 @@ fn running_at_the_cap_with_the_step_up_held_back_is_the_scheduler() {
         let got = judged_above(&r, &base, above, cap, Knobs::Sim).kind;
         assert_eq!(got, Some(LimitKind::Compute), "{above:?}");
     }
-    // Under the cap (7.2 of 8 on average): TPOT's rise is compute.
-    let r = rec(8, Some((7.2, 8.0, 0.0, 0.127, 0.0)), 8.0, 0.773, 4.9);
+    // A 1 s probe's few scrapes (a rerun of cap.yaml): running mean 6.0, max 8, the
+    // client's 8 in flight throughout: at the cap.
+    let few = rec(8, Some((6.0, 8.0, 0.0, 0.127, 0.0)), 8.0, 0.773, 4.9);
+    let got = judged_above(&few, &base, Some(&c12), cap, Knobs::Sim).kind;
+    assert_eq!(got, Some(LimitKind::Scheduler));
+    // Under the cap (7.2 of 8 in flight on average): TPOT's rise is compute.
+    let r = rec(8, Some((7.2, 8.0, 0.0, 0.127, 0.0)), 7.2, 0.773, 4.9);
     let got = judged_above(&r, &base, Some(&c12), cap, Knobs::Sim).kind;
     assert_eq!(got, Some(LimitKind::Compute));
 }
