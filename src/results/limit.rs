@@ -8,6 +8,8 @@
 //! file is the rules alone, with no I/O.
 
 use super::Record;
+pub use super::limit_knobs::Knobs;
+use super::limit_knobs::{front_end, suggestion};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +31,16 @@ pub const QUEUE_TOKENS: f64 = 4.0;
 /// The client's requests in flight above the engine's running mean by this many or more,
 /// with requests waiting, is requests held back by the engine.
 pub const HELD_BACK: f64 = 1.0;
+/// The client's requests in flight at this many times the engine's (running mean + waiting
+/// max) or more, and [`FRONT_GAP`] more, is requests held before the engine's scheduler (in
+/// its API server): the engine's gauges do not see them, so no engine kind is judged.
+pub const FRONT_END: f64 = 2.0;
+/// … and at least this many requests more than the engine holds.
+pub const FRONT_GAP: f64 = 2.0;
+/// The client's mean in flight within this of the engine's cap (and the engine's running max
+/// at it) is the engine at the cap the whole window (the client's count, not the engine's
+/// few scrapes of a short probe); with the step up past it, the cap is the limit.
+pub const AT_CAP: f64 = 0.5;
 
 /// What limits a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -133,12 +145,17 @@ pub struct Judged<'a> {
     pub at: &'a Record,
     /// The same series' step below `at` (TPOT's baseline), if any.
     pub base: Option<&'a Record>,
+    /// The same series' step above `at`, if any (where a cap reached at `at` holds requests
+    /// back).
+    pub above: Option<&'a Record>,
     /// A cold request's TTFT at this context, ms, and the cell it is from.
     pub cold_ttft: Option<(f64, &'a str)>,
     /// The engine's cap on running requests, when the spec sets it.
     pub cap: Option<Cap>,
     /// `validity.max_client_busy`.
     pub max_client_busy: f64,
+    /// Where the user changes the engine's settings (the suggestion names them so).
+    pub knobs: Knobs,
 }
 
 fn fact(name: &str, value: f64, source: String) -> Evidence {
@@ -164,7 +181,7 @@ pub fn judge(j: &Judged) -> Limit {
     let done = |kind: LimitKind, evidence: Vec<Evidence>| Limit {
         kind: Some(kind),
         evidence,
-        suggestion: suggestion(kind, family, j.cap),
+        suggestion: suggestion(kind, family, j.cap, j.knobs),
     };
     if let Some(ev) = client_busy(j) {
         return done(LimitKind::Client, ev);
@@ -183,13 +200,7 @@ pub fn judge(j: &Judged) -> Limit {
     if preempted || s.kv_usage_max.is_some_and(|k| k >= KV_FULL) {
         return done(LimitKind::KvCache, ev);
     }
-    let held = match (a.avg_active, s.running_mean, s.waiting_max) {
-        (Some(active), Some(running), Some(waiting)) => {
-            Some((waiting >= 1.0 && active - running >= HELD_BACK, active))
-        }
-        _ => None,
-    };
-    let Some((held, active)) = held else {
+    let Some((held, active)) = held_back(a) else {
         return not_judged(
             ev,
             format!(
@@ -198,14 +209,12 @@ pub fn judge(j: &Judged) -> Limit {
             ),
         );
     };
+    let src = format!("{}: the client's requests in flight", a.cell);
+    let in_flight = fact("avg_active", active, src);
     if held {
-        ev.push(fact(
-            "avg_active",
-            active,
-            format!("{}: the client's requests in flight", a.cell),
-        ));
+        ev.push(in_flight);
         let Some(cap) = j.cap else {
-            return not_judged(ev, "requests were held back, but the engine's cap on running requests is not in the spec: set it (`--max-num-seqs N`, llama.cpp `--parallel N`, `engine.sim.max_num_seqs`) so a full scheduler can be told from a full KV cache".into());
+            return not_judged(ev, no_cap(j.knobs));
         };
         ev.push(fact("cap", cap.value, format!("the spec's {}", cap.from)));
         return match s.running_max {
@@ -213,7 +222,76 @@ pub fn judge(j: &Judged) -> Limit {
             _ => done(LimitKind::KvCache, ev),
         };
     }
+    let ev = match beside_the_queue(j, s, in_flight, ev) {
+        Ok(ev) => ev,
+        Err((Some(kind), ev)) => return done(kind, ev),
+        Err((None, ev)) => return not_judged(ev, front_end(family, j.knobs)),
+    };
     latency_kind(j, ev).map_or_else(|ev| not_judged(ev, "nothing was held back and TPOT and TTFT give no verdict (no lower step to compare TPOT with, or neither rule met: TPOT 1.2× the lower step's, or TTFT 2× a cold request's with a wait of 50 ms and 4 output tokens or more): not judged".into()), |(k, ev)| done(k, ev))
+}
+
+/// Whether the engine of `r` held requests back (waiting, and the client's in flight at
+/// least [`HELD_BACK`] above its running mean), with the client's in flight; `None` when a
+/// gauge is missing.
+fn held_back(r: &Record) -> Option<(bool, f64)> {
+    let s = r.server.as_ref()?;
+    match (r.avg_active, s.running_mean, s.waiting_max) {
+        (Some(active), Some(running), Some(waiting)) => {
+            Some((waiting >= 1.0 && active - running >= HELD_BACK, active))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `r` sent more than the engine's cap `cap` could run: held back, or the client's
+/// in flight at least [`HELD_BACK`] above the cap while the engine ran at it (the requests
+/// past the cap wait somewhere, whether or not a scrape caught them in the queue).
+fn beyond_cap(r: &Record, cap: f64) -> bool {
+    let at_cap = r.server.as_ref().and_then(|s| s.running_max) >= Some(cap);
+    let over = r.avg_active.is_some_and(|a| a >= cap + HELD_BACK);
+    held_back(r).is_some_and(|h| h.0) || (at_cap && over)
+}
+
+/// With nothing held back in the engine's queue: running at the cap the whole window (the
+/// scheduler: `Err` with it), or requests in neither gauge, held before the scheduler (`Err`
+/// with no kind); `Ok` with the evidence when neither.
+#[allow(clippy::type_complexity)]
+fn beside_the_queue(
+    j: &Judged,
+    s: &super::ServerUse,
+    in_flight: Evidence,
+    mut ev: Vec<Evidence>,
+) -> Result<Vec<Evidence>, (Option<LimitKind>, Vec<Evidence>)> {
+    let active = in_flight.value;
+    if let Some(cap) = j.cap
+        && s.running_max.is_some_and(|r| r >= cap.value)
+        && active + AT_CAP >= cap.value
+        && let Some(above) = j.above
+        && beyond_cap(above, cap.value)
+    {
+        ev.push(in_flight);
+        let why = "running at it the whole window";
+        ev.push(fact(
+            "cap",
+            cap.value,
+            format!("the spec's {} ({why})", cap.from),
+        ));
+        let waiting = above.server.as_ref().and_then(|s| s.waiting_max);
+        let source = format!("{}: the step up, past the cap", above.cell);
+        ev.push(fact("server.waiting_max", waiting.unwrap_or(0.0), source));
+        return Err((Some(LimitKind::Scheduler), ev));
+    }
+    let engine = s.running_mean.unwrap_or(0.0) + s.waiting_max.unwrap_or(0.0);
+    if active >= FRONT_END * engine && active - engine >= FRONT_GAP {
+        let source = format!(
+            "{}: avg_active − (server.running_mean + server.waiting_max): requests neither running nor waiting in the engine",
+            j.at.cell
+        );
+        ev.push(in_flight);
+        ev.push(fact("before_scheduler", active - engine, source));
+        return Err((None, ev));
+    }
+    Ok(ev)
 }
 
 /// The client's self-check as evidence, when it says the client was the bottleneck.
@@ -288,29 +366,27 @@ fn queued(ttft: f64, cold: f64, tpot: f64) -> bool {
     ttft >= TTFT_QUEUED * cold && wait >= QUEUE_FLOOR_MS && wait >= QUEUE_TOKENS * tpot
 }
 
+/// Why a held-back cell without a cap is not judged, and what would state the cap.
+fn no_cap(knobs: Knobs) -> String {
+    let how = match knobs {
+        Knobs::Sim => "set `engine.sim.max_num_seqs`",
+        Knobs::Launch => {
+            "set it in the launch command (`--max-num-seqs N`, llama.cpp `--parallel N`, SGLang `--max-running-requests N`)"
+        }
+        Knobs::Attached => {
+            "this spec attaches to a running server, whose launch flags it cannot read: start the engine from the spec (`engine.launch.command` with `--max-num-seqs N`, llama.cpp `--parallel N`)"
+        }
+    };
+    format!(
+        "requests were held back, but the engine's cap on running requests is not known: {how}, so a full scheduler can be told from a full KV cache"
+    )
+}
+
 fn not_judged(evidence: Vec<Evidence>, why: String) -> Limit {
     Limit {
         kind: None,
         evidence,
         suggestion: why,
-    }
-}
-
-/// The knob a user of `family` (`vllm`, `llamacpp`, `sglang`, `trtllm`) would turn.
-fn suggestion(kind: LimitKind, family: &str, cap: Option<Cap>) -> String {
-    let llama = family == "llamacpp";
-    match kind {
-        LimitKind::Scheduler if llama => "raise `--parallel` (more slots; `--ctx-size` is shared among them, raise it too)".into(),
-        LimitKind::Scheduler => {
-            let flag = cap.map_or("--max-num-seqs", |c| if c.from.starts_with("engine.sim") { "engine.sim.max_num_seqs" } else { c.from });
-            format!("raise `{flag}` (the KV cache must hold the extra requests), or add replicas")
-        }
-        LimitKind::KvCache if llama => "a larger `--ctx-size` (the slots share it), fewer `--parallel` slots, or a quantized KV cache (`--cache-type-k`/`--cache-type-v q8_0`)".into(),
-        LimitKind::KvCache => "more KV memory: raise `--gpu-memory-utilization`, `--kv-cache-dtype fp8`, more GPUs (`--tensor-parallel-size`), or a smaller `--max-model-len`".into(),
-        LimitKind::PrefillInterference if llama => "a larger `--batch-size`/`--ubatch-size` (prompt tokens per step), or a replica for long prompts".into(),
-        LimitKind::PrefillInterference => "tune chunked prefill: `--max-num-batched-tokens` (larger: prefills finish sooner; smaller: decodes stall less), `--enable-chunked-prefill`, or disaggregated prefill".into(),
-        LimitKind::Compute => "the hardware is the limit at this batch: add replicas or GPUs, or a faster (quantized) model; a bigger batch only trades per-user speed for little throughput".into(),
-        LimitKind::Client => "give the client more cores or `--client-threads`, or split the load over machines (`--shard N/M --split-load`)".into(),
     }
 }
 

@@ -4,7 +4,7 @@
 //! [`PLATEAU_GAIN`]. Each is judged by [`super::limit::judge`] against its series' step below
 //! it; a plateau's cell is judged from the step past it, where the limit shows.
 
-use super::limit::{Cap, Evidence, Judged, judge};
+use super::limit::{Cap, Evidence, Judged, Knobs, judge};
 use super::{Record, Status};
 use crate::plan::Phase;
 
@@ -38,9 +38,12 @@ fn is_decode(r: &Record) -> bool {
     r.phase == Phase::Decode && r.cell.split('/').any(|s| s == "decode")
 }
 
-/// Fill `limit` in `records`: cleared everywhere, then set on the cells judged. `cap` gives
-/// a variant's cap on running requests.
-pub fn fill(records: &mut [Record], cap: &dyn Fn(Option<&str>) -> Option<Cap>, busy: f64) {
+/// A variant's cap on running requests, and where its settings are changed.
+pub type EngineOf<'a> = dyn Fn(Option<&str>) -> (Option<Cap>, Knobs) + 'a;
+
+/// Fill `limit` in `records`: cleared everywhere, then set on the cells judged. `engine`
+/// gives a variant's cap on running requests and where its settings are changed.
+pub fn fill(records: &mut [Record], engine: &EngineOf, busy: f64) {
     for r in records.iter_mut() {
         r.limit = None;
     }
@@ -51,22 +54,27 @@ pub fn fill(records: &mut [Record], cap: &dyn Fn(Option<&str>) -> Option<Cap>, b
         }
         let below = step_below(records, r);
         let cold = cold_ttft(records, r);
+        let (cap, knobs) = engine(r.variant.as_deref());
         let mut j = Judged {
             at: r,
             base: below,
+            above: step_above(records, r),
             cold_ttft: cold,
-            cap: cap(r.variant.as_deref()),
+            cap,
             max_client_busy: busy,
+            knobs,
         };
         if is_probe(r) || r.open.saturated.is_some() {
             out.push((i, judge(&j)));
         } else if is_decode(r)
+            && !flat(below, r)
             && let Some(next) = step_above(records, r)
+            && flat(Some(r), next)
             && let (Some(t0), Some(t1)) = (r.total_tok_s, next.total_tok_s)
-            && t1 < (1.0 + PLATEAU_GAIN) * t0
         {
             j.at = next;
             j.base = Some(r);
+            j.above = step_above(records, next);
             let mut limit = judge(&j);
             let plateau = |t: f64, cell: &str| Evidence {
                 name: "total_tok_s".into(),
@@ -80,6 +88,16 @@ pub fn fill(records: &mut [Record], cap: &dyn Fn(Option<&str>) -> Option<Cap>, b
     }
     for (i, l) in out {
         records[i].limit = Some(l);
+    }
+}
+
+/// Whether the step up from `low` to `high` adds less than [`PLATEAU_GAIN`] to total tok/s:
+/// a plateau. Only the cell the first such step starts from is judged (the ones past it
+/// are on the plateau already).
+fn flat(low: Option<&Record>, high: &Record) -> bool {
+    match (low.and_then(|l| l.total_tok_s), high.total_tok_s) {
+        (Some(t0), Some(t1)) => t1 < (1.0 + PLATEAU_GAIN) * t0,
+        _ => false,
     }
 }
 

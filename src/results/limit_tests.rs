@@ -60,6 +60,11 @@ const CAP4: Option<Cap> = Some(Cap {
     from: "--max-num-seqs",
 });
 
+const CAP16: Option<Cap> = Some(Cap {
+    value: 16.0,
+    from: "--max-num-seqs",
+});
+
 /// One rule's case: name, record, cap, cold TTFT, expected kind.
 type Row = (
     &'static str,
@@ -132,7 +137,7 @@ fn latency_rows() -> Vec<Row> {
         (
             "blip",
             rec(8, Some((7.8, 8.0, 1.0, 0.5, 0.0)), 8.0, 19.0, 60.0),
-            CAP4,
+            CAP16,
             None,
             Some(LimitKind::Compute),
         ),
@@ -197,9 +202,11 @@ fn each_kind_from_its_evidence_and_none_without() {
         let j = Judged {
             at: &r,
             base: Some(&base),
+            above: None,
             cold_ttft: cold.map(|c| (c, "prefill/1K")),
             cap,
             max_client_busy: 0.9,
+            knobs: Knobs::Launch,
         };
         let got = judge(&j);
         assert_eq!(got.kind, want, "{name}: {got:?}");
@@ -228,9 +235,11 @@ fn prefill_interference_needs_a_wait_of_50_ms_and_4_tokens() {
         let j = Judged {
             at: &r,
             base: Some(&base),
+            above: None,
             cold_ttft: Some((cold, "prefill/1K")),
             cap: None,
             max_client_busy: 0.9,
+            knobs: Knobs::Launch,
         };
         let got = judge(&j).kind;
         let expect = want.then_some(LimitKind::PrefillInterference);
@@ -244,9 +253,11 @@ fn the_evidence_quotes_the_record_and_the_flag_follows_the_engine() {
     let j = Judged {
         at: &r,
         base: None,
+        above: None,
         cold_ttft: None,
         cap: CAP4,
         max_client_busy: 0.9,
+        knobs: Knobs::Launch,
     };
     let got = judge(&j);
     let value = |n: &str| got.evidence.iter().find(|e| e.name == n).map(|e| e.value);
@@ -279,10 +290,11 @@ fn the_last_cell_before_a_plateau_is_judged_from_the_step_past_it() {
         r.total_tok_s = Some(t);
     }
     let cap = |_: Option<&str>| {
-        Some(Cap {
+        let cap = Cap {
             value: 2.0,
             from: "engine.sim.max_num_seqs",
-        })
+        };
+        (Some(cap), Knobs::Sim)
     };
     fill(&mut rs, &cap, 0.9);
     assert!(rs[0].limit.is_none() && rs[2].limit.is_none());
@@ -292,4 +304,198 @@ fn the_last_cell_before_a_plateau_is_judged_from_the_step_past_it() {
     rs[2].total_tok_s = Some(210.0);
     fill(&mut rs, &cap, 0.9);
     assert!(rs.iter().all(|r| r.limit.is_none()));
+}
+
+/// A judgement of `r` against `base` with `cap`, the settings changed where `knobs` says.
+fn judged(r: &Record, base: &Record, cap: Option<Cap>, knobs: Knobs) -> Limit {
+    judged_above(r, base, None, cap, knobs)
+}
+
+/// [`judged`] with the step above `r`.
+fn judged_above(
+    r: &Record,
+    base: &Record,
+    above: Option<&Record>,
+    cap: Option<Cap>,
+    knobs: Knobs,
+) -> Limit {
+    judge(&Judged {
+        at: r,
+        base: Some(base),
+        above,
+        cold_ttft: None,
+        cap,
+        max_client_busy: 0.9,
+        knobs,
+    })
+}
+
+#[test]
+fn requests_neither_running_nor_waiting_are_held_before_the_scheduler_not_compute() {
+    // The newcomer's load/16K/r60 on h200-gemma-4-e2b (cap 256): 33.8 req/s × 1.378 s mean
+    // E2E = 46.6 in flight by Little's law, while the engine ran 5.4 on average (max 6) with
+    // none waiting: 46.6 − 5.4 = 41.2 requests were in neither gauge. The API server's one
+    // tokenizer takes 16,384 × 1.7 µs = 27.9 ms per prompt, at most 35.9 req/s: below the
+    // 60 offered, so they queue there. TPOT 1.3× the lower rate's would read as compute.
+    let cap = Some(Cap {
+        value: 256.0,
+        from: "engine.sim.max_num_seqs",
+    });
+    let base = rec(1, Some((0.9, 2.0, 0.0, 0.0, 0.0)), 0.9, 3.8, 88.0);
+    let r = rec(
+        60,
+        Some((5.4, 6.0, 0.0, 0.004, 0.0)),
+        33.8 * 1.378,
+        4.94,
+        1243.0,
+    );
+    let l = judged(&r, &base, cap, Knobs::Sim);
+    assert_eq!(l.kind, None, "{l:#?}");
+    let gap = l.evidence.iter().find(|e| e.name == "before_scheduler");
+    let gap = gap.map(|e| (e.value * 10.0).round() / 10.0);
+    assert_eq!(gap, Some(41.2), "{l:#?}");
+    assert!(l.suggestion.contains("API server"), "{}", l.suggestion);
+    // The closed-loop 32K decode at c16: 16 in flight, 6 running, none waiting.
+    let r = rec(16, Some((6.0, 6.0, 0.0, 0.008, 0.0)), 16.0, 4.9, 583.0);
+    let l = judged(&r, &base, cap, Knobs::Attached);
+    assert_eq!(l.kind, None, "{l:#?}");
+    assert!(
+        l.suggestion.contains("--api-server-count"),
+        "{}",
+        l.suggestion
+    );
+    // In flight = running: the engine holds them all, TPOT rising is compute as before.
+    let r = rec(16, Some((16.0, 16.0, 0.0, 0.1, 0.0)), 16.0, 4.94, 90.0);
+    assert_eq!(
+        judged(&r, &base, cap, Knobs::Sim).kind,
+        Some(LimitKind::Compute)
+    );
+}
+
+#[test]
+fn running_at_the_cap_with_the_step_up_held_back_is_the_scheduler() {
+    // The newcomer's capacity/1K/c8 on tiny with max_num_seqs 8: 8 running on average and at
+    // most, none waiting, TPOT 0.773 against c1's 0.619 (1.25×, "compute" before); c12
+    // held 4 back at 8 running (rc1's records), so capacity 8 is the cap.
+    let cap = Some(Cap {
+        value: 8.0,
+        from: "engine.sim.max_num_seqs",
+    });
+    let base = rec(1, Some((1.0, 1.0, 0.0, 0.016, 0.0)), 1.0, 0.619, 3.2);
+    let c12 = rec(12, Some((8.0, 8.0, 4.0, 0.127, 0.0)), 12.0, 0.777, 4.9);
+    let r = rec(8, Some((8.0, 8.0, 0.0, 0.127, 0.0)), 8.0, 0.773, 4.9);
+    let l = judged_above(&r, &base, Some(&c12), cap, Knobs::Sim);
+    assert_eq!(l.kind, Some(LimitKind::Scheduler), "{l:#?}");
+    assert!(l.suggestion.contains("engine.sim.max_num_seqs"));
+    // The same c12 as a 1 s probe's few scrapes saw it (/tmp rerun of cap.yaml): none
+    // caught waiting, 6 running on average, 8 at most: 12 in flight past a cap of 8.
+    let sparse = rec(12, Some((6.0, 8.0, 0.0, 0.127, 0.0)), 12.0, 0.777, 4.9);
+    let l = judged_above(&r, &base, Some(&sparse), cap, Knobs::Sim);
+    assert_eq!(l.kind, Some(LimitKind::Scheduler), "{l:#?}");
+    // No step up (the search's top), or one not past the cap: nothing shows the cap binds.
+    let free = rec(12, Some((7.0, 7.5, 0.0, 0.2, 0.0)), 8.0, 0.9, 4.9);
+    for above in [None, Some(&free)] {
+        let got = judged_above(&r, &base, above, cap, Knobs::Sim).kind;
+        assert_eq!(got, Some(LimitKind::Compute), "{above:?}");
+    }
+    // A 1 s probe's few scrapes (a rerun of cap.yaml): running mean 6.0, max 8, the
+    // client's 8 in flight throughout: at the cap.
+    let few = rec(8, Some((6.0, 8.0, 0.0, 0.127, 0.0)), 8.0, 0.773, 4.9);
+    let got = judged_above(&few, &base, Some(&c12), cap, Knobs::Sim).kind;
+    assert_eq!(got, Some(LimitKind::Scheduler));
+    // Under the cap (7.2 of 8 in flight on average): TPOT's rise is compute.
+    let r = rec(8, Some((7.2, 8.0, 0.0, 0.127, 0.0)), 7.2, 0.773, 4.9);
+    let got = judged_above(&r, &base, Some(&c12), cap, Knobs::Sim).kind;
+    assert_eq!(got, Some(LimitKind::Compute));
+}
+
+#[test]
+fn the_suggestion_names_what_the_spec_can_change() {
+    let base = rec(4, Some((4.0, 4.0, 0.0, 0.3, 0.0)), 4.0, 10.0, 50.0);
+    let held = rec(8, Some((4.0, 4.0, 4.0, 0.5, 0.0)), 8.0, 10.5, 400.0);
+    let full = rec(8, Some((8.0, 8.0, 0.0, 0.97, 0.0)), 8.0, 12.0, 60.0);
+    // (record, cap, knobs, must contain, must not contain)
+    let cases = [
+        (
+            &full,
+            None,
+            Knobs::Sim,
+            "engine.sim.kv_tokens",
+            "--gpu-memory-utilization",
+        ),
+        (
+            &full,
+            None,
+            Knobs::Launch,
+            "--gpu-memory-utilization",
+            "engine.sim",
+        ),
+        (
+            &full,
+            None,
+            Knobs::Attached,
+            "attached server's own launch command",
+            "engine.sim",
+        ),
+        (
+            &held,
+            CAP4,
+            Knobs::Attached,
+            "attached server's own launch command",
+            "engine.sim",
+        ),
+        (
+            &held,
+            CAP4,
+            Knobs::Sim,
+            "engine.sim.max_num_seqs",
+            "--max-num-seqs",
+        ),
+        // No cap known: attached, neither `--max-num-seqs` in a launch command nor
+        // `engine.sim.max_num_seqs` exists to set; the spec can launch the engine itself.
+        (
+            &held,
+            None,
+            Knobs::Attached,
+            "engine.launch.command",
+            "engine.sim",
+        ),
+        (
+            &held,
+            None,
+            Knobs::Sim,
+            "engine.sim.max_num_seqs",
+            "--max-num-seqs",
+        ),
+    ];
+    for (r, cap, knobs, has, lacks) in cases {
+        let s = judged(r, &base, cap, knobs).suggestion;
+        assert!(s.contains(has) && !s.contains(lacks), "{knobs:?}: {s}");
+    }
+}
+
+#[test]
+fn only_the_cell_before_the_first_flat_step_is_judged() {
+    // tok/s 100, 190, 200, 205: c2 → c4 adds 5%, c4 → c8 2.5%: c4 is on the plateau, only
+    // c2 is the last cell before it (the newcomer's f1.yaml had c4 and c8 both judged).
+    let mut rs = vec![
+        rec(1, Some((1.0, 1.0, 0.0, 0.1, 0.0)), 1.0, 10.0, 50.0),
+        rec(2, Some((2.0, 2.0, 0.0, 0.2, 0.0)), 2.0, 10.5, 52.0),
+        rec(4, Some((2.0, 2.0, 2.0, 0.2, 0.0)), 4.0, 10.5, 110.0),
+        rec(8, Some((2.0, 2.0, 6.0, 0.2, 0.0)), 8.0, 10.5, 300.0),
+    ];
+    for (r, t) in rs.iter_mut().zip([100.0, 190.0, 200.0, 205.0]) {
+        r.total_tok_s = Some(t);
+    }
+    let cap = Cap {
+        value: 2.0,
+        from: "engine.sim.max_num_seqs",
+    };
+    fill(&mut rs, &|_| (Some(cap), Knobs::Sim), 0.9);
+    let judged: Vec<&str> = rs
+        .iter()
+        .filter(|r| r.limit.is_some())
+        .map(|r| r.cell.as_str())
+        .collect();
+    assert_eq!(judged, ["decode/1K/c2"]);
 }

@@ -4,7 +4,7 @@
 
 use super::error::RunError;
 use crate::plan::RunConfig;
-use crate::results::limit::Cap;
+use crate::results::limit::{Cap, Knobs};
 use crate::rundir::RunDir;
 use crate::spec::Spec;
 use crate::spec::command::{SEQS_FLAGS, first_flag};
@@ -39,17 +39,32 @@ pub fn cap_of(spec: &Spec) -> Option<Cap> {
     })
 }
 
+/// Where the user of `spec` changes its engine's settings: `engine.sim.*` (`kind: sim`), its
+/// launch command's flags, or, attached to a running server, that server's own.
+pub fn knobs_of(spec: &Spec) -> Knobs {
+    if spec.engine.kind == crate::spec::EngineKind::Sim {
+        Knobs::Sim
+    } else if spec.engine.launch.is_some() {
+        Knobs::Launch
+    } else {
+        Knobs::Attached
+    }
+}
+
 /// Judge the limits of the records in `dir` and write them back.
 pub(super) fn fill(config: &RunConfig, dir: &RunDir) -> Result<(), RunError> {
     let spec = config.spec();
-    let base = cap_of(spec);
-    let variants: Vec<(String, Option<Cap>)> = spec
+    let base = (cap_of(spec), knobs_of(spec));
+    let variants: Vec<(String, (Option<Cap>, Knobs))> = spec
         .variants()
         .into_iter()
-        .map(|v| (v.name, cap_of(&v.spec)))
+        .map(|v| (v.name, (cap_of(&v.spec), knobs_of(&v.spec))))
         .collect();
     let cap = |variant: Option<&str>| match variant {
-        Some(name) => variants.iter().find(|(n, _)| n == name).and_then(|v| v.1),
+        Some(name) => variants
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or((None, base.1), |v| v.1),
         None => base,
     };
     let mut records = dir.records()?;
@@ -63,7 +78,8 @@ pub(super) fn fill(config: &RunConfig, dir: &RunDir) -> Result<(), RunError> {
 
 #[cfg(test)]
 mod tests {
-    use super::cap_of;
+    use super::{cap_of, knobs_of};
+    use crate::results::limit::Knobs;
 
     #[test]
     fn the_cap_is_read_from_each_engines_flag() {
@@ -85,6 +101,8 @@ mod tests {
                 "kind: vllm\n  launch: {command: 'vllm serve m --port 8000'}",
                 None,
             ),
+            // Attached to a running server: its flags are not in the spec.
+            ("kind: vllm", None),
             // The simulator's own cap, where the spec states none: its profile's (instant:
             // 1024, h200-gemma-4-e2b: 256 — src/sim/profile.rs).
             (
@@ -103,6 +121,25 @@ mod tests {
             let config = crate::plan::config::of_yaml(&text);
             let got = cap_of(config.spec()).map(|c| (c.value, c.from));
             assert_eq!(got, want, "{engine}");
+        }
+    }
+
+    #[test]
+    fn the_knobs_follow_the_engine_kind_and_its_launch() {
+        let cases = [
+            (
+                "kind: vllm\n  launch: {command: 'vllm serve m --port 8000'}",
+                Knobs::Launch,
+            ),
+            ("kind: vllm", Knobs::Attached),
+            ("kind: sim\n  sim: {max_num_seqs: 3}", Knobs::Sim),
+        ];
+        for (engine, want) in cases {
+            let text = format!(
+                "version: 1\nname: t\nengine:\n  {engine}\n  base_url: http://127.0.0.1:8000\nmodel: {{served_name: m, max_model_len: 100000}}\nmatrix: {{contexts: [1K], concurrency: [1]}}\n"
+            );
+            let config = crate::plan::config::of_yaml(&text);
+            assert_eq!(knobs_of(config.spec()), want, "{engine}");
         }
     }
 }

@@ -24,6 +24,7 @@ mod known;
 mod launch;
 mod layers;
 mod limit;
+mod limit_front;
 mod limit_llamacpp;
 mod limit_sim;
 mod llamacpp;
