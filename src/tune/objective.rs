@@ -3,9 +3,11 @@
 //! the same with a 90% interval — its optimistic end counting every cell that could meet the
 //! SLO within the twin's interval, its pessimistic end only those that met it.
 
+use crate::plan::Phase;
 use crate::results::slo::at;
 use crate::results::{Record, Status};
 use crate::spec::{Slo, SloMetric};
+use crate::telemetry::SERVER_RAN;
 use crate::twin::predict::PredictedCell;
 use serde::{Deserialize, Serialize};
 
@@ -81,9 +83,11 @@ impl TuneObjective {
 
     /// One valid cell's value when it met the SLO.
     fn cell(self, r: &Record, gpus: f64) -> Option<f64> {
-        if r.status != Status::Valid {
-            return None;
-        }
+        self.counted(r, gpus).filter(|_| r.status == Status::Valid)
+    }
+
+    /// A cell's value when it met the SLO, its validity judged by the caller.
+    fn counted(self, r: &Record, gpus: f64) -> Option<f64> {
         let met = r.open.slo_met == Some(true);
         match self {
             TuneObjective::Goodput => r.open.goodput_rps.filter(|g| *g > 0.0),
@@ -121,19 +125,24 @@ impl TuneObjective {
     }
 
     /// A predicted configuration's value and interval from its simulated `records` and the
-    /// prediction's `cells` (their intervals).
+    /// prediction's `cells` (their intervals, each at least as wide as `rules.missed`); a cell
+    /// counts as a measured one does: valid, the engine running at least `min_active` × C.
     pub fn predicted<'a>(
         self,
         records: impl Iterator<Item = &'a Record>,
         cells: &[PredictedCell],
-        slo: &Slo,
-        gpus: f64,
+        rules: &Rules,
     ) -> Estimate {
+        let (slo, gpus) = (rules.slo, rules.gpus);
         let mut e = Estimate::default();
         let mut unbounded = false;
-        for r in records.filter(|r| r.status == Status::Valid) {
+        for r in records.filter(|r| counts(r, rules.min_active)) {
             let (f, f_ttft) = fractions(cells.iter().find(|c| c.cell == r.cell));
-            let value = self.cell(r, gpus);
+            let (f, f_ttft) = (
+                at_least(f, rules.missed.tok_s),
+                at_least(f_ttft, rules.missed.ttft),
+            );
+            let value = self.counted(r, gpus);
             e.value = self.best(e.value, value);
             let could = r.open.slo_met == Some(true) || could_meet(r, slo, f, f_ttft);
             if !could {
@@ -152,6 +161,63 @@ impl TuneObjective {
             e.high = None;
         }
         e
+    }
+}
+
+/// What a predicted configuration's objective is judged by, as a measured one's.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules<'a> {
+    /// The spec's SLO.
+    pub slo: &'a Slo,
+    /// `hardware.gpu_count` (at least 1).
+    pub gpus: f64,
+    /// `validity.min_active_fraction`.
+    pub min_active: f64,
+    /// How far the family's twin missed its measured configurations.
+    pub missed: Missed,
+}
+
+/// How far a family's twin missed the configurations it was fitted on, as relative
+/// half-widths every predicted cell's interval is at least (`None`: unbounded — the twin got
+/// a measured configuration's validity or SLO wrong, or nothing could be compared).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Missed {
+    /// Tok/s (and the objective, and latencies between tokens).
+    pub tok_s: Option<f64>,
+    /// TTFT.
+    pub ttft: Option<f64>,
+}
+
+impl Missed {
+    /// No miss: the cells' own intervals.
+    pub const NONE: Missed = Missed {
+        tok_s: Some(0.0),
+        ttft: Some(0.0),
+    };
+}
+
+/// The wider of a cell's half-width and the family's miss (`None` either: unbounded).
+fn at_least(f: Option<f64>, missed: Option<f64>) -> Option<f64> {
+    Some(f?.max(missed?))
+}
+
+/// Whether a predicted record counts as a measured one would: valid, its engine not capped
+/// below `min_active` × C. The cap is the most the engine ran at once: the simulation's mean
+/// is a few scrapes of a short window, which put a twin's m8 at 16 streams at 4.0 running
+/// (8 most) — invalid on one fit, valid on the next — where the measured engine ran 8.0. A
+/// record invalid for that reason alone is judged by the cap; a simulation whose metrics were
+/// not judged may say valid, and is judged by it too.
+fn counts(r: &Record, min_active: f64) -> bool {
+    let only_engine_view = r.status == Status::Invalid
+        && !r.reasons.is_empty()
+        && r.reasons.iter().all(|x| x.starts_with(SERVER_RAN));
+    if r.status != Status::Valid && !only_engine_view {
+        return false;
+    }
+    let most = r.server.as_ref().and_then(|s| s.running_max);
+    match most {
+        Some(m) if r.phase == Phase::Decode => m >= min_active * f64::from(r.concurrency),
+        _ => r.status == Status::Valid,
     }
 }
 

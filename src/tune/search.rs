@@ -4,7 +4,7 @@
 //! the budget is spent. Measuring is `run`'s (the caller's [`MeasureFn`]: `run::run`, or
 //! `run::run_in_process` on a paused clock), into one run directory, resumed cell by cell.
 
-use super::objective::{Estimate, TuneObjective};
+use super::objective::{Estimate, Missed, Rules, TuneObjective};
 use super::space::{Config, families, first_picks, space};
 use super::state::{Measured, State};
 use super::{TUNE_FILE, TuneError, TuneFile};
@@ -191,9 +191,26 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
                 continue;
             }
         };
-        let names: Vec<&str> = todo.iter().map(|i| st.configs[*i].name.as_str()).collect();
+        // The measured configurations too: how far the twin misses them bounds its intervals.
+        let names: Vec<&str> = todo
+            .iter()
+            .chain(&done)
+            .map(|i| st.configs[*i].name.as_str())
+            .collect();
         let (records, cells) =
             super::family::predict_configs(ask.loaded, (&path, &twin), &names, &scratch())?;
+        let mut rules = Rules {
+            slo: &ask.loaded.spec.slo,
+            gpus,
+            min_active: ask.loaded.spec.validity.min_active_fraction,
+            missed: Missed::NONE,
+        };
+        rules.missed = super::family::missed(ask.objective, &run, &records, &members, &rules);
+        on(&format!(
+            "family {}: {}",
+            k + 1,
+            said(&rules.missed, done.len())
+        ));
         for i in todo {
             let name = &st.configs[i].name;
             let e = ask.objective.predicted(
@@ -201,14 +218,30 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
                     .iter()
                     .filter(|r| r.variant.as_deref() == Some(name)),
                 &cells,
-                &ask.loaded.spec.slo,
-                gpus,
+                &rules,
             );
             on(&format!("predicted {name}: {}", e.describe()));
             st.predicted[i] = Some(e);
         }
     }
     Ok(())
+}
+
+/// How far a family's twin missed its `n` measured configurations, for people.
+fn said(m: &Missed, n: usize) -> String {
+    let pct = |f: Option<f64>| f.map_or("unbounded".into(), |f| format!("±{:.1}%", f * 100.0));
+    let two = if n <= 2 {
+        format!(
+            " (twice the twin's miss on the {n} configuration(s) it was fitted on: too few to leave one out)"
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "intervals at least tok/s {}, TTFT {}{two}",
+        pct(m.tok_s),
+        pct(m.ttft)
+    )
 }
 
 /// The configurations to measure next: the most promising and the most uncertain of those
