@@ -246,3 +246,81 @@ fn could_meet(r: &Record, slo: &Slo, f: Option<f64>, f_ttft: Option<f64>) -> boo
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::twin::model::Predicted;
+
+    /// A predicted m8 cell at 16 streams: 10,000 tok/s, SLO met, the scraped mean 4.0 running.
+    fn record(status: &str, reasons: &[&str], running_max: f64) -> Record {
+        let v = serde_json::json!({"schema": "benchspec.result.v1", "cell": "m8/decode/1K/c16",
+            "phase": "decode", "context": 1024, "concurrency": 16, "status": status,
+            "reasons": reasons, "started_at": "2026-01-01T00:00:00Z", "prompt_tokens": 1024,
+            "requests_started": 16, "completed": 16, "errors": 0, "error_kinds": {},
+            "labels": {}, "total_tok_s": 10000.0, "slo_met": true,
+            "server": {"running_mean": 4.0, "running_max": running_max}});
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_predicted_cell_counts_by_the_most_its_engine_ran_as_a_measured_one_does() {
+        let ran = format!("{SERVER_RAN}4.0 of 16 requests at once (2.0 waiting)");
+        // min_active_fraction 0.4 × 16 streams = 6.4 (worked by hand).
+        let table: [(&str, &[&str], f64, bool); 5] = [
+            ("valid", &[], 8.0, true),
+            ("invalid", &[&ran], 8.0, true), // only the scraped mean said 4.0
+            ("invalid", &[&ran], 4.0, false), // capped at 4 < 6.4
+            ("valid", &[], 6.0, false),
+            ("invalid", &["3 of 16 requests failed"], 16.0, false),
+        ];
+        for (status, reasons, most, want) in table {
+            let got = counts(&record(status, reasons, most), 0.4);
+            assert_eq!(got, want, "{status} {reasons:?} running_max {most}");
+        }
+    }
+
+    #[test]
+    fn the_interval_is_never_narrower_than_the_familys_miss() {
+        let slo = Slo::default();
+        let cell = PredictedCell {
+            cell: "m8/decode/1K/c16".into(),
+            phase: "decode".into(),
+            context: 1024,
+            concurrency: 16,
+            total_tok_s: Some(10000.0),
+            per_request_tok_s: None,
+            ttft_ms_p50: None,
+            tbt_ms_p50: None,
+            interval: Predicted {
+                total_tok_s: Some(50.0),
+                ..Predicted::default()
+            },
+            extrapolated: false,
+            phase_fitted: true,
+            method: "simulated",
+            unknown: Vec::new(),
+        };
+        let r = [record("valid", &[], 8.0)];
+        let at = |tok_s| {
+            let rules = Rules {
+                slo: &slo,
+                gpus: 1.0,
+                min_active: 0.4,
+                missed: Missed {
+                    tok_s,
+                    ttft: Some(0.0),
+                },
+            };
+            let e =
+                TuneObjective::TokSPerGpu.predicted(r.iter(), std::slice::from_ref(&cell), &rules);
+            let round = |x: Option<f64>| x.map(|v| (v * 1e6).round() / 1e6);
+            (round(e.value), round(e.low), round(e.high))
+        };
+        // The cell's own ±0.5% (50 of 10,000): 9,950 – 10,050; a family that missed its
+        // measured configurations by 20%: 8,000 – 12,000; by an unknown amount: unbounded.
+        assert_eq!(at(Some(0.0)), (Some(10000.0), Some(9950.0), Some(10050.0)));
+        assert_eq!(at(Some(0.2)), (Some(10000.0), Some(8000.0), Some(12000.0)));
+        assert_eq!(at(None), (Some(10000.0), None, None));
+    }
+}
