@@ -10,6 +10,7 @@
 
 use super::TuneError;
 use super::objective::{Missed, Rules, TuneObjective};
+use super::search::Ask;
 use super::space::Config;
 use crate::plan::Phase;
 use crate::results::{Record, Status};
@@ -152,6 +153,26 @@ pub fn predict_configs(
     let records = records?;
     answer::add_simulated(&mut p, &records, twin);
     Ok((records, p.cells))
+}
+
+/// What the family's predicted configurations are judged by: the spec's SLO and validity as a
+/// measured one's, and the floor of their intervals — how far the twin missed the measured
+/// `members` (in `run`) in its `predicted` records.
+pub fn rules<'a>(
+    ask: &Ask<'a>,
+    gpus: f64,
+    (run, predicted): (&Run, &[Record]),
+    members: &[&Config],
+) -> Rules<'a> {
+    let spec = &ask.loaded.spec;
+    let mut rules = Rules {
+        slo: &spec.slo,
+        gpus,
+        min_active: spec.validity.min_active_fraction,
+        missed: Missed::NONE,
+    };
+    rules.missed = missed(ask.objective, run, predicted, members, &rules);
+    rules
 }
 
 /// How far the family's twin missed its measured configurations `members`: each one's

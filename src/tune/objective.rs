@@ -194,6 +194,23 @@ impl Missed {
         tok_s: Some(0.0),
         ttft: Some(0.0),
     };
+
+    /// For people, of a family with `n` measured configurations.
+    pub fn said(&self, n: usize) -> String {
+        let pct = |f: Option<f64>| f.map_or("unbounded".into(), |f| format!("±{:.1}%", f * 100.0));
+        let two = if n <= 2 {
+            format!(
+                " (twice the twin's miss on the {n} configuration(s) it was fitted on: too few to leave one out)"
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "intervals at least tok/s {}, TTFT {}{two}",
+            pct(self.tok_s),
+            pct(self.ttft)
+        )
+    }
 }
 
 /// The wider of a cell's half-width and the family's miss (`None` either: unbounded).
@@ -259,7 +276,7 @@ mod tests {
             "reasons": reasons, "started_at": "2026-01-01T00:00:00Z", "prompt_tokens": 1024,
             "requests_started": 16, "completed": 16, "errors": 0, "error_kinds": {},
             "labels": {}, "total_tok_s": 10000.0, "slo_met": true,
-            "server": {"running_mean": 4.0, "running_max": running_max}});
+            "server": {"running_mean": 4.0, "running_max": running_max, "source": "vllm"}});
         serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
     }
 

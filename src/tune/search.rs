@@ -4,7 +4,7 @@
 //! the budget is spent. Measuring is `run`'s (the caller's [`MeasureFn`]: `run::run`, or
 //! `run::run_in_process` on a paused clock), into one run directory, resumed cell by cell.
 
-use super::objective::{Estimate, Missed, Rules, TuneObjective};
+use super::objective::{Estimate, TuneObjective};
 use super::space::{Config, families, first_picks, space};
 use super::state::{Measured, State};
 use super::{TUNE_FILE, TuneError, TuneFile};
@@ -175,12 +175,7 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
             continue;
         }
         let members: Vec<&Config> = done.iter().map(|i| &st.configs[*i]).collect();
-        let dir = ask.out.join("twins");
-        std::fs::create_dir_all(&dir).map_err(|e| TuneError::File {
-            path: dir.clone(),
-            message: e.to_string(),
-        })?;
-        let path = dir.join(format!("family-{}.toml", k + 1));
+        let path = twin_path(ask.out, k)?;
         let twin = match super::family::fit(&run, &members, &path) {
             Ok(t) => t,
             Err(e) => {
@@ -199,17 +194,11 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
             .collect();
         let (records, cells) =
             super::family::predict_configs(ask.loaded, (&path, &twin), &names, &scratch())?;
-        let mut rules = Rules {
-            slo: &ask.loaded.spec.slo,
-            gpus,
-            min_active: ask.loaded.spec.validity.min_active_fraction,
-            missed: Missed::NONE,
-        };
-        rules.missed = super::family::missed(ask.objective, &run, &records, &members, &rules);
+        let rules = super::family::rules(ask, gpus, (&run, &records), &members);
         on(&format!(
             "family {}: {}",
             k + 1,
-            said(&rules.missed, done.len())
+            rules.missed.said(done.len())
         ));
         for i in todo {
             let name = &st.configs[i].name;
@@ -227,21 +216,14 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
     Ok(())
 }
 
-/// How far a family's twin missed its `n` measured configurations, for people.
-fn said(m: &Missed, n: usize) -> String {
-    let pct = |f: Option<f64>| f.map_or("unbounded".into(), |f| format!("±{:.1}%", f * 100.0));
-    let two = if n <= 2 {
-        format!(
-            " (twice the twin's miss on the {n} configuration(s) it was fitted on: too few to leave one out)"
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "intervals at least tok/s {}, TTFT {}{two}",
-        pct(m.tok_s),
-        pct(m.ttft)
-    )
+/// `DIR/twins/family-K.toml` (K from 1), its directory made.
+fn twin_path(out: &Path, k: usize) -> Result<PathBuf, TuneError> {
+    let dir = out.join("twins");
+    std::fs::create_dir_all(&dir).map_err(|e| TuneError::File {
+        path: dir.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(dir.join(format!("family-{}.toml", k + 1)))
 }
 
 /// The configurations to measure next: the most promising and the most uncertain of those

@@ -92,6 +92,27 @@ fn every_predicted_configuration_holds_its_measured_objective_and_tune_finds_the
     };
     tune(&ask, &measure, &|line| eprintln!("tune: {line}")).unwrap();
     let file = tune_file(&out);
+    let predicted = check_intervals(&file, &values);
+    assert_eq!(predicted, 2, "m4 and m8 predicted");
+    // The search resumed without a budget: the grid's winner.
+    ask.budget = Budget::default();
+    tune(&ask, &measure, &|line| eprintln!("tune: {line}")).unwrap();
+    let file = tune_file(&out);
+    let winner = file.winner.as_ref().expect("a winner");
+    assert_eq!(winner.name, winners[0], "tune's winner vs the grid's");
+}
+
+/// `tune.json` of `out`, printed.
+fn tune_file(out: &std::path::Path) -> benchspec::tune::TuneFile {
+    let text = std::fs::read_to_string(out.join("tune.json")).unwrap();
+    let file: benchspec::tune::TuneFile = serde_json::from_str(&text).unwrap();
+    eprintln!("{}", benchspec::tune::summary::text(&file));
+    file
+}
+
+/// Each configuration `file` predicted: its measured objective (`values`, the grid's) inside its
+/// interval or an unbounded end; how many were predicted.
+fn check_intervals(file: &benchspec::tune::TuneFile, values: &[(String, f64)]) -> usize {
     let mut predicted = 0;
     for c in file.configs.iter().filter(|c| !c.measured) {
         let truth = values.iter().find(|(n, _)| *n == c.name).map(|(_, v)| *v);
@@ -110,19 +131,5 @@ fn every_predicted_configuration_holds_its_measured_objective_and_tune_finds_the
             c.objective
         );
     }
-    assert_eq!(predicted, 2, "m4 and m8 predicted");
-    // The search resumed without a budget: the grid's winner.
-    ask.budget = Budget::default();
-    tune(&ask, &measure, &|line| eprintln!("tune: {line}")).unwrap();
-    let file = tune_file(&out);
-    let winner = file.winner.as_ref().expect("a winner");
-    assert_eq!(winner.name, winners[0], "tune's winner vs the grid's");
-}
-
-/// `tune.json` of `out`, printed.
-fn tune_file(out: &std::path::Path) -> benchspec::tune::TuneFile {
-    let text = std::fs::read_to_string(out.join("tune.json")).unwrap();
-    let file: benchspec::tune::TuneFile = serde_json::from_str(&text).unwrap();
-    eprintln!("{}", benchspec::tune::summary::text(&file));
-    file
+    predicted
 }
