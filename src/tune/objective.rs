@@ -1,7 +1,10 @@
 //! What `tune` maximises (or minimises) under the spec's SLO, from a configuration's records:
 //! measured, the best of its cells that met the SLO; predicted (the spec run against a twin),
 //! the same with a 90% interval — its optimistic end counting every cell that could meet the
-//! SLO within the twin's interval, its pessimistic end only those that met it.
+//! SLO within the twin's interval, its pessimistic end only those that met it. A predicted
+//! cell counts as a measured one does (valid, not capped below `min_active_fraction` × C), and
+//! its interval is never narrower than how far the family's twin missed the family's measured
+//! configurations ([`Missed`]).
 
 use crate::plan::Phase;
 use crate::results::slo::at;
