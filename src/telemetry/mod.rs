@@ -30,6 +30,10 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
+/// How the validity reason the engine's own view gives a record begins (`tune` re-judges a
+/// predicted record holding only this reason by the most its engine ran at once).
+pub const SERVER_RAN: &str = "the server ran ";
+
 /// Where telemetry says what it could not see (a `/metrics` with no known names, a GPU source
 /// that gave no samples): one line for the caller to show. A note, never a failure.
 pub type NoteSink<'a> = dyn Fn(String) + Sync + 'a;
@@ -355,7 +359,7 @@ fn server_verdict(rec: &mut Record, seen: &server::Seen, fraction: f64) {
         && rec.avg_active.is_some_and(|a| a >= want)
     {
         rec.reasons.push(format!(
-            "the server ran {running:.1} of {} requests at once ({:.1} waiting)",
+            "{SERVER_RAN}{running:.1} of {} requests at once ({:.1} waiting)",
             rec.concurrency, seen.waiting_mean
         ));
         if rec.status == Status::Valid {

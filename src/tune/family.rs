@@ -5,13 +5,15 @@
 //!
 //! A closed-loop cell runs fewer requests than its concurrency when its configuration caps
 //! them (max_num_seqs, the KV cache): it is fitted as a step of the requests that ran — the
-//! engine's own mean count where its metrics were read, else the twin's cap — without its
-//! TTFT, which holds the queue.
+//! configuration's cap, or the most the engine's metrics saw running — without its TTFT,
+//! which holds the queue.
 
 use super::TuneError;
+use super::objective::{Missed, Rules, TuneObjective};
+use super::search::Ask;
 use super::space::Config;
 use crate::plan::Phase;
-use crate::results::Record;
+use crate::results::{Record, Status};
 use crate::rundir::Run;
 use crate::spec::Loaded;
 use crate::twin::describe::Identity;
@@ -56,7 +58,11 @@ fn family_run(run: &Run, members: &[&Config]) -> Run {
 }
 
 /// A closed-loop cell of `c` whose requests did not all run at once, as the cell of those
-/// that did (its TTFT, which holds the wait, left out).
+/// that did (its TTFT, which holds the wait, left out): the configuration's own cap (its
+/// max_num_seqs, its KV cache) where it sets one below the concurrency, else the most the
+/// engine ran at once where its metrics say that was fewer. Not the engine's mean count: over
+/// a short window it is a few scrapes, which caught an uncapped m16 at 16 requests running
+/// 9.5, 15.5 or 16 on three runs of one spec — and each gave the family another twin.
 fn cap(x: &mut Record, c: &Config, output: f64) {
     let closed =
         x.phase == Phase::Decode || (x.phase == Phase::Capacity && x.open.rate_offered.is_none());
@@ -68,12 +74,13 @@ fn cap(x: &mut Record, c: &Config, output: f64) {
         .settings
         .apply(unlimited())
         .running(n, x.prompt_tokens as f64, output);
-    let ran = x
+    let seen = x
         .server
         .as_ref()
-        .and_then(|s| s.running_mean)
+        .and_then(|s| s.running_max)
         .filter(|m| *m >= 1.0)
-        .unwrap_or(model);
+        .unwrap_or(n);
+    let ran = model.min(seen);
     if ran < n - 0.5 {
         x.concurrency = ran.round().max(1.0) as u32;
         x.ttft_ms = None;
@@ -146,4 +153,82 @@ pub fn predict_configs(
     let records = records?;
     answer::add_simulated(&mut p, &records, twin);
     Ok((records, p.cells))
+}
+
+/// What the family's predicted configurations are judged by: the spec's SLO and validity as a
+/// measured one's, and the floor of their intervals — how far the twin missed the measured
+/// `members` (in `run`) in its `predicted` records.
+pub fn rules<'a>(
+    ask: &Ask<'a>,
+    gpus: f64,
+    (run, predicted): (&Run, &[Record]),
+    members: &[&Config],
+) -> Rules<'a> {
+    let spec = &ask.loaded.spec;
+    let mut rules = Rules {
+        slo: &spec.slo,
+        gpus,
+        min_active: spec.validity.min_active_fraction,
+        missed: Missed::NONE,
+    };
+    rules.missed = missed(ask.objective, run, predicted, members, &rules);
+    rules
+}
+
+/// How far the family's twin missed its measured configurations `members`: each one's
+/// `predicted` records (the spec run against the twin) against its measured ones in `run` —
+/// its objective, judged by `rules` as a measured one's (one measured and not predicted, or
+/// the other way round: unbounded), and each cell valid in both by total tok/s and TTFT p90.
+/// Doubled when the family has two measured configurations: the twin was fitted on exactly
+/// those, so its miss on them is all in-sample.
+pub fn missed(
+    obj: TuneObjective,
+    run: &Run,
+    predicted: &[Record],
+    members: &[&Config],
+    rules: &Rules,
+) -> Missed {
+    let rel = |p: f64, m: f64| (m.abs() > 0.0).then(|| (p - m).abs() / m.abs());
+    let worse = |acc: Option<f64>, x: Option<f64>| match x {
+        Some(x) => acc.map(|a| a.max(x)),
+        None => acc,
+    };
+    let exact = Rules {
+        missed: Missed::NONE,
+        ..*rules
+    };
+    let mut out = Missed::NONE;
+    for c in members {
+        let of = |rs: &[Record]| -> Vec<Record> {
+            rs.iter()
+                .filter(|r| r.variant.as_deref() == Some(c.name.as_str()))
+                .cloned()
+                .collect()
+        };
+        let (meas, pred) = (of(&run.records), of(predicted));
+        let m = obj.measured(meas.iter(), rules.gpus);
+        match (m, obj.predicted(pred.iter(), &[], &exact).value) {
+            (Some(m), Some(p)) => out.tok_s = worse(out.tok_s, rel(p, m)),
+            (None, None) => {}
+            _ => out.tok_s = None,
+        }
+        for x in meas.iter().filter(|r| r.status == Status::Valid) {
+            let Some(y) = pred
+                .iter()
+                .find(|r| r.cell == x.cell && r.status == Status::Valid)
+            else {
+                continue;
+            };
+            if let (Some(p), Some(m)) = (y.total_tok_s, x.total_tok_s) {
+                out.tok_s = worse(out.tok_s, rel(p, m));
+            }
+            if let (Some(p), Some(m)) = (y.ttft_ms, x.ttft_ms) {
+                out.ttft = worse(out.ttft, rel(p.p90, m.p90));
+            }
+        }
+    }
+    if members.len() <= 2 {
+        (out.tok_s, out.ttft) = (out.tok_s.map(|f| 2.0 * f), out.ttft.map(|f| 2.0 * f));
+    }
+    out
 }

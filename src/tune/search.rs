@@ -175,12 +175,7 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
             continue;
         }
         let members: Vec<&Config> = done.iter().map(|i| &st.configs[*i]).collect();
-        let dir = ask.out.join("twins");
-        std::fs::create_dir_all(&dir).map_err(|e| TuneError::File {
-            path: dir.clone(),
-            message: e.to_string(),
-        })?;
-        let path = dir.join(format!("family-{}.toml", k + 1));
+        let path = twin_path(ask.out, k)?;
         let twin = match super::family::fit(&run, &members, &path) {
             Ok(t) => t,
             Err(e) => {
@@ -191,9 +186,20 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
                 continue;
             }
         };
-        let names: Vec<&str> = todo.iter().map(|i| st.configs[*i].name.as_str()).collect();
+        // The measured configurations too: how far the twin misses them bounds its intervals.
+        let names: Vec<&str> = todo
+            .iter()
+            .chain(&done)
+            .map(|i| st.configs[*i].name.as_str())
+            .collect();
         let (records, cells) =
             super::family::predict_configs(ask.loaded, (&path, &twin), &names, &scratch())?;
+        let rules = super::family::rules(ask, gpus, (&run, &records), &members);
+        on(&format!(
+            "family {}: {}",
+            k + 1,
+            rules.missed.said(done.len())
+        ));
         for i in todo {
             let name = &st.configs[i].name;
             let e = ask.objective.predicted(
@@ -201,14 +207,23 @@ fn refresh(ask: &Ask, st: &mut State, on: &dyn Fn(&str)) -> Result<(), TuneError
                     .iter()
                     .filter(|r| r.variant.as_deref() == Some(name)),
                 &cells,
-                &ask.loaded.spec.slo,
-                gpus,
+                &rules,
             );
             on(&format!("predicted {name}: {}", e.describe()));
             st.predicted[i] = Some(e);
         }
     }
     Ok(())
+}
+
+/// `DIR/twins/family-K.toml` (K from 1), its directory made.
+fn twin_path(out: &Path, k: usize) -> Result<PathBuf, TuneError> {
+    let dir = out.join("twins");
+    std::fs::create_dir_all(&dir).map_err(|e| TuneError::File {
+        path: dir.clone(),
+        message: e.to_string(),
+    })?;
+    Ok(dir.join(format!("family-{}.toml", k + 1)))
 }
 
 /// The configurations to measure next: the most promising and the most uncertain of those

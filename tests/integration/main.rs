@@ -53,6 +53,7 @@ mod telemetry;
 mod traffic_reports;
 mod tune;
 mod tune_cli;
+mod tune_twin_trust;
 mod twin;
 mod twin_checks;
 mod twin_sim;
