@@ -8,8 +8,9 @@
 //! file is the rules alone, with no I/O.
 
 use super::Record;
-pub use super::limit_knobs::Knobs;
-use super::limit_knobs::{front_end, suggestion};
+mod knobs;
+pub use knobs::Knobs;
+use knobs::{front_end, suggestion};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

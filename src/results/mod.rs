@@ -7,7 +7,6 @@ pub mod fill;
 pub mod images;
 pub mod limit;
 pub mod limit_cells;
-pub mod limit_knobs;
 mod lora;
 pub(crate) mod observe;
 pub(crate) mod open_fields;

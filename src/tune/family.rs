@@ -10,8 +10,8 @@
 
 use super::TuneError;
 use super::objective::{Missed, Rules, TuneObjective};
-use super::search::Ask;
 use super::space::Config;
+use super::state::Ask;
 use crate::plan::Phase;
 use crate::results::{Record, Status};
 use crate::rundir::Run;

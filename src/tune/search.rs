@@ -6,38 +6,16 @@
 
 use super::objective::{Estimate, TuneObjective};
 use super::space::{Config, families, first_picks, space};
+pub use super::state::{Ask, Budget};
 use super::state::{Measured, State};
 use super::{TUNE_FILE, TuneError, TuneFile};
 use crate::plan::RunConfig;
 use crate::run::{RunError, RunOptions};
-use crate::spec::Loaded;
 use std::path::{Path, PathBuf};
 
 /// Measure the cells `RunOptions::only` picks of the run, into `RunOptions::out`: the engine
 /// seconds it took.
 pub type MeasureFn<'a> = &'a dyn Fn(&RunConfig, &RunOptions) -> Result<f64, RunError>;
-
-/// How much `tune` may measure; `None`: no limit.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Budget {
-    /// Configurations measured, at most.
-    pub configs: Option<usize>,
-    /// Engine seconds: no configuration is started once this many were spent.
-    pub engine_s: Option<f64>,
-}
-
-/// What `tune` was asked.
-#[derive(Debug, Clone, Copy)]
-pub struct Ask<'a> {
-    /// The spec.
-    pub loaded: &'a Loaded,
-    /// The run directory.
-    pub out: &'a Path,
-    /// The objective.
-    pub objective: TuneObjective,
-    /// The budget.
-    pub budget: Budget,
-}
 
 /// Run the search; `on` hears each step. The state it ended in (also in `tune.json`).
 pub fn tune(ask: &Ask, measure: MeasureFn, on: &dyn Fn(&str)) -> Result<State, TuneError> {

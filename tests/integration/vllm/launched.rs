@@ -6,6 +6,7 @@ use super::super::cli::Bench;
 use super::{
     BLOCK, BLOCKS, finished, installed, processes_in_env, requests, shipped, usage_hit_rate,
 };
+use benchspec::results::limit::LimitKind;
 use benchspec::results::{Record, Status};
 
 /// Launched by benchspec from the shipped spec, measured, and stopped by a scheduler's SIGTERM
@@ -98,6 +99,12 @@ fn the_finished_cells_match_vllm(out: &std::path::Path) {
     }
 }
 
+/// Two variants: `--max-num-seqs 2` and vLLM's default.
+const VARIANTS: &str = "    stop_timeout: 20s\n  variants:\n    - name: mns2\n      args: {--max-num-seqs: 2}\n    - name: default";
+/// A decode cell, and a capacity search from 3 to 4 under an SLO every probe meets (probes
+/// at 3, then 4).
+const PHASES: &str = "  prefill: {enabled: false}\n  decode:\n    duration: 2s\n  capacity: {min: 3, max: 4, duration: 2s}\nslo: {tpot: {p90: 10s}}";
+
 /// Engine variants relaunch vLLM with their flags, and vLLM's own gauges show each took:
 /// `--max-num-seqs 2` runs 2 of the 4 requests sent at once and queues the rest (the cell is
 /// invalid, saying so), the default runs all 4.
@@ -111,11 +118,8 @@ fn vllm_variants_relaunch_with_their_flags() {
     let text = shipped(port, &job)
         .edit("contexts: [256, 2K]", "contexts: [256]")
         .edit("concurrency: [1, 4]", "concurrency: [4]")
-        .edit(
-            "    stop_timeout: 20s",
-            "    stop_timeout: 20s\n  variants:\n    - name: mns2\n      args: {--max-num-seqs: 2}\n    - name: default",
-        )
-        .edit("  decode:\n    duration: 3s", "  prefill: {enabled: false}\n  decode:\n    duration: 2s");
+        .edit("    stop_timeout: 20s", VARIANTS)
+        .edit("  decode:\n    duration: 3s", PHASES);
     let out = dir.path().join("run");
     let mut bench = Bench::new(&["run", "--out", out.to_str().unwrap()]).spec("vllm.yaml", &text);
     for (k, v) in &env {
@@ -154,12 +158,33 @@ fn vllm_variants_relaunch_with_their_flags() {
             .is_some_and(|m| m > 2.0 && m <= 4.0),
         "{full:#?}"
     );
+    limits_against_vllm(
+        cell("mns2/capacity/256/c4"),
+        cell("default/capacity/256/c4"),
+    );
     let logs = std::fs::read_to_string(out.join("manifest.json")).unwrap();
     assert!(logs.contains("--max-num-seqs 2"), "{logs}");
     assert_eq!(
         processes_in_env(&job.to_string_lossy()),
         0,
         "a vLLM process is left"
+    );
+}
+
+/// What limits the capacity probe at 4, from vLLM's own gauges: `--max-num-seqs 2` is the
+/// scheduler (running at the flag's 2 with requests waiting), the default is not.
+fn limits_against_vllm(capped: &Record, full: &Record) {
+    let limit = capped
+        .limit
+        .as_ref()
+        .unwrap_or_else(|| panic!("{capped:#?}"));
+    assert_eq!(limit.kind, Some(LimitKind::Scheduler), "{capped:#?}");
+    assert!(limit.suggestion.contains("--max-num-seqs"), "{limit:?}");
+    assert!(
+        full.limit
+            .as_ref()
+            .is_none_or(|l| l.kind != Some(LimitKind::Scheduler)),
+        "{full:#?}"
     );
 }
 

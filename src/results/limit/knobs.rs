@@ -4,7 +4,7 @@
 //! launch command: nothing in the spec sets them), or `engine.sim.*` for the embedded
 //! simulator (`kind: sim`), which takes no flags.
 
-use super::limit::{Cap, LimitKind};
+use super::{Cap, LimitKind};
 
 /// Where the engine's launch settings are changed, by the spec's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
