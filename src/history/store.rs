@@ -285,6 +285,9 @@ fn contended(e: &HistoryError) -> bool {
         "duplicate key",
         "unique constraint",
         "could not serialize",
+        // Two processes creating the schema at once: PostgreSQL's `CREATE TABLE IF NOT
+        // EXISTS` is not atomic against another's; the loser's retry finds it made.
+        "already exists",
     ]
     .iter()
     .any(|w| m.contains(w))

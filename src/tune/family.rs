@@ -9,7 +9,7 @@
 //! which holds the queue.
 
 use super::TuneError;
-use super::objective::{Missed, Rules, TuneObjective};
+use super::objective::{Missed, PredictionRules, TuneObjective};
 use super::space::Config;
 use super::state::Ask;
 use crate::plan::Phase;
@@ -163,9 +163,9 @@ pub fn rules<'a>(
     gpus: f64,
     (run, predicted): (&Run, &[Record]),
     members: &[&Config],
-) -> Rules<'a> {
+) -> PredictionRules<'a> {
     let spec = &ask.loaded.spec;
-    let mut rules = Rules {
+    let mut rules = PredictionRules {
         slo: &spec.slo,
         gpus,
         min_active: spec.validity.min_active_fraction,
@@ -186,14 +186,14 @@ pub fn missed(
     run: &Run,
     predicted: &[Record],
     members: &[&Config],
-    rules: &Rules,
+    rules: &PredictionRules,
 ) -> Missed {
     let rel = |p: f64, m: f64| (m.abs() > 0.0).then(|| (p - m).abs() / m.abs());
     let worse = |acc: Option<f64>, x: Option<f64>| match x {
         Some(x) => acc.map(|a| a.max(x)),
         None => acc,
     };
-    let exact = Rules {
+    let exact = PredictionRules {
         missed: Missed::NONE,
         ..*rules
     };

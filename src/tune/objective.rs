@@ -134,7 +134,7 @@ impl TuneObjective {
         self,
         records: impl Iterator<Item = &'a Record>,
         cells: &[PredictedCell],
-        rules: &Rules,
+        rules: &PredictionRules,
     ) -> Estimate {
         let (slo, gpus) = (rules.slo, rules.gpus);
         let mut e = Estimate::default();
@@ -169,7 +169,7 @@ impl TuneObjective {
 
 /// What a predicted configuration's objective is judged by, as a measured one's.
 #[derive(Debug, Clone, Copy)]
-pub struct Rules<'a> {
+pub struct PredictionRules<'a> {
     /// The spec's SLO.
     pub slo: &'a Slo,
     /// `hardware.gpu_count` (at least 1).
@@ -323,7 +323,7 @@ mod tests {
         };
         let r = [record("valid", &[], 8.0)];
         let at = |tok_s| {
-            let rules = Rules {
+            let rules = PredictionRules {
                 slo: &slo,
                 gpus: 1.0,
                 min_active: 0.4,

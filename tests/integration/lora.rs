@@ -202,7 +202,8 @@ fn an_adapter_the_simulator_does_not_serve_is_refused_at_validate() {
     assert_eq!(done.code, 2, "{}", done.stderr);
     assert!(done.stderr.contains("t.yaml:9:"), "{}", done.stderr);
     assert!(
-        done.stderr.contains("serves a, b, not `zz`"),
+        done.stderr
+            .contains("adapter `zz` is not served: the simulator serves a, b"),
         "{}",
         done.stderr
     );

@@ -53,7 +53,7 @@ fn served_by_the_simulator(cx: &Checker<'_>, map: &Value, out: &mut Vec<Problem>
         out.push(Problem::error(
             &format!("/workload/adapters/{}", pointer_escape(name)),
             format!(
-                "the simulator {listed}, not `{name}`: add it to `engine.sim.lora.adapters`, or leave it out of the mix"
+                "adapter `{name}` is not served: the simulator {listed}; add it to `engine.sim.lora.adapters`, or leave it out of the mix"
             ),
         ));
     }
