@@ -81,6 +81,19 @@ pub(super) fn grid_values(records: &[Record]) -> Vec<(String, f64)> {
     out
 }
 
+/// Measure a configuration's cells in process on a paused clock: the engine seconds its
+/// clock moved (tune's `MeasureFn`).
+pub(super) fn measure_paused(
+    config: &RunConfig,
+    opts: &RunOptions,
+) -> Result<f64, benchspec::run::RunError> {
+    super::open::on_paused_clock(async {
+        let t0 = tokio::time::Instant::now();
+        run::run_in_process(config, opts, &run::Interrupt::new(), &|_| {}).await?;
+        Ok(t0.elapsed().as_secs_f64())
+    })
+}
+
 #[test]
 fn tune_finds_the_grids_winner_measuring_at_most_half() {
     let _cpu = super::cpu();
@@ -101,20 +114,13 @@ fn tune_finds_the_grids_winner_measuring_at_most_half() {
     let path = path.to_string_lossy().into_owned();
     let loaded = spec::parse(&path, &yaml, Stage::Run, &|_| None).unwrap();
     let out = dir.path().join("tuned");
-    let measure = |config: &RunConfig, opts: &RunOptions| {
-        super::open::on_paused_clock(async {
-            let t0 = tokio::time::Instant::now();
-            run::run_in_process(config, opts, &run::Interrupt::new(), &|_| {}).await?;
-            Ok(t0.elapsed().as_secs_f64())
-        })
-    };
     let ask = Ask {
         loaded: &loaded,
         out: &out,
         objective: TuneObjective::TokSPerGpu,
         budget: Budget::default(),
     };
-    let st = tune(&ask, &measure, &|line| eprintln!("tune: {line}")).unwrap();
+    let st = tune(&ask, &measure_paused, &|line| eprintln!("tune: {line}")).unwrap();
     let file: benchspec::tune::TuneFile =
         serde_json::from_str(&std::fs::read_to_string(out.join("tune.json")).unwrap()).unwrap();
     eprintln!("{}", benchspec::tune::summary::text(&file));

@@ -255,7 +255,6 @@ fn report_draws(out: &Path, want: &[String]) {
 /// after it.
 #[test]
 fn a_budget_spent_mid_round_still_counts_what_it_measured() {
-    use benchspec::run::{self, RunOptions};
     use benchspec::tune::objective::TuneObjective;
     use benchspec::tune::search::{Ask, Budget, tune};
     let _cpu = super::cpu();
@@ -267,13 +266,6 @@ fn a_budget_spent_mid_round_still_counts_what_it_measured() {
     let loaded =
         benchspec::spec::parse(&path, &yaml, benchspec::spec::Stage::Run, &|_| None).unwrap();
     let out = dir.path().join("tuned");
-    let measure = |config: &benchspec::plan::RunConfig, opts: &RunOptions| {
-        super::open::on_paused_clock(async {
-            let t0 = tokio::time::Instant::now();
-            run::run_in_process(config, opts, &run::Interrupt::new(), &|_| {}).await?;
-            Ok(t0.elapsed().as_secs_f64())
-        })
-    };
     let ask = Ask {
         loaded: &loaded,
         out: &out,
@@ -283,7 +275,10 @@ fn a_budget_spent_mid_round_still_counts_what_it_measured() {
             engine_s: None,
         },
     };
-    tune(&ask, &measure, &|line| eprintln!("tune: {line}")).unwrap();
+    tune(&ask, &super::tune::measure_paused, &|line| {
+        eprintln!("tune: {line}")
+    })
+    .unwrap();
     let file: TuneFile =
         serde_json::from_str(&std::fs::read_to_string(out.join("tune.json")).unwrap()).unwrap();
     eprintln!("{}", benchspec::tune::summary::text(&file));
